@@ -1,0 +1,3 @@
+"""nodeprov: provision multi-node PyTorch clusters over SSH."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from nodeprov.cli import app
+
+app()

@@ -1,0 +1,87 @@
+"""Every error nodeprov raises on purpose, and the exit code each one maps to.
+
+    NodeprovError                 root; ``exit_code`` says how the CLI exits
+    ├── InputError                bad inventory, playbook or parameter (exit 2, nothing touched)
+    ├── EnvironmentProblem        this machine lacks something (root, a tool) (exit 2)
+    └── HostError                 something failed on one host (exit 1); carries node and task
+        ├── Unreachable           no SSH session could be opened
+        └── CommandFailed         a remote command exited non-zero
+
+Each error prints as one line a person can act on::
+
+    >>> str(CommandFailed("node3", "firewall", "ufw enable", 1, "ERROR: ...", hint="is IPV6=yes?"))
+    "node3: firewall: 'ufw enable' exited 1: ERROR: ... (is IPV6=yes?)"
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_HOST_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+class NodeprovError(Exception):
+    """Root of nodeprov's errors."""
+
+    exit_code = EXIT_HOST_FAILED
+
+
+class InputError(NodeprovError):
+    """Invalid input: names the file, the line or field, and what would be valid."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: str, *, source: str = "", line: int | None = None,
+                 field: str = "") -> None:
+        self.message = message
+        self.source = source
+        self.line = line
+        self.field = field
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.source
+        if self.line is not None:
+            where = f"{where}:{self.line}" if where else f"line {self.line}"
+        if self.field:
+            where = f"{where}: {self.field}" if where else self.field
+        return f"{where}: {self.message}" if where else self.message
+
+
+class EnvironmentProblem(NodeprovError):
+    """This machine cannot do what was asked (not root, a tool missing)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class HostError(NodeprovError):
+    """A failure on one host, rendered as ``node: task: what (hint)``."""
+
+    def __init__(self, node: str, task: str, message: str, *, hint: str = "") -> None:
+        self.node = node
+        self.task = task
+        self.message = message
+        self.hint = hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        text = f"{self.node}: {self.task}: {self.message}" if self.task else (
+            f"{self.node}: {self.message}")
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+class Unreachable(HostError):
+    """No SSH session to the host could be opened."""
+
+
+class CommandFailed(HostError):
+    """A remote command exited non-zero; keeps the command, exit code and output tail."""
+
+    def __init__(self, node: str, task: str, command: str, exit_code: int, output: str,
+                 *, hint: str = "") -> None:
+        self.command = command
+        self.returncode = exit_code
+        self.output = output
+        tail = " ".join(output.strip().splitlines()[-3:])[-300:]
+        message = f"{command!r} exited {exit_code}" + (f": {tail}" if tail else "")
+        super().__init__(node, task, message, hint=hint)
