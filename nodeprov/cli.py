@@ -1,14 +1,107 @@
-"""The nodeprov command line: thin wrappers over the library."""
+"""The nodeprov command line: thin wrappers over the library.
+
+Exit codes: 0 all good; 1 a host failed, was unreachable, or a check failed; 2 invalid input or
+usage (nothing was changed on any node).
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from typing import Annotated, NoReturn
+
 import typer
 
+from nodeprov.errors import InputError, NodeprovError
 from nodeprov.testbed.cli import app as testbed_app
 
 app = typer.Typer(
-    help="Provision multi-node PyTorch clusters over SSH.",
+    help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "
+         "/etc/hosts, IPv6 and NCCL env, then a torchrun all-reduce check.\n\n"
+         "Exit codes: 0 all good, 1 a host failed or a check failed, 2 invalid input.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    add_completion=False,
 )
 app.add_typer(testbed_app, name="testbed")
+
+InventoryArg = Annotated[Path | None, typer.Argument(
+    help="Inventory (Ansible YAML format). Default: ./inventory.yaml, else $NODEPROV_INVENTORY.",
+    show_default=False)]
+LimitOpt = Annotated[str | None, typer.Option(
+    "--limit", "-l", help="Only these hosts: names, groups, globs, comma-separated, !excluded.")]
+ForksOpt = Annotated[int, typer.Option(help="Hosts handled in parallel.", min=1)]
+AcceptKeysOpt = Annotated[bool, typer.Option(
+    "--accept-new-host-keys", help="Trust and record unknown SSH host keys (changed keys are "
+    "always refused).")]
+JsonOpt = Annotated[str | None, typer.Option(
+    "--json", help="Write a machine-readable report to PATH ('-' for stdout, then nothing else "
+    "goes to stdout).", metavar="PATH")]
+
+
+def resolve_inventory(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    if Path("inventory.yaml").exists():
+        return Path("inventory.yaml")
+    if os.environ.get("NODEPROV_INVENTORY"):
+        return Path(os.environ["NODEPROV_INVENTORY"])
+    raise InputError("no inventory: give a path, create ./inventory.yaml, or set "
+                     "NODEPROV_INVENTORY")
+
+
+def fail(error: NodeprovError) -> NoReturn:
+    typer.echo(f"nodeprov: {error}", err=True)
+    raise typer.Exit(error.exit_code)
+
+
+@app.command()
+def apply(
+    inventory: InventoryArg = None,
+    playbook: Annotated[Path | None, typer.Option(
+        "--playbook", "-p", help="Playbook to run (default: the built-in site.yaml).")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Change nothing; report what would "
+                                        "change.")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Show unified diffs of managed files.")]
+    = False,
+    limit: LimitOpt = None,
+    tags: Annotated[str | None, typer.Option(
+        "--tags", "-t", help="Only tasks with one of these tags (comma-separated).")] = None,
+    forks: ForksOpt = 32,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    json_path: JsonOpt = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say why unchanged tasks "
+                                          "are in sync.")] = False,
+) -> None:
+    """Make every node match the playbook (default: the full nodeprov setup)."""
+    from nodeprov.commands import run_apply
+
+    try:
+        code = run_apply(resolve_inventory(inventory), playbook, check=check, diff=diff,
+                         limit=limit, tags=tags, forks=forks,
+                         accept_new_host_keys=accept_new_host_keys, json_path=json_path,
+                         verbose=verbose)
+    except NodeprovError as error:
+        fail(error)
+    raise typer.Exit(code)
+
+
+@app.command()
+def facts(
+    inventory: InventoryArg = None,
+    limit: LimitOpt = None,
+    forks: ForksOpt = 32,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+    = False,
+) -> None:
+    """Show what nodeprov reads from each node (one SSH round trip per node)."""
+    from nodeprov.commands import run_facts
+
+    try:
+        code = run_facts(resolve_inventory(inventory), limit=limit, forks=forks,
+                         accept_new_host_keys=accept_new_host_keys, as_json=as_json)
+    except NodeprovError as error:
+        fail(error)
+    raise typer.Exit(code)
+

@@ -1,0 +1,147 @@
+"""Facts: what a node is, read in one round trip by ``facts.sh`` and parsed by pure functions.
+
+    >>> sections = split_sections("\\n@@T hostname\\nnode1\\n@@T end\\n", "T")
+    >>> sections["hostname"]
+    'node1'
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from nodeprov.gpu import GpuInfo, parse_nvidia_smi
+
+FACTS_SCRIPT = resources.files("nodeprov").joinpath("facts.sh").read_text()
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    up: bool
+    ipv4: tuple[str, ...]  # with prefix, e.g. "10.0.0.11/24"
+    ipv6: tuple[str, ...]
+
+    def addresses_in(self, subnet: str) -> list[str]:
+        network = ipaddress.ip_network(subnet)
+        return [a for a in (*self.ipv4, *self.ipv6)
+                if ipaddress.ip_interface(a).ip in network]
+
+
+@dataclass(frozen=True)
+class Facts:
+    hostname: str
+    fqdn: str
+    os_id: str
+    os_version: str
+    os_name: str
+    kernel: str
+    arch: str
+    python_path: str | None
+    python_version: str | None
+    interfaces: tuple[Interface, ...]
+    ephemeral_port_range: tuple[int, int]
+    ufw_installed: bool
+    ufw_active: bool
+    systemd: bool
+    package_manager: str | None
+    gpu: GpuInfo | None
+
+    def interfaces_in(self, subnet: str) -> list[Interface]:
+        """Interfaces holding an address in ``subnet``."""
+        return [iface for iface in self.interfaces if iface.addresses_in(subnet)]
+
+    def summary(self) -> dict[str, str]:
+        """Flat, printable view for ``nodeprov facts``."""
+        gpu = "none"
+        if self.gpu:
+            gpu = (f"{len(self.gpu.gpus)}x {self.gpu.gpus[0].name if self.gpu.gpus else '?'}, "
+                   f"driver {self.gpu.driver_version}, CUDA {self.gpu.cuda_version[0]}."
+                   f"{self.gpu.cuda_version[1]}")
+        low, high = self.ephemeral_port_range
+        return {
+            "hostname": self.hostname, "fqdn": self.fqdn, "os": self.os_name,
+            "kernel": self.kernel, "arch": self.arch,
+            "python3": f"{self.python_version} ({self.python_path})" if self.python_path else "-",
+            "interfaces": " ".join(f"{i.name}={','.join(i.ipv4) or '-'}" for i in self.interfaces
+                                   if i.name != "lo"),
+            "ephemeral ports": f"{low}-{high}",
+            "ufw": "absent" if not self.ufw_installed else (
+                "active" if self.ufw_active else "inactive"),
+            "gpu": gpu,
+        }
+
+
+def split_sections(stdout: str, token: str) -> dict[str, str]:
+    """Cut output printed as ``\\n@@TOKEN name\\n<content>`` blocks into {name: content}."""
+    marker = f"\n@@{token} "
+    sections: dict[str, str] = {}
+    for chunk in stdout.split(marker)[1:]:
+        name, _, content = chunk.partition("\n")
+        sections[name] = content
+    return sections
+
+
+def parse_facts(sections: Mapping[str, str]) -> Facts:
+    """Build Facts from the sections ``facts.sh`` printed."""
+    def text(name: str) -> str:
+        return sections.get(name, "").strip()
+
+    os_release = parse_os_release(text("os_release"))
+    python_lines = text("python").splitlines()
+    ufw_lines = text("ufw").splitlines()
+    hostname = text("hostname")
+    return Facts(
+        hostname=hostname,
+        fqdn=text("fqdn") or hostname,
+        os_id=os_release.get("ID", "linux"),
+        os_version=os_release.get("VERSION_ID", ""),
+        os_name=os_release.get("PRETTY_NAME", "Linux"),
+        kernel=text("kernel"),
+        arch=text("arch"),
+        python_path=python_lines[0] if python_lines else None,
+        python_version=python_lines[1] if len(python_lines) > 1 else None,
+        interfaces=parse_ip_addr_json(text("interfaces")),
+        ephemeral_port_range=parse_port_range(text("ephemeral_ports")),
+        ufw_installed=bool(ufw_lines),
+        ufw_active="ENABLED=yes" in ufw_lines and "chains=yes" in ufw_lines,
+        systemd=text("systemd") == "yes",
+        package_manager=text("package_manager").rsplit("/", 1)[-1] or None,
+        gpu=parse_nvidia_smi(text("nvidia_smi"), text("nvidia_query")),
+    )
+
+
+def parse_os_release(text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip().strip('"').strip("'")
+    return values
+
+
+def parse_ip_addr_json(text: str) -> tuple[Interface, ...]:
+    """Parse ``ip -j addr show``."""
+    if not text:
+        return ()
+    links: list[dict[str, Any]] = json.loads(text)
+    interfaces = []
+    for link in links:
+        infos = link.get("addr_info", [])
+        interfaces.append(Interface(
+            name=link["ifname"],
+            up="UP" in link.get("flags", []),
+            ipv4=tuple(f"{a['local']}/{a['prefixlen']}" for a in infos if a["family"] == "inet"),
+            ipv6=tuple(f"{a['local']}/{a['prefixlen']}" for a in infos if a["family"] == "inet6"),
+        ))
+    return tuple(interfaces)
+
+
+def parse_port_range(text: str) -> tuple[int, int]:
+    """Parse /proc/sys/net/ipv4/ip_local_port_range ("32768\\t60999")."""
+    low, high = (int(part) for part in text.split())
+    return low, high

@@ -1,0 +1,195 @@
+"""Playbooks: Ansible-like plays of tasks, checked against the inventory before any connection.
+
+    - name: Cluster network
+      hosts: all
+      tasks:
+        - name: Firewall for NCCL
+          firewall: {subnet: "{{ node_subnet }}", rdzv_port: "{{ rdzv_port }}"}
+          tags: [firewall]
+
+Parameters are Jinja2 templates rendered per host with its vars, ``inventory_hostname``,
+``group_names`` and ``facts`` (the node's facts, known only once connected).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nodeprov.errors import InputError
+from nodeprov.facts import Facts
+from nodeprov.inventory import Host, Inventory
+from nodeprov.tasks import REGISTRY
+from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
+from nodeprov.templating import TemplateError, referenced_names, render_value
+from nodeprov.yamlfile import YamlList, YamlMap, load_yaml_file
+
+PLAY_KEYS = ("name", "hosts", "vars", "tasks")
+TASK_KEYS = ("name", "tags")
+BUILTIN_NAMES = frozenset({"facts", "inventory_hostname", "group_names", "groups"})
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task of a play as written: its type, raw (template) parameters and where it is."""
+
+    name: str
+    type: TaskType[Any]
+    raw_params: Mapping[str, Any]
+    tags: tuple[str, ...]
+    play_vars: Mapping[str, Any]
+    source: str
+    line: int
+    param_lines: Mapping[str, int]
+
+    def variables(self, host: Host, groups: Mapping[str, Sequence[str]],
+                  facts: Facts | None) -> dict[str, Any]:
+        variables = dict(host.vars)
+        variables.update(self.play_vars)
+        variables.update(inventory_hostname=host.name, group_names=list(host.groups),
+                         groups={name: list(members) for name, members in groups.items()})
+        if facts is not None:
+            variables["facts"] = dataclasses.asdict(facts)
+        return variables
+
+    @property
+    def needs_facts(self) -> bool:
+        return "facts" in referenced_names(dict(self.raw_params))
+
+    def params_for(self, host: Host, groups: Mapping[str, Sequence[str]],
+                   facts: Facts | None) -> Any:
+        """Render and parse this task's parameters for ``host``; InputError names the line."""
+        variables = self.variables(host, groups, facts)
+        rendered: dict[str, Any] = {}
+        for key, value in self.raw_params.items():
+            try:
+                rendered[key] = render_value(value, variables)
+            except TemplateError as error:
+                raise self.error(f"template error for {host.name}: {error}", key) from None
+        try:
+            return parse_params(self.type.params, rendered)
+        except ParamError as error:
+            raise self.error(f"{error} (host {host.name})", error.field) from None
+
+    def error(self, message: str, param: str = "") -> InputError:
+        line = self.param_lines.get(param, self.line)
+        field = f"task {self.name!r}" + (f" {self.type.name}.{param}" if param else "")
+        return InputError(message, source=self.source, line=line, field=field)
+
+
+@dataclass(frozen=True)
+class Play:
+    name: str
+    hosts: tuple[Host, ...]
+    tasks: tuple[TaskSpec, ...]
+
+
+@dataclass(frozen=True)
+class Playbook:
+    path: Path
+    plays: tuple[Play, ...]
+
+
+def load_playbook(path: Path, inventory: Inventory) -> Playbook:
+    """Load a playbook and check it against the inventory: task types, parameter names,
+    template variables, and every parameter value that does not depend on facts."""
+    source = str(path)
+    data = load_yaml_file(path)
+    if not isinstance(data, YamlList):
+        raise InputError("a playbook is a list of plays (- name: ..., hosts: ..., tasks: ...)",
+                         source=source, line=1)
+    plays = tuple(_load_play(play, data.line_of(index), source, inventory)
+                  for index, play in enumerate(data))
+    return Playbook(path=path, plays=plays)
+
+
+def _load_play(play: Any, line: int, source: str, inventory: Inventory) -> Play:
+    if not isinstance(play, YamlMap):
+        raise InputError("a play is a mapping with name, hosts and tasks", source=source,
+                         line=line)
+    for key in play:
+        if key not in PLAY_KEYS:
+            raise InputError(f"unknown play key {key!r}; valid: {', '.join(PLAY_KEYS)}",
+                             source=source, line=play.line_of(key), field=key)
+    name = str(play.get("name", "play"))
+    pattern = play.get("hosts")
+    if not isinstance(pattern, (str, list)) or not pattern:
+        raise InputError("hosts: is required: all, a group, host names or globs",
+                         source=source, line=play.line, field=f"play {name!r} hosts")
+    try:
+        hosts = inventory.select(pattern if isinstance(pattern, str) else ",".join(pattern))
+    except InputError as error:
+        raise InputError(error.message, source=source, line=play.line_of("hosts"),
+                         field=f"play {name!r} hosts") from None
+    play_vars = play.get("vars") or {}
+    if not isinstance(play_vars, Mapping):
+        raise InputError("vars: must be a mapping", source=source, line=play.line_of("vars"),
+                         field=f"play {name!r} vars")
+    tasks = play.get("tasks")
+    if not isinstance(tasks, YamlList):
+        raise InputError("tasks: must be a list of tasks", source=source,
+                         line=play.line_of("tasks"), field=f"play {name!r} tasks")
+    specs = tuple(_load_task(task, tasks.line_of(index), source, play_vars)
+                  for index, task in enumerate(tasks))
+    for spec in specs:
+        _check_against_hosts(spec, hosts, inventory)
+    return Play(name=name, hosts=tuple(hosts), tasks=specs)
+
+
+def _load_task(task: Any, line: int, source: str, play_vars: Mapping[str, Any]) -> TaskSpec:
+    if not isinstance(task, YamlMap):
+        raise InputError("a task is a mapping: name, one task type with its parameters, tags",
+                         source=source, line=line)
+    types = [key for key in task if key not in TASK_KEYS]
+    name = str(task.get("name", types[0] if types else "task"))
+    if len(types) != 1 or types[0] not in REGISTRY:
+        unknown = [key for key in types if key not in REGISTRY]
+        problem = (f"unknown task type {unknown[0]!r}" if unknown else
+                   "a task needs exactly one task type" if not types else
+                   f"a task has one task type, found {', '.join(types)}")
+        raise InputError(f"{problem}; valid: {', '.join(REGISTRY)}", source=source,
+                         line=task.line_of(unknown[0]) if unknown else task.line,
+                         field=f"task {name!r}")
+    task_type = REGISTRY[types[0]]
+    params = task[types[0]] if task[types[0]] is not None else YamlMap()
+    if not isinstance(params, Mapping):
+        raise InputError(f"parameters of {task_type.name} must be a mapping; valid: "
+                         f"{', '.join(param_names(task_type.params))}", source=source,
+                         line=task.line_of(types[0]), field=f"task {name!r}")
+    valid = param_names(task_type.params)
+    for key in params:
+        if key not in valid:
+            raise InputError(f"unknown parameter {key!r}; valid: {', '.join(valid)}",
+                             source=source, line=params.line_of(key) if isinstance(
+                                 params, YamlMap) else line, field=f"task {name!r} {key}")
+    tags = task.get("tags", ())
+    tags = (tags,) if isinstance(tags, str) else tags
+    if not isinstance(tags, (list, tuple)) or not all(isinstance(tag, str) for tag in tags):
+        raise InputError("tags: must be a list of words", source=source,
+                         line=task.line_of("tags"), field=f"task {name!r} tags")
+    return TaskSpec(
+        name=name, type=task_type, raw_params=dict(params), tags=tuple(tags),
+        play_vars=dict(play_vars), source=source, line=task.line,
+        param_lines=dict(params.key_lines) if isinstance(params, YamlMap) else {},
+    )
+
+
+def _check_against_hosts(spec: TaskSpec, hosts: Sequence[Host], inventory: Inventory) -> None:
+    """Undefined template variables, and values that are known before connecting."""
+    for key, value in spec.raw_params.items():
+        try:
+            names = referenced_names(value)
+        except TemplateError as error:
+            raise spec.error(f"template syntax error: {error}", key) from None
+        for host in hosts:
+            known = set(host.vars) | set(spec.play_vars) | BUILTIN_NAMES
+            missing = sorted(names - known)
+            if missing:
+                raise spec.error(f"undefined variable {missing[0]!r} for host {host.name}; "
+                                 "define it in the inventory or the play's vars", key)
+    if not spec.needs_facts:
+        for host in hosts:
+            spec.params_for(host, inventory.groups, None)

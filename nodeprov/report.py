@@ -1,0 +1,138 @@
+"""What a person sees: progress lines or a live table, the recap, and the JSON report.
+
+The JSON report (``--json PATH``) is ``{"ok": bool, "check": bool, "hosts": {name: {"status",
+"error", "duration", "connections", "round_trips", "tasks": [{"name", "type", "status",
+"changes", "diffs", "notes", "warnings", "error", "duration"}]}}}``; README documents it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from nodeprov.runner import HostResult, TaskResult
+
+_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim",
+          "unreachable": "bold red"}
+
+
+class PlainReporter:
+    """One line per finished task: for CI logs and pipes."""
+
+    def __init__(self, console: Console, *, diff: bool = False, verbose: bool = False) -> None:
+        self.console = console
+        self.diff = diff
+        self.verbose = verbose
+        self._lock = threading.Lock()
+
+    def task_done(self, host: str, result: TaskResult) -> None:
+        with self._lock:
+            _print_task(self.console, host, result, self.diff, self.verbose)
+
+    def host_done(self, result: HostResult) -> None:
+        if result.status == "unreachable":
+            with self._lock:
+                self.console.print(f"{result.name} | unreachable | {result.error}",
+                                   style=_STYLE["unreachable"], markup=False, highlight=False)
+
+
+class LiveReporter(PlainReporter):
+    """A live per-host table on a terminal, with task lines printed above it."""
+
+    def __init__(self, console: Console, hosts: Sequence[str], *, diff: bool = False,
+                 verbose: bool = False) -> None:
+        super().__init__(console, diff=diff, verbose=verbose)
+        self._rows = {host: {"ok": 0, "changed": 0, "failed": 0, "last": "connecting"}
+                      for host in hosts}
+        self._live = Live(self._table(), console=console, transient=True,
+                          refresh_per_second=8)
+
+    def __enter__(self) -> LiveReporter:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._live.__exit__(*exc_info)
+
+    def _table(self) -> Table:
+        table = Table(box=None, pad_edge=False)
+        for column in ("host", "ok", "changed", "failed", "now"):
+            table.add_column(column)
+        for host, row in self._rows.items():
+            table.add_row(host, str(row["ok"]), str(row["changed"]), str(row["failed"]),
+                          str(row["last"]))
+        return table
+
+    def task_done(self, host: str, result: TaskResult) -> None:
+        with self._lock:
+            row = self._rows[host]
+            if result.status in ("ok", "changed", "failed"):
+                row[result.status] = int(str(row[result.status])) + 1
+            row["last"] = f"{result.name}: {result.status}"
+            _print_task(self.console, host, result, self.diff, self.verbose)
+            self._live.update(self._table())
+
+    def host_done(self, result: HostResult) -> None:
+        super().host_done(result)
+        with self._lock:
+            self._rows[result.name]["last"] = f"done ({result.status})"
+            self._live.update(self._table())
+
+
+def _print_task(console: Console, host: str, result: TaskResult, diff: bool,
+                verbose: bool) -> None:
+    detail = "; ".join(result.changes) or (result.error or "") or (
+        "; ".join(result.notes) if verbose else "")
+    line = f"{host} | {result.name} | {result.status}" + (f" | {detail}" if detail else "")
+    console.print(line, style=_STYLE.get(result.status), markup=False, highlight=False)
+    for warning in result.warnings:
+        console.print(f"{host} | {result.name} | warning: {warning}", style="yellow",
+                      markup=False, highlight=False)
+    if diff:
+        for text in result.diffs:
+            console.print(text, markup=False, highlight=False, end="")
+
+
+def print_recap(console: Console, results: Sequence[HostResult], *, check: bool) -> None:
+    """The per-host table, then each failure's one-line cause and the re-run command."""
+    title = "recap (check mode: nothing was changed)" if check else "recap"
+    table = Table(title=title, title_justify="left")
+    for column in ("host", "status", "ok", "changed", "failed", "skipped", "time"):
+        table.add_column(column)
+    for result in results:
+        counts = {status: sum(t.status == status for t in result.tasks)
+                  for status in ("ok", "changed", "failed", "skipped")}
+        table.add_row(result.name, f"[{_STYLE[result.status]}]{result.status}[/]",
+                      *(str(counts[s]) for s in ("ok", "changed", "failed", "skipped")),
+                      f"{result.duration:.1f}s")
+    console.print(table)
+    failed = [r for r in results if r.status in ("failed", "unreachable")]
+    for result in failed:
+        console.print(f"FAILED {result.error}", style="bold red", markup=False, highlight=False)
+    if failed:
+        names = ",".join(r.name for r in failed)
+        console.print(f"fix the cause, then re-run only those: nodeprov apply --limit {names}",
+                      markup=False, highlight=False)
+    changed = sum(t.status == "changed" for r in results for t in r.tasks)
+    verb = "would change" if check else "changed"
+    console.print(f"{len(results)} hosts, {changed} tasks {verb}, {len(failed)} hosts failed",
+                  markup=False, highlight=False)
+
+
+def json_report(results: Sequence[HostResult], *, check: bool,
+                extra: dict[str, Any] | None = None) -> str:
+    hosts = {}
+    for result in results:
+        entry = dataclasses.asdict(result)
+        entry.pop("name")
+        entry["facts"] = result.facts.summary() if result.facts else None
+        hosts[result.name] = entry
+    ok = all(r.status in ("ok", "changed") for r in results)
+    return json.dumps({"ok": ok, "check": check, "hosts": hosts, **(extra or {})}, indent=2)

@@ -1,0 +1,197 @@
+"""The runner: connects to every host in parallel, plans each task just before it runs, acts.
+
+    results = run_playbook(playbook, inventory, targets, RunOptions(check=True), reporter)
+
+Phase 1 opens one SSH connection per inventory host and reads facts and every task's probe in
+one round trip (hosts outside ``--limit`` give facts only: the hosts task lists every node).
+Phase 2 walks each target host's tasks in order: plan, then (unless ``check``) execute; after a
+change the remaining probes are read again, so each plan sees what earlier tasks did. A failure
+stops that host's remaining tasks, never other hosts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
+from nodeprov.facts import Facts
+from nodeprov.inventory import Host, Inventory
+from nodeprov.playbook import Playbook, TaskSpec
+from nodeprov.session import Session, SshOptions
+from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed
+
+TaskStatus = Literal["ok", "changed", "failed", "skipped"]
+HostStatus = Literal["ok", "changed", "failed", "unreachable"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    check: bool = False
+    forks: int = 32
+    tags: frozenset[str] = frozenset()
+    ssh: SshOptions = field(default_factory=SshOptions)
+
+
+@dataclass
+class TaskResult:
+    name: str
+    type: str
+    status: TaskStatus
+    changes: list[str] = field(default_factory=list)
+    diffs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    duration: float = 0.0
+
+
+@dataclass
+class HostResult:
+    name: str
+    status: HostStatus = "ok"
+    tasks: list[TaskResult] = field(default_factory=list)
+    error: str | None = None
+    duration: float = 0.0
+    connections: int = 0
+    round_trips: int = 0
+    facts: Facts | None = None
+
+
+class Reporter(Protocol):
+    """Receives progress from the runner's threads (implementations must be thread-safe)."""
+
+    def task_done(self, host: str, result: TaskResult) -> None: ...
+
+    def host_done(self, result: HostResult) -> None: ...
+
+
+@dataclass
+class _HostRun:
+    """A target host's tasks with their parameters rendered (None until facts are known)."""
+
+    host: Host
+    specs: list[TaskSpec]
+    params: list[Any]
+
+
+def host_tasks(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
+               tags: frozenset[str]) -> dict[str, _HostRun]:
+    """Each target host's tasks in playbook order, with parameters that need no facts."""
+    runs = {host.name: _HostRun(host, [], []) for host in targets}
+    for play in playbook.plays:
+        for host in play.hosts:
+            if host.name not in runs:
+                continue
+            for spec in play.tasks:
+                if tags and not tags & set(spec.tags):
+                    continue
+                runs[host.name].specs.append(spec)
+                runs[host.name].params.append(
+                    None if spec.needs_facts else spec.params_for(host, inventory.groups, None))
+    return {name: run for name, run in runs.items() if run.specs}
+
+
+def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
+                 options: RunOptions, reporter: Reporter) -> list[HostResult]:
+    runs = host_tasks(playbook, inventory, targets, options.tags)
+    sessions = {host.name: Session(host, options.ssh) for host in inventory.hosts}
+    results = {host.name: HostResult(host.name) for host in inventory.hosts}
+    observed: dict[str, list[str | None]] = {}
+    started = time.monotonic()
+
+    def connect_and_gather(host: Host) -> None:
+        session, result = sessions[host.name], results[host.name]
+        run = runs.get(host.name)
+        probes = [_probe(run, index) for index in range(len(run.specs))] if run else []
+        try:
+            session.open()
+            result.facts, outputs = session.gather(probes)
+            observed[host.name] = [out if probe else None
+                                   for out, probe in zip(outputs, probes, strict=True)]
+        except Unreachable as error:
+            result.status, result.error = "unreachable", str(error)
+        except HostError as error:
+            result.status, result.error = "failed", str(error)
+
+    def apply_host(run: _HostRun) -> None:
+        result = results[run.host.name]
+        if result.error is None:
+            cluster = {h.name: (h, results[h.name].facts) for h in inventory.hosts}
+            _apply_tasks(run, sessions[run.host.name], result, observed[run.host.name],
+                         cluster, inventory, options.check, reporter)
+        result.duration = time.monotonic() - started
+        result.connections = sessions[run.host.name].connections
+        result.round_trips = sessions[run.host.name].round_trips
+        reporter.host_done(result)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, options.forks)) as pool:
+            list(pool.map(connect_and_gather, inventory.hosts))
+            list(pool.map(apply_host, runs.values()))
+    finally:
+        for session in sessions.values():
+            session.close()
+    return [results[name] for name in runs]
+
+
+def _probe(run: _HostRun, index: int) -> Probe | None:
+    params = run.params[index]
+    return None if params is None else run.specs[index].type.probe(params)
+
+
+def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
+                 observed: list[str | None], cluster: Mapping[str, tuple[Host, Facts | None]],
+                 inventory: Inventory, check: bool, reporter: Reporter) -> None:
+    facts = result.facts
+    assert facts is not None
+    stale = False
+    for index, spec in enumerate(run.specs):
+        started = time.monotonic()
+        task = TaskResult(spec.name, spec.type.name, "ok")
+        try:
+            if spec.needs_facts:
+                run.params[index] = spec.params_for(run.host, inventory.groups, facts)
+            if stale or observed[index] is None:
+                probes = [_probe(run, i) if i >= index else None for i in range(len(run.specs))]
+                facts, outputs = session.gather(probes)
+                observed[index:] = outputs[index:]
+                stale = False
+            plan = spec.type.plan(Context(run.host, facts, cluster), run.params[index],
+                                  observed[index] or "")
+            _record_plan(task, plan)
+            if not plan.in_sync and not check:
+                for change in plan.changes:
+                    session.execute(spec.type.name, change.actions)
+                stale = True
+        except TaskFailed as error:
+            task.status, task.error = "failed", f"{run.host.name}: {spec.type.name}: {error}"
+        except (HostError, InputError) as error:
+            task.status, task.error = "failed", str(error)
+        except NodeprovError as error:
+            task.status, task.error = "failed", f"{run.host.name}: {spec.type.name}: {error}"
+        except Exception as error:  # a bug in a task must not take other hosts down
+            task.status = "failed"
+            task.error = (f"{run.host.name}: {spec.type.name}: internal error "
+                          f"{type(error).__name__}: {error} (please report this)")
+        task.duration = time.monotonic() - started
+        result.tasks.append(task)
+        reporter.task_done(run.host.name, task)
+        if task.status == "failed":
+            result.status, result.error = "failed", task.error
+            skipped = run.specs[index + 1:]
+            result.tasks.extend(TaskResult(s.name, s.type.name, "skipped") for s in skipped)
+            return
+        if task.status == "changed":
+            result.status = "changed"
+
+
+def _record_plan(task: TaskResult, plan: Plan) -> None:
+    task.notes, task.warnings = list(plan.notes), list(plan.warnings)
+    if plan.changes:
+        task.status = "changed"
+        task.changes = [change.summary for change in plan.changes]
+        task.diffs = [change.diff for change in plan.changes if change.diff]

@@ -1,0 +1,54 @@
+"""``block``: keep a named, marked block of lines in a text file (like Ansible's blockinfile).
+
+    - name: MOTD notice
+      block: {path: /etc/motd, name: notice, lines: ["Managed by nodeprov"]}
+
+Lines outside the block are kept byte for byte; ``state: absent`` removes the block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from nodeprov import files, validate
+from nodeprov.tasks.base import Change, Context, Plan, Probe, TaskType, Write
+
+
+@dataclass(frozen=True)
+class BlockParams:
+    path: str
+    name: str = "managed"
+    lines: tuple[str, ...] = ()
+    state: Literal["present", "absent"] = "present"
+
+    def __post_init__(self) -> None:
+        validate.absolute_path(self.path)
+        validate.env_name(self.name.replace("-", "_"))
+        for line in self.lines:
+            validate.text_value(line)
+
+
+def probe(params: BlockParams) -> Probe:
+    return files.read_probe(params.path)
+
+
+def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
+    old = files.observed_text(observed)
+    if params.state == "absent":
+        new = files.remove_block(old or "", params.name)
+        if old is None or new == old:
+            return Plan.noop(f"{params.path}: no block {params.name!r}")
+        verb = "remove"
+    else:
+        new = files.replace_block(old or "", params.name, params.lines)
+        if new == old:
+            return Plan.noop(f"{params.path}: block {params.name!r} already has "
+                             f"{len(params.lines)} lines")
+        verb = "update" if old is not None and files.find_block(old, params.name) else "add"
+    return Plan.of(Change(f"{verb} block {params.name!r} in {params.path}",
+                          (Write(params.path, new),),
+                          diff=files.unified_diff(params.path, old, new)))
+
+
+TASK = TaskType("block", "Keep a marked block of lines in a text file", BlockParams, probe, plan)

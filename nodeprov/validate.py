@@ -1,0 +1,136 @@
+"""Validators for values that reach a node: each returns the clean value or raises ValueError
+saying what would be valid. Anything that can never be valid for its field (shell metacharacters
+in a host name, a port of 0) stops here, before any connection.
+
+    >>> port("29500")
+    29500
+    >>> interface_name("eth0; reboot")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'eth0; reboot' is not an interface name (1-15 of A-Z a-z 0-9 _ . - : @, ...
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any
+
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_INTERFACE = re.compile(r"^[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,14}$")
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VERSION = re.compile(r"^\d+(\.\d+){1,2}$")
+_UNSAFE_TEXT = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def hostname(value: Any) -> str:
+    text = str(value)
+    if not _HOSTNAME.match(text):
+        raise ValueError(f"{text!r} is not a valid host name (letters, digits, '-' and '.', "
+                         "labels not starting or ending with '-')")
+    return text
+
+
+def address(value: Any) -> str:
+    """An IP address or a host name (where SSH connects)."""
+    text = str(value)
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        pass
+    try:
+        return hostname(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an IP address or host name") from None
+
+
+def ip_address(value: Any) -> str:
+    try:
+        return str(ipaddress.ip_address(str(value)))
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IP address (e.g. 10.0.0.11)") from None
+
+
+def cidr(value: Any) -> str:
+    text = str(value)
+    if "/" not in text:
+        raise ValueError(f"{text!r} is not a CIDR; write a network with its prefix, e.g. "
+                         "10.0.0.0/24")
+    try:
+        return str(ipaddress.ip_network(text, strict=True))
+    except ValueError as error:
+        raise ValueError(f"{text!r} is not a valid CIDR ({error}); e.g. 10.0.0.0/24") from None
+
+
+def port(value: Any) -> int:
+    if isinstance(value, bool) or not re.fullmatch(r"\d{1,5}", str(value)):
+        raise ValueError(f"{value!r} is not a port; expected an integer from 1 to 65535")
+    number = int(str(value))
+    if not 1 <= number <= 65535:
+        raise ValueError(f"{number} is not a port; expected an integer from 1 to 65535")
+    return number
+
+
+def interface_name(value: Any) -> str:
+    text = str(value)
+    if not _INTERFACE.match(text):
+        raise ValueError(f"{text!r} is not an interface name (1-15 of A-Z a-z 0-9 _ . - : @, "
+                         "not starting with -)")
+    return text
+
+
+def user_name(value: Any) -> str:
+    text = str(value)
+    if not _USER.match(text):
+        raise ValueError(f"{text!r} is not a user name (lowercase letters, digits, _ . -)")
+    return text
+
+
+def env_name(value: Any) -> str:
+    text = str(value)
+    if not _ENV_NAME.match(text):
+        raise ValueError(f"{text!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+    return text
+
+
+def version(value: Any) -> str:
+    text = str(value)
+    if not _VERSION.match(text):
+        raise ValueError(f"{text!r} is not a version; expected e.g. 2.9.1 or 3.10")
+    return text
+
+
+def absolute_path(value: Any) -> str:
+    text = str(value)
+    if not text.startswith("/") or _UNSAFE_TEXT.search(text) or "/../" in f"{text}/":
+        raise ValueError(f"{text!r} is not an absolute path without '..' or control characters")
+    return text.rstrip("/") or "/"
+
+
+def text_value(value: Any) -> str:
+    """Free-form text that becomes data on a node (quoted there): one line, no option-like start."""
+    text = str(value)
+    if _UNSAFE_TEXT.search(text):
+        raise ValueError(f"{text!r} contains a newline or control character; use one line")
+    return text
+
+
+def option_safe(value: Any) -> str:
+    """Text handed to a program as an argument: may not start with '-' (it would be an option)."""
+    text = text_value(value)
+    if not text or text.startswith("-"):
+        raise ValueError(f"{text!r} may not be empty or start with '-'")
+    return text
+
+
+def boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    lowered = str(value).lower()
+    if lowered in ("true", "yes", "on", "1"):
+        return True
+    if lowered in ("false", "no", "off", "0"):
+        return False
+    raise ValueError(f"{value!r} is not a boolean; use true or false")
