@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,7 +124,9 @@ def load_inventory(path: Path) -> Inventory:
 
 def _walk_group(name: str, group: YamlMap, depth: int, trail: tuple[str, ...],
                 collected: _Collected, source: str) -> None:
+    """Collect a group's hosts and vars; ``trail`` is the path of keys down to it."""
     where = ".".join(trail)
+    ancestors = [(index, group_name) for index, group_name in enumerate(trail[::2])]
     for key in group:
         if key not in GROUP_KEYS:
             raise InputError(f"unknown key {key!r} in group {name!r}; valid: "
@@ -153,7 +156,7 @@ def _walk_group(name: str, group: YamlMap, depth: int, trail: tuple[str, ...],
         for var, value in (host_vars or {}).items():
             merged[var] = (value, (host_vars.line_of(var) if host_vars else line))
         collected.host_lines.setdefault(host_name, line)
-        collected.host_groups.setdefault(host_name, []).append((depth, name))
+        collected.host_groups.setdefault(host_name, []).extend(ancestors)
         if host_name not in members:
             members.append(host_name)
     children = group.get("children") or YamlMap()
@@ -183,6 +186,9 @@ def _build_host(name: str, collected: _Collected, path: Path) -> Host:
     values: dict[str, Any] = {var: spec.default for var, spec in VARIABLES.items()}
     for var, (raw, line) in layered.items():
         spec = VARIABLES.get(var)
+        if var in PATH_VARIABLES and isinstance(raw, str):
+            # relative paths are from the inventory's folder, as Ansible reads them
+            raw = str(path.parent.joinpath(os.path.expanduser(raw)).resolve())
         if spec is None:
             values[var] = raw  # the user's own vars, for their templates
             continue
@@ -190,9 +196,6 @@ def _build_host(name: str, collected: _Collected, path: Path) -> Host:
             values[var] = spec.check(raw)
         except ValueError as error:
             raise InputError(f"{error}", source=source, line=line, field=f"{name}: {var}") from None
-    for var in PATH_VARIABLES:
-        if isinstance(layered.get(var, (None,))[0], str):
-            values[var] = str((path.parent / str(layered[var][0])).resolve())
     if values["node_subnet"] is None:
         raise InputError("node_subnet is required (the nodes' subnet, e.g. 10.0.0.0/24); set it "
                          "under all: vars:", source=source, line=collected.host_lines[name],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError, meta
+from jinja2 import StrictUndefined, TemplateError, Undefined, meta
 from jinja2.nativetypes import NativeEnvironment
 
 _ENVIRONMENT = NativeEnvironment(undefined=StrictUndefined, autoescape=False)
@@ -24,7 +24,10 @@ def is_template(value: Any) -> bool:
 def render_value(value: Any, variables: Mapping[str, Any]) -> Any:
     """Render every template string inside ``value`` (native types kept: 29500 stays an int)."""
     if is_template(value):
-        return _ENVIRONMENT.from_string(value).render(variables)
+        rendered = _ENVIRONMENT.from_string(value).render(variables)
+        if isinstance(rendered, Undefined):
+            str(rendered)  # a lone undefined name comes back unrendered: make it raise
+        return rendered
     if isinstance(value, Mapping):
         return {key: render_value(item, variables) for key, item in value.items()}
     if isinstance(value, list):

@@ -1,0 +1,125 @@
+"""A corpus of broken inventories and playbooks: each exits 2 with an error naming the file,
+the line or field and the fix, prints no traceback, and opens no SSH connection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nodeprov.cli import app
+from nodeprov.session import Session
+
+GOOD_INVENTORY = """\
+all:
+  vars:
+    node_subnet: 10.0.0.0/24
+  hosts:
+    node1: {ansible_host: 10.0.0.11}
+    node2: {ansible_host: 10.0.0.12}
+"""
+GOOD_PLAYBOOK = """\
+- name: demo
+  hosts: all
+  tasks:
+    - name: motd
+      block: {path: /etc/motd, lines: ["hi {{ inventory_hostname }}"]}
+"""
+
+
+def inventory_with(line: str) -> str:
+    return GOOD_INVENTORY.replace("    node_subnet: 10.0.0.0/24\n",
+                                  "    node_subnet: 10.0.0.0/24\n" + line + "\n")
+
+
+def playbook_with_task(task: str) -> str:
+    return "- name: demo\n  hosts: all\n  tasks:\n" + task
+
+
+# (case id, inventory text or bytes, playbook text or None, fragments the message must hold)
+CASES: list[tuple[str, str | bytes, str | None, list[str]]] = [
+    ("empty-inventory", "", None, ["inventory.yaml", "file is empty"]),
+    ("comment-only", "# nothing\n", None, ["file is empty"]),
+    ("binary-junk", b"\x7fELF\x02\x01\x01\x00\x00\x00", None, ["binary data"]),
+    ("latin1", "all:\n  vars: {x: \xe9}\n".encode("latin-1"), None, ["not UTF-8"]),
+    ("huge", "all:\n  vars:\n" + "    # padding\n" * 400_000, None, ["under 4 MiB"]),
+    ("yaml-syntax", "all:\n  hosts: [\n", None, ["YAML syntax error", "inventory.yaml:"]),
+    ("tab-indent", "all:\n\thosts: {}\n", None, ["YAML syntax error"]),
+    ("list-top", "- all\n", None, ["one top-level key, all:"]),
+    ("unknown-top-key", GOOD_INVENTORY + "nodes: {}\n", None, [":7:", "unknown top-level key 'nodes'"]),
+    ("unknown-group-key", GOOD_INVENTORY + "  host: {}\n", None, [":7:", "unknown key 'host'", "valid: hosts, vars, children"]),
+    ("hosts-as-list", "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts: [node1]\n", None, [":3:", "hosts: must be a mapping"]),
+    ("no-hosts", "all:\n  vars: {node_subnet: 10.0.0.0/24}\n", None, ["no hosts"]),
+    ("missing-subnet", "all:\n  hosts:\n    node1: {ansible_host: 10.0.0.11}\n", None, [":3:", "node_subnet is required"]),
+    ("bad-cidr", GOOD_INVENTORY.replace("10.0.0.0/24", "10.0.0.0/33"), None, [":3:", "node_subnet", "not a valid CIDR"]),
+    ("cidr-host-bits", GOOD_INVENTORY.replace("10.0.0.0/24", "10.0.0.5/24"), None, [":3:", "has host bits set"]),
+    ("cidr-no-prefix", GOOD_INVENTORY.replace("10.0.0.0/24", "10.0.0.0"), None, ["write a network with its prefix"]),
+    ("duplicate-host-key", GOOD_INVENTORY + "    node1: {ansible_host: 10.0.0.13}\n", None, [":7:", "duplicate key 'node1'"]),
+    ("duplicate-address", GOOD_INVENTORY.replace("10.0.0.12", "10.0.0.11"), None, ["node2 and node1 have the same address 10.0.0.11"]),
+    ("address-outside-subnet", GOOD_INVENTORY.replace("10.0.0.12", "10.9.0.12"), None, [":6:", "outside node_subnet 10.0.0.0/24"]),
+    ("address-injection", GOOD_INVENTORY.replace("10.0.0.12", "'10.0.0.12;reboot'"), None, [":6:", "not an IP address or host name"]),
+    ("hostname-injection", GOOD_INVENTORY.replace("node2:", "'node2$(id)':"), None, [":6:", "not a valid host name"]),
+    ("hostname-space", GOOD_INVENTORY.replace("node2:", "'node 2':"), None, ["not a valid host name"]),
+    ("port-zero", inventory_with("    rdzv_port: 0"), None, [":4:", "rdzv_port", "from 1 to 65535"]),
+    ("port-text", inventory_with("    ansible_port: ssh"), None, [":4:", "ansible_port", "not a port"]),
+    ("port-huge", inventory_with("    rdzv_port: 70000"), None, ["from 1 to 65535"]),
+    ("ifname-injection", inventory_with("    nccl_socket_ifname: 'eth0; reboot'"), None, [":4:", "nccl_socket_ifname", "not an interface name"]),
+    ("ifname-quote", inventory_with("    nccl_socket_ifname: \"eth0'\""), None, ["not an interface name"]),
+    ("ifname-dash", inventory_with("    nccl_socket_ifname: -eth0"), None, ["not an interface name"]),
+    ("ipv6-word", inventory_with("    ipv6: off"), None, [":4:", "ipv6", "enabled, disabled"]),
+    ("venv-relative", inventory_with("    venv_path: opt/venv"), None, [":4:", "venv_path", "absolute path"]),
+    ("venv-newline", inventory_with('    venv_path: "/opt/v\\nrm -rf /"'), None, ["venv_path", "absolute path"]),
+    ("pip-option-injection", inventory_with("    pip_packages: ['--index-url=http://evil']"), None, ["pip_packages", "start with '-'"]),
+    ("pip-not-list", inventory_with("    pip_packages: numpy"), None, ["pip_packages", "expected a list"]),
+    ("env-name", inventory_with("    nccl_env: {'NCCL DEBUG': INFO}"), None, ["nccl_env", "not an environment variable name"]),
+    ("env-newline", inventory_with('    nccl_env: {NCCL_DEBUG: "INFO\\nX=1"}'), None, ["nccl_env", "newline"]),
+    ("user-injection", inventory_with("    ansible_user: 'root;id'"), None, ["ansible_user", "not a user name"]),
+    ("become-word", inventory_with("    ansible_become: maybe"), None, ["ansible_become", "not a boolean"]),
+    ("torch-cuda", inventory_with("    torch_cuda: cuda12"), None, ["torch_cuda", "auto, cpu or cuXYZ"]),
+    ("playbook-empty", GOOD_INVENTORY, "", ["playbook.yaml", "file is empty"]),
+    ("playbook-mapping", GOOD_INVENTORY, "name: x\n", ["a playbook is a list of plays"]),
+    ("playbook-syntax", GOOD_INVENTORY, "- name: x\n  hosts: all\n  tasks: [\n", ["playbook.yaml:", "YAML syntax error"]),
+    ("play-unknown-key", GOOD_INVENTORY, GOOD_PLAYBOOK + "  become: true\n", [":6:", "unknown play key 'become'"]),
+    ("play-no-hosts", GOOD_INVENTORY, "- name: x\n  tasks: []\n", ["hosts: is required"]),
+    ("play-hosts-unknown", GOOD_INVENTORY, "- name: x\n  hosts: gpus\n  tasks: []\n", [":2:", "pattern 'gpus' matches no host or group"]),
+    ("unknown-task-type", GOOD_INVENTORY, playbook_with_task("    - name: t\n      shell: reboot\n"), [":5:", "unknown task type 'shell'", "valid: block"]),
+    ("no-task-type", GOOD_INVENTORY, playbook_with_task("    - name: t\n      tags: [a]\n"), ["a task needs exactly one task type"]),
+    ("unknown-param", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, mode: 777}\n"), [":5:", "unknown parameter 'mode'", "valid: path, name, lines, state"]),
+    ("missing-param", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {lines: [a]}\n"), ["block", "required parameter is missing", "path"]),
+    ("wrong-param-type", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: 5}\n"), [":5:", "expected a list"]),
+    ("bad-param-choice", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, state: gone}\n"), ["'gone' is not one of: present, absent"]),
+    ("undefined-variable", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block:\n        path: /a\n        lines: ['{{ cluster_name }}']\n"), [":7:", "undefined variable 'cluster_name'", "define it in the inventory"]),
+    ("template-syntax", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: '/a{{', lines: []}\n"), ["template syntax error"]),
+    ("template-result-injection", inventory_with("    motd_path: 'relative; rm -rf /'"), playbook_with_task("    - name: t\n      block: {path: '{{ motd_path }}'}\n"), ["block.path", "absolute path"]),
+    ("tags-not-words", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a}\n      tags: [[x]]\n"), ["tags: must be a list of words"]),
+]
+
+
+@pytest.mark.parametrize(("inventory", "playbook", "fragments"),
+                         [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_bad_input_exits_2_with_a_pointed_message(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inventory: str | bytes,
+        playbook: str | None, fragments: list[str]) -> None:
+    connections: list[str] = []
+    monkeypatch.setattr(Session, "open", lambda self: connections.append(self.host.name))
+    inventory_path = tmp_path / "inventory.yaml"
+    if isinstance(inventory, bytes):
+        inventory_path.write_bytes(inventory)
+    else:
+        inventory_path.write_text(inventory)
+    playbook_path = tmp_path / "playbook.yaml"
+    playbook_path.write_text(GOOD_PLAYBOOK if playbook is None else playbook)
+    result = CliRunner().invoke(app, ["apply", str(inventory_path), "-p", str(playbook_path)])
+    message = result.stderr
+    assert result.exit_code == 2, message
+    assert "Traceback" not in message + result.stdout
+    assert message.count("\n") == 1, "one line a person can act on"
+    for fragment in fragments:
+        assert fragment in message
+    assert str(tmp_path) in message
+    assert connections == []
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(CASES) >= 30

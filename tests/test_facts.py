@@ -1,0 +1,42 @@
+"""Facts parsing on recorded output of facts.sh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nodeprov.facts import parse_facts, parse_ip_addr_json, parse_port_range, split_sections
+
+DATA = Path(__file__).parent / "data" / "facts"
+
+
+def test_recorded_debian_vm() -> None:
+    sections = split_sections((DATA / "debian12-vm.txt").read_text(), "TOKEN123")
+    facts = parse_facts(sections)
+    assert facts.hostname == "vm" and facts.fqdn == "vm"
+    assert facts.os_id == "debian" and facts.os_version == "12"
+    assert facts.arch == "x86_64"
+    assert facts.ephemeral_port_range == (32768, 60999)
+    assert facts.ufw_installed and not facts.ufw_active
+    assert facts.package_manager == "apt-get"
+    assert facts.gpu is None
+    assert facts.python_version == "3.11.7"
+    eth0 = next(i for i in facts.interfaces if i.name == "eth0")
+    assert eth0.ipv4 == ("192.0.2.2/24",) and eth0.up
+    assert [i.name for i in facts.interfaces_in("192.0.2.0/24")] == ["eth0"]
+    assert facts.summary()["ufw"] == "inactive"
+
+
+def test_sections_keep_content_exactly() -> None:
+    stdout = "\n@@T a\nline1\nno newline at end\n@@T b\n\n\n@@T end\n"
+    assert split_sections(stdout, "T") == {"a": "line1\nno newline at end", "b": "\n",
+                                           "end": ""}
+
+
+def test_ip_json_with_ipv6_disabled_and_port_range() -> None:
+    text = ('[{"ifname":"lo","flags":["LOOPBACK","UP"],"addr_info":[{"family":"inet",'
+            '"local":"127.0.0.1","prefixlen":8}]},{"ifname":"ens5","flags":["BROADCAST"],'
+            '"addr_info":[{"family":"inet","local":"10.0.0.11","prefixlen":24}]}]')
+    lo, ens5 = parse_ip_addr_json(text)
+    assert lo.up and not ens5.up and ens5.ipv6 == ()
+    assert ens5.addresses_in("10.0.0.0/24") == ["10.0.0.11/24"]
+    assert parse_port_range("1024\t65000\n") == (1024, 65000)

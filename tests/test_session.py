@@ -1,0 +1,104 @@
+"""Session: round trips, batching, failure attribution, sudo wrapping (fake connection)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from nodeprov.errors import CommandFailed
+from nodeprov.inventory import Host
+from nodeprov.session import Session, SshOptions
+from nodeprov.tasks.base import Probe, Run, Write
+
+
+@dataclass
+class Completed:
+    stdout: str
+    stderr: str
+    exited: int
+
+
+@dataclass
+class LocalShell:
+    """Stands in for a Fabric Connection: runs the command line with a local sh in ``root``.
+
+    Paths in the scripts are rewritten under ``root`` so nothing outside the test dir changes.
+    """
+
+    root: str
+    commands: list[str] = field(default_factory=list)
+    stdins: list[str | None] = field(default_factory=list)
+
+    def run(self, command: str, **kwargs: Any) -> Completed:
+        self.commands.append(command)
+        stream = kwargs.get("in_stream")
+        stdin = stream.read() if stream else None
+        self.stdins.append(stdin)
+        argv = shlex.split(command)
+        if argv[:2] == ["sudo", "-S"]:
+            argv = argv[5:]
+            stdin = stdin.split("\n", 1)[1] if stdin else stdin
+        argv = [arg.replace("/var/lib/nodeprov", f"{self.root}/state") for arg in argv]
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30,
+                              check=False)
+        return Completed(done.stdout, done.stderr, done.returncode)
+
+    def close(self) -> None:
+        pass
+
+
+def session_for(tmp_path: Any, **host_fields: Any) -> tuple[Session, LocalShell]:
+    host = Host(name="node1", address="10.0.0.11", node_address="10.0.0.11", **host_fields)
+    session = Session(host, SshOptions())
+    shell = LocalShell(str(tmp_path))
+    session._connection = shell
+    return session, shell
+
+
+def test_facts_and_probes_in_one_round_trip(tmp_path: Any) -> None:
+    (tmp_path / "f").write_text("no trailing newline")
+    session, shell = session_for(tmp_path)
+    facts, observed = session.gather([Probe(("cat", str(tmp_path / "f"))), None,
+                                      Probe(("printf", "a\n\nb\n"))])
+    assert len(shell.commands) == 1 and session.round_trips == 1
+    assert facts.ephemeral_port_range[0] > 0
+    assert observed == ["no trailing newline", "", "a\n\nb\n"]
+
+
+def test_actions_batch_and_write_atomically(tmp_path: Any) -> None:
+    target = tmp_path / "etc" / "hosts"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    target.chmod(0o640)
+    session, shell = session_for(tmp_path)
+    session.execute("hosts", [Write(str(target), "new 'quoted' $(not run)\n"),
+                              Run(("touch", str(tmp_path / "ran")))])
+    assert len(shell.commands) == 1
+    assert target.read_text() == "new 'quoted' $(not run)\n"
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "ran").exists()
+    assert not list(target.parent.glob(".nodeprov.*"))
+
+
+def test_failure_names_the_failing_action(tmp_path: Any) -> None:
+    session, _ = session_for(tmp_path)
+    with pytest.raises(CommandFailed) as caught:
+        session.execute("firewall", [Run(("true",)),
+                                     Run(("sh", "-c", "echo boom >&2; exit 3")),
+                                     Run(("touch", str(tmp_path / "never")))])
+    error = caught.value
+    assert error.returncode == 3 and "boom" in error.output
+    assert str(error).startswith("node1: firewall: 'sh -c echo boom >&2; exit 3' exited 3: boom")
+    assert not (tmp_path / "never").exists()
+
+
+def test_become_sends_password_on_stdin_only(tmp_path: Any) -> None:
+    session, shell = session_for(tmp_path, become=True, become_password="s3cret")
+    session.run(["true"])
+    assert shell.commands[0].startswith("sudo -S -p '' -- true")
+    assert "s3cret" not in shell.commands[0]
+    assert shell.stdins[0] == "s3cret\n"
