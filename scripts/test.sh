@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/mypy
+.venv/bin/hadolint Dockerfile
 .venv/bin/pytest "$@"

@@ -1,0 +1,148 @@
+"""nvidia-smi parsing on real recorded outputs (tests/data/nvidia-smi, sources in its README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodeprov.gpu import Gpu, GpuInfo, parse_nvidia_smi
+
+DATA = Path(__file__).parent / "data" / "nvidia-smi"
+QUERY_PROMPT = ("$ nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version "
+                "--format=csv,noheader\n")
+
+
+def recorded(name: str) -> tuple[str, str]:
+    """(header output, query output) of a recorded case; a failure prints the same to both."""
+    text = (DATA / f"{name}.txt").read_text()
+    body = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("# "))
+    header, _, query = body.removeprefix("$ nvidia-smi\n").partition(QUERY_PROMPT)
+    return header, query or header
+
+
+def parse_recorded(name: str) -> GpuInfo | None:
+    return parse_nvidia_smi(*recorded(name))
+
+
+# name -> (driver version, max CUDA, memory MiB per GPU, MIG enabled)
+PARSED = {
+    "driver-418-cuda101-t4": ("418.67", (10, 1), [15079], False),
+    "driver-440-cuda102-laptop": ("440.100", (10, 2), [7973], False),
+    "driver-450-cuda110-titanxp": ("450.57", (11, 0), [12196], False),
+    "driver-450-cuda110-8xa100-mig": ("450.80.02", (11, 0), [40537] * 8, True),
+    "driver-470-cuda114-laptop": ("470.63.01", (11, 4), [16116], False),
+    "driver-525-cuda120-v100": ("525.105.17", (12, 0), [32768], False),
+    "driver-535-cuda122-2xa100-mig-on-one": ("535.129.03", (12, 2), [40960, 40960], True),
+    "driver-550-cuda124-8xh100": ("550.90.07", (12, 4), [81559] * 8, False),
+    "driver-560-cuda126-5-mixed": ("560.35.03", (12, 6), [6144, 12288, 12288, 8192, 8192],
+                                   False),
+    "driver-570-cuda128-a100": ("570.124.06", (12, 8), [40960], False),
+    "driver-575-cuda129-8xb200": ("575.57.08", (12, 9), [183359] * 8, False),
+    "driver-580-cuda130-rtx5090-rtx4090": ("580.82.09", (13, 0), [32607, 24564], False),
+    "dgx-spark-gb10-580-aarch64": ("580.95.05", (13, 0), [None], False),
+    "driver-610-cuda133-kmd-umd-header": ("610.43.02", (13, 3), [12227], False),
+    "wsl-smi-530-driver-531-cuda121": ("531.68", (12, 1), [8192], False),
+}
+NO_DRIVER = ["failed-cannot-communicate", "no-devices-found", "command-not-found-bash",
+             "command-not-found-ubuntu"]
+REFUSED = {
+    "driver-384-no-cuda-version": r"driver 384\.66 is too old to report its CUDA version",
+    "driver-575-cuda-na": r"reports CUDA Version N/A: its CUDA library \(libcuda\.so\)",
+    "failed-nvml-version-mismatch": r"version mismatch \(reboot the node",
+}
+
+
+def test_every_recorded_output_is_checked_and_names_its_source() -> None:
+    files = {path.stem for path in DATA.glob("*.txt")}
+    assert files == set(PARSED) | set(NO_DRIVER) | set(REFUSED)
+    for name in files:
+        assert (DATA / f"{name}.txt").read_text().startswith("# source: https://github.com/")
+
+
+@pytest.mark.parametrize("name", sorted(PARSED))
+def test_recorded_output_parses(name: str) -> None:
+    driver_version, cuda_version, memory, mig = PARSED[name]
+    info = parse_recorded(name)
+    assert info is not None
+    assert (info.driver_version, info.cuda_version, info.mig) == (driver_version, cuda_version,
+                                                                  mig)
+    assert info.count == len(memory)
+    assert [gpu.memory_mib for gpu in info.gpus] == memory
+    assert [gpu.index for gpu in info.gpus] == list(range(len(memory)))
+
+
+@pytest.mark.parametrize("name", NO_DRIVER)
+def test_no_usable_driver_means_a_cpu_node(name: str) -> None:
+    assert parse_recorded(name) is None
+
+
+def test_empty_output_means_a_cpu_node() -> None:
+    # facts.sh prints nothing when nvidia-smi is not on PATH.
+    assert parse_nvidia_smi("", "") is None
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_output_that_cannot_be_trusted_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match=REFUSED[name]):
+        parse_recorded(name)
+
+
+def test_gpu_rows_keep_names_and_uuids_from_the_query() -> None:
+    info = parse_recorded("driver-560-cuda126-5-mixed")
+    assert info is not None
+    assert info.gpus[3] == Gpu(3, "NVIDIA GeForce RTX 3060 Ti", "GPU-unrecorded-3", 8192)
+    assert [gpu.name for gpu in info.gpus].count("NVIDIA GeForce RTX 3060") == 2
+
+
+def test_wsl_reports_the_driver_not_the_nvidia_smi_version() -> None:
+    info = parse_recorded("wsl-smi-530-driver-531-cuda121")
+    assert info is not None and info.driver_version == "531.68"
+
+
+def test_mig_counts_physical_gpus() -> None:
+    # Eight physical A100s, seven with MIG on (one MIG device exists): count stays 8.
+    info = parse_recorded("driver-450-cuda110-8xa100-mig")
+    assert info is not None and info.count == 8 and info.mig
+
+
+def test_pending_mig_change_is_refused() -> None:
+    # The 8x A100 record, GPU 7's MIG cell edited to the "Disabled*" a pending change shows.
+    header, query = recorded("driver-450-cuda110-8xa100-mig")
+    enabled, pending = "              Enabled |", "            Disabled* |"
+    last = header.rindex(enabled)
+    edited = header[:last] + pending + header[last + len(enabled):]
+    with pytest.raises(ValueError, match=r"GPU 7 has a MIG mode change pending a reset"):
+        parse_nvidia_smi(edited, query)
+
+
+def test_query_without_units_and_with_unified_memory() -> None:
+    header, _ = recorded("driver-570-cuda128-a100")
+    info = parse_nvidia_smi(header, "0, NVIDIA A100-SXM4-40GB, GPU-x, 40960, 570.124.06\n")
+    assert info is not None and info.gpus[0].memory_mib == 40960
+    info = parse_nvidia_smi(header, "0, NVIDIA A100-SXM4-40GB, GPU-x, [N/A], 570.124.06\n")
+    assert info is not None and info.gpus[0].memory_mib is None
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("", r"listed no GPU"),
+    ("0, NVIDIA A100-SXM4-40GB, GPU-x, 40960 MiB\n", r"unexpected line"),
+    ("0, A, GPU-x, 1 MiB, 570.124.06\n0, B, GPU-y, 1 MiB, 570.124.06\n", r"index twice"),
+    ("0, NVIDIA A100-SXM4-40GB, GPU-x, 40960 MiB, 575.57.08\n",
+     r"header says driver 570\.124\.06 but the query says 575\.57\.08"),
+])
+def test_query_output_that_does_not_fit_is_refused(query: str, message: str) -> None:
+    header, _ = recorded("driver-570-cuda128-a100")
+    with pytest.raises(ValueError, match=message):
+        parse_nvidia_smi(header, query)
+
+
+def test_outputs_that_disagree_about_a_driver_are_refused() -> None:
+    _, query = recorded("driver-570-cuda128-a100")
+    with pytest.raises(ValueError, match=r"plain nvidia-smi printed '' but the query listed"):
+        parse_nvidia_smi("", query)
+
+
+def test_unknown_output_is_refused_with_its_first_line() -> None:
+    with pytest.raises(ValueError, match=r"cannot understand nvidia-smi output: 'Segmentation"):
+        parse_nvidia_smi("Segmentation fault (core dumped)\n", "")
