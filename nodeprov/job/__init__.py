@@ -1,0 +1,1 @@
+"""The torchrun verification job, and reading what it reports on the admin side."""

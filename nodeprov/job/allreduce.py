@@ -1,0 +1,255 @@
+"""nodeprov's verification job: one DDP step, then an all-reduce sweep with every result checked.
+
+nodeprov copies this file to every node and starts it there with the venv's torchrun. It imports
+only torch and the standard library, so a person can run it by hand the same way::
+
+    torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d \\
+        --rdzv-endpoint node1:29500 --rdzv-id check1 \\
+        allreduce.py --backend nccl --result /tmp/nodeprov-job.json
+
+Other options (defaults): --min-bytes 8 --max-bytes 67108864 --factor 4 --warmup 5 --iters 20
+--timeout 60 (seconds before process-group setup or a collective gives up).
+
+Local rank 0 of every node writes the same JSON result to --result and prints it as one line,
+``NODEPROV_RESULT {...}``. Bus bandwidth is nccl-tests' definition: algbw * 2(n-1)/n.
+Exit status: 0 when every check passed, 1 when one failed (a wrong sum, or DDP replicas that
+differ); an exception exits non-zero with its traceback and writes no result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+# torch warns on import when numpy is missing, which the job does not need; that line would only
+# clutter the output tail nodeprov shows when the job fails.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.elastic.multiprocessing.errors import record
+    from torch.nn.parallel import DistributedDataParallel
+
+RESULT_PREFIX = "NODEPROV_RESULT "
+ELEMENT_BYTES = 4  # float32: sums of small integers stay exact, so results compare with ==
+HOSTNAME_BYTES = 256
+
+
+def message_sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
+    """The sweep's message sizes in bytes, ending at the maximum: whole float32 elements.
+
+    >>> message_sizes(8, 1024, 4)
+    [8, 32, 128, 512, 1024]
+    """
+    wanted: list[int] = []
+    size = min_bytes
+    while size < max_bytes:
+        wanted.append(size)
+        size *= factor
+    wanted.append(max_bytes)
+    aligned = (max(ELEMENT_BYTES, each - each % ELEMENT_BYTES) for each in wanted)
+    return list(dict.fromkeys(aligned))
+
+
+def expected_sum(world_size: int) -> int:
+    """Every element after all-reducing rank + 1 from each rank: 1 + 2 + ... + n.
+
+    >>> expected_sum(4)
+    10
+    """
+    return world_size * (world_size + 1) // 2
+
+
+def count_wrong(result: torch.Tensor, expected: float) -> torch.Tensor:
+    """How many elements of ``result`` differ from ``expected``, as a tensor on its device.
+
+    Staying on the device means counting never waits for the GPU.
+    """
+    return torch.count_nonzero(result != expected)
+
+
+def bus_bandwidth(algbw: float, world_size: int) -> float:
+    """nccl-tests' all-reduce bus bandwidth: what each link carried, comparable across sizes.
+
+    >>> bus_bandwidth(10.0, 4)
+    15.0
+    """
+    return algbw * 2 * (world_size - 1) / world_size
+
+
+def synchronize(device: torch.device) -> None:
+    # CUDA collectives return before the data moved; gloo ones are already done.
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def ddp_step(device: torch.device, rank: int) -> dict[str, Any]:
+    """Train one step with DDP on data that differs per rank; replicas must stay identical."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)
+    ).to(device)
+    device_ids = [device] if device.type == "cuda" else None
+    replica = DistributedDataParallel(model, device_ids=device_ids)
+    # Different data per rank gives different local gradients, so only a working gradient
+    # all-reduce leaves the replicas equal after the step.
+    data = torch.Generator().manual_seed(1000 + rank)
+    inputs = torch.randn(16, 32, generator=data).to(device)
+    targets = torch.randn(16, 8, generator=data).to(device)
+    optimizer = torch.optim.SGD(replica.parameters(), lr=0.1)
+    torch.autograd.backward(torch.nn.functional.mse_loss(replica(inputs), targets))
+    optimizer.step()
+
+    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    highest, lowest = params.clone(), params.clone()
+    dist.all_reduce(highest, op=dist.ReduceOp.MAX)
+    dist.all_reduce(lowest, op=dist.ReduceOp.MIN)
+    max_abs_diff = float((highest - lowest).abs().max().item())
+    return {"ok": max_abs_diff == 0.0, "max_abs_diff": max_abs_diff}
+
+
+def measure(size_bytes: int, options: argparse.Namespace, device: torch.device, rank: int,
+            world_size: int) -> dict[str, Any]:
+    """All-reduce one message size: the slowest rank's mean time, and every result checked."""
+    count = size_bytes // ELEMENT_BYTES
+    buffer = torch.empty(count, dtype=torch.float32, device=device)
+    expected = float(expected_sum(world_size))
+    wrong = torch.zeros(1, dtype=torch.int64, device=device)
+    elapsed = 0.0
+    for step in range(options.warmup + options.iters):
+        buffer.fill_(rank + 1)  # all_reduce works in place, so every op starts from fresh values
+        # Each op is timed alone: the refill and the check around it are not network time.
+        synchronize(device)
+        start = time.perf_counter()
+        dist.all_reduce(buffer)
+        synchronize(device)
+        if step >= options.warmup:
+            elapsed += time.perf_counter() - start
+        wrong += count_wrong(buffer, expected)
+
+    dist.all_reduce(wrong)
+    seconds = slowest(elapsed, device) / options.iters
+    algbw = size_bytes / seconds / 1e9
+    return {
+        "bytes": size_bytes,
+        "count": count,
+        "time_us": seconds * 1e6,
+        "algbw_gbps": algbw,
+        "busbw_gbps": bus_bandwidth(algbw, world_size),
+        "wrong": int(wrong.item()),
+    }
+
+
+def gather_hostnames(device: torch.device, world_size: int) -> list[str]:
+    """Every rank's hostname, by rank."""
+    # Not all_gather_object: it needs numpy, which a venv with only torch lacks.
+    name = socket.gethostname().encode()[:HOSTNAME_BYTES]
+    mine = torch.zeros(HOSTNAME_BYTES, dtype=torch.uint8, device=device)
+    mine[: len(name)] = torch.tensor(list(name), dtype=torch.uint8)
+    gathered = [torch.empty_like(mine) for _ in range(world_size)]
+    dist.all_gather(gathered, mine)
+    return [bytes(t.tolist()).rstrip(b"\0").decode(errors="replace") for t in gathered]
+
+
+def slowest(seconds: float, device: torch.device) -> float:
+    """The largest of every rank's ``seconds``: a training step waits for the slowest rank."""
+    value = torch.tensor([seconds], dtype=torch.float64, device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return float(value.item())
+
+
+def nccl_version() -> str:
+    # torch leaves version() unannotated; without torch installed mypy sees no call at all.
+    parts = torch.cuda.nccl.version()  # type: ignore[no-untyped-call,unused-ignore]
+    return ".".join(str(part) for part in parts)
+
+
+def run_checks(options: argparse.Namespace, device: torch.device, started: float) -> dict[str, Any]:
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    hostnames = gather_hostnames(device, world_size)
+    ddp = ddp_step(device, rank)
+    sizes = [measure(size, options, device, rank, world_size)
+             for size in message_sizes(options.min_bytes, options.max_bytes, options.factor)]
+    wrong = sum(row["wrong"] for row in sizes)
+    return {
+        "ok": ddp["ok"] and wrong == 0,
+        "backend": options.backend,
+        "world_size": world_size,
+        "nnodes": int(os.environ.get("GROUP_WORLD_SIZE", len(set(hostnames)))),
+        "hostnames": hostnames,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "nccl": nccl_version() if options.backend == "nccl" else None,
+        "warmup": options.warmup,
+        "iters": options.iters,
+        "ddp": ddp,
+        "sizes": sizes,
+        "wrong": wrong,
+        # Every value is the same on all ranks, so every node writes the same file.
+        "duration_s": slowest(time.perf_counter() - started, device),
+    }
+
+
+def publish(result: dict[str, Any], path: str) -> None:
+    text = json.dumps(result)
+    partial = f"{path}.{os.getpid()}.tmp"
+    with open(partial, "w", encoding="utf-8") as out:
+        out.write(text + "\n")
+    os.replace(partial, path)  # the admin side never reads a half-written file
+    print(RESULT_PREFIX + text, flush=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    def at_least(low: int) -> Any:
+        def check(text: str) -> int:
+            value = int(text)
+            if value < low:
+                raise argparse.ArgumentTypeError(f"{value} is below the minimum {low}")
+            return value
+        return check
+
+    parser = argparse.ArgumentParser(description="All-reduce verification job (run by torchrun).")
+    parser.add_argument("--backend", choices=("nccl", "gloo"), required=True)
+    parser.add_argument("--result", required=True, help="JSON result file, written on every node")
+    parser.add_argument("--min-bytes", type=at_least(1), default=8)
+    parser.add_argument("--max-bytes", type=at_least(1), default=64 * 1024 * 1024)
+    parser.add_argument("--factor", type=at_least(2), default=4)
+    parser.add_argument("--warmup", type=at_least(0), default=5)
+    parser.add_argument("--iters", type=at_least(1), default=20)
+    parser.add_argument("--timeout", type=at_least(1), default=60,
+                        help="seconds before process-group setup or a collective gives up")
+    options = parser.parse_args(argv)
+    if options.min_bytes > options.max_bytes:
+        parser.error("--min-bytes must not exceed --max-bytes")
+    return options
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    started = time.perf_counter()
+    options = parse_args(argv)
+    local_rank = int(os.environ["LOCAL_RANK"])
+    device = torch.device("cpu")
+    if options.backend == "nccl":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    dist.init_process_group(options.backend, timeout=timedelta(seconds=options.timeout))
+    try:
+        result = run_checks(options, device, started)
+    finally:
+        dist.destroy_process_group()
+    if local_rank == 0:
+        publish(result, options.result)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    # record() lets torchrun's failure summary show this rank's exception, not only its exit code.
+    sys.exit(record(main)())

@@ -1,0 +1,155 @@
+"""Name the likely cause of a failed verification job from a node's output tail.
+
+Known torch, NCCL and gloo messages map to the nodeprov item that fixes them, most specific
+rule first::
+
+    >>> found = diagnose("ModuleNotFoundError: No module named 'torch'", node="node2")
+    >>> found.item, found.cause, found.fix
+    ('venv', "torch is missing from the node's venv", 'nodeprov apply --limit node2 --tags venv')
+
+Unknown output gives ``None``: better no hint than a wrong one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+EVIDENCE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What probably went wrong, the nodeprov item that fixes it, and the line that told us."""
+
+    item: str
+    cause: str
+    fix: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class _Rule:
+    item: str
+    pattern: re.Pattern[str]
+    cause: str
+    fix: str  # may name {node}
+
+
+_NET_FIX = "nodeprov apply --limit {node} --tags firewall,nccl_env"
+
+_RULES = (
+    _Rule(
+        "venv",
+        # The venv's own torchrun is missing, or python cannot import torch.
+        re.compile(r"torchrun: (?:No such file or directory|(?:command )?not found)"
+                   r"|No module named '?torch\b"),
+        "torch is missing from the node's venv",
+        "nodeprov apply --limit {node} --tags venv",
+    ),
+    _Rule(
+        "venv",
+        re.compile(r"CUDA driver version is insufficient for CUDA runtime version"
+                   r"|NVIDIA driver on your system is too old"),
+        "the torch CUDA build is newer than the node's NVIDIA driver supports",
+        "set torch_cuda to a variant the driver supports (or upgrade the driver), "
+        "then nodeprov apply --limit {node} --tags venv",
+    ),
+    _Rule(
+        "job",
+        re.compile(r"Duplicate GPU detected"),
+        "two ranks share one GPU: more processes per node than the node has GPUs",
+        "run one process per GPU of {node} (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES",
+    ),
+    _Rule(
+        "nccl_env",
+        # gloo's device.cc when GLOO_SOCKET_IFNAME names no interface; NCCL's bootstrap when
+        # NCCL_SOCKET_IFNAME matches none.
+        re.compile(r"Unable to find address for: |no socket interface found"
+                   r"|no NCCL_SOCKET_IFNAME interface found|No interface found in the same subnet"),
+        "NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME names no usable interface on the node",
+        "set nccl_socket_ifname to the interface in node_subnet (or auto), "
+        "then nodeprov apply --limit {node} --tags nccl_env",
+    ),
+    _Rule(
+        "hosts",
+        # A peer advertised a loopback address: its hostname maps to 127.0.1.1 (Debian's default
+        # /etc/hosts line) or no socket interface is set, so gloo fell back to the hostname.
+        re.compile(r"(?:Connect to |connect \[)127\.\d+\.\d+\.\d+"),
+        "a peer advertised a loopback address: its hostname maps to 127.0.1.1 in /etc/hosts "
+        "or NCCL/GLOO_SOCKET_IFNAME is unset",
+        "nodeprov apply --tags hosts,nccl_env",
+    ),
+    _Rule(
+        "hosts",
+        # torch connects with AI_V4MAPPED, so a name with only an IPv4 entry resolves without
+        # this gai warning; the warning means the name does not resolve at all.
+        re.compile(r"cannot be retrieved \(gai error|Name or service not known|gaierror"
+                   r"|Temporary failure in name resolution|getaddrinfo|host not found"),
+        "a peer's hostname does not resolve: /etc/hosts lacks the node names",
+        "nodeprov apply --limit {node} --tags hosts",
+    ),
+    _Rule(
+        "firewall",
+        re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/pair\.(?:cc|h):\d+\]"),
+        "gloo peers could not connect: the firewall blocks the ephemeral ports from "
+        "node_subnet, or GLOO_SOCKET_IFNAME picks the wrong interface",
+        _NET_FIX,
+    ),
+    _Rule(
+        "firewall",
+        re.compile(r"unhandled system error|ncclSystemError"
+                   r"|NCCL WARN .*(?:[Cc]onnect|Connection|No route to host)"),
+        "NCCL peers could not connect: the firewall blocks the ephemeral ports from "
+        "node_subnet, or NCCL_SOCKET_IFNAME picks the wrong interface",
+        _NET_FIX,
+    ),
+    _Rule(
+        "firewall",
+        re.compile(r"RendezvousTimeoutError|RendezvousConnectionError"
+                   r"|The client socket has (?:timed out|failed to connect)"
+                   r"|connection to the C10d store has failed"),
+        "the nodes could not meet at the rendezvous: its port on the first node is blocked, "
+        "or a node did not start the job",
+        "nodeprov apply --tags firewall, then check that the job started on every node",
+    ),
+    _Rule(
+        "job",
+        # The store works (the rendezvous passed) but a rank never posted its address.
+        re.compile(r"DistStoreError: wait timeout"),
+        "a peer rank never joined the process group: it failed or hung before starting",
+        "look at the other nodes' output for the first failure, fix that, then rerun",
+    ),
+)
+
+
+def _line_at(text: str, index: int) -> str:
+    """The line holding ``text[index]``; a long one cut to a window that still shows the match."""
+    start = text.rfind("\n", 0, index) + 1
+    end = text.find("\n", index)
+    line = text[start:] if end == -1 else text[start:end]
+    if len(line) <= EVIDENCE_CHARS:
+        return line.strip()
+    window = max(0, index - start - EVIDENCE_CHARS // 4)
+    return ("..." if window else "") + line[window:window + EVIDENCE_CHARS].strip()
+
+
+def diagnose(output: str, node: str = "NODE") -> Diagnosis | None:
+    """The likely cause of the failure ``output`` shows, or None when no rule knows it."""
+    for rule in _RULES:
+        found = rule.pattern.search(output)
+        if found:
+            return Diagnosis(rule.item, rule.cause, rule.fix.format(node=node),
+                             _line_at(output, found.start()))
+    return None
+
+
+def diagnose_nodes(tails: Mapping[str, str]) -> list[tuple[str, Diagnosis]]:
+    """Diagnose each node's output tail; nodes whose output no rule knows are left out.
+
+    >>> diagnose_nodes({"node1": "ok", "node2": "Duplicate GPU detected"})[0][0]
+    'node2'
+    """
+    found = ((node, diagnose(tail, node)) for node, tail in tails.items())
+    return [(node, diagnosis) for node, diagnosis in found if diagnosis is not None]

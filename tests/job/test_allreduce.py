@@ -1,0 +1,185 @@
+"""The verification job: its pure helpers, and real torchrun launches on this machine (gloo)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodeprov.job.diagnose import diagnose
+
+with warnings.catch_warnings():
+    # torch warns on import when numpy is missing; the job needs no numpy.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
+    torch = pytest.importorskip("torch", reason="the job needs torch (pip install torch)")
+    from nodeprov.job import allreduce
+
+SCRIPT = Path(allreduce.__file__)
+LAUNCH_TIMEOUT = 60  # seconds; a hung launch fails the test instead of hanging the suite
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def torchrun(port: int, *args: str, nnodes: int = 1, nproc: int = 2,
+             rdzv_conf: str = "") -> list[str]:
+    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nnodes),
+               "--nproc-per-node", str(nproc), "--rdzv-backend", "c10d",
+               "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "nodeprov-test"]
+    if rdzv_conf:
+        command += ["--rdzv-conf", rdzv_conf]
+    return command + list(args)
+
+
+def run(command: list[str], **env: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT,
+                          env={**os.environ, **env}, check=False)
+    return done, time.monotonic() - started
+
+
+# --- pure helpers -------------------------------------------------------------------------------
+
+def test_message_sizes_grow_by_the_factor_and_end_at_the_maximum() -> None:
+    assert allreduce.message_sizes(8, 1024, 4) == [8, 32, 128, 512, 1024]
+    assert allreduce.message_sizes(8, 512, 4) == [8, 32, 128, 512]
+    assert allreduce.message_sizes(8, 8, 4) == [8]
+
+
+def test_message_sizes_are_whole_float32_elements() -> None:
+    assert allreduce.message_sizes(1, 10, 2) == [4, 8]
+    assert all(size % 4 == 0 for size in allreduce.message_sizes(3, 10**6, 3))
+
+
+def test_expected_sum_is_one_to_n() -> None:
+    assert [allreduce.expected_sum(n) for n in (1, 2, 3, 8)] == [1, 3, 6, 36]
+
+
+def test_bus_bandwidth_follows_nccl_tests() -> None:
+    assert allreduce.bus_bandwidth(10.0, 1) == 0.0
+    assert allreduce.bus_bandwidth(10.0, 2) == 10.0
+    assert allreduce.bus_bandwidth(10.0, 8) == pytest.approx(17.5)
+
+
+def test_count_wrong_counts_every_wrong_element() -> None:
+    right = torch.full((5,), 3.0)
+    assert int(allreduce.count_wrong(right, 3.0)) == 0
+    wrong = right.clone()
+    wrong[1], wrong[4] = 2.0, float("nan")
+    assert int(allreduce.count_wrong(wrong, 3.0)) == 2
+
+
+def test_bad_options_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    for args in (["--min-bytes", "64", "--max-bytes", "8"], ["--factor", "1"]):
+        with pytest.raises(SystemExit) as exit_info:
+            allreduce.parse_args(["--backend", "gloo", "--result", "r.json", *args])
+        assert exit_info.value.code == 2
+    assert "--min-bytes must not exceed --max-bytes" in capsys.readouterr().err
+
+
+# --- a real two-rank run ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    result_file = tmp_path_factory.mktemp("job") / "result.json"
+    done, seconds = run(torchrun(free_port(), str(SCRIPT), "--backend", "gloo",
+                                 "--result", str(result_file), "--max-bytes", str(1024 * 1024),
+                                 "--warmup", "2", "--iters", "5"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {"file": json.loads(result_file.read_text()), "stdout": done.stdout,
+            "seconds": seconds}
+
+
+def test_two_ranks_pass_every_check(two_ranks: dict[str, Any]) -> None:
+    result = two_ranks["file"]
+    assert result["ok"] is True
+    assert (result["backend"], result["world_size"], result["nnodes"]) == ("gloo", 2, 1)
+    assert result["ddp"] == {"ok": True, "max_abs_diff": 0.0}
+    assert result["wrong"] == 0
+    assert result["hostnames"] == [socket.gethostname()] * 2
+    assert result["torch"] == torch.__version__
+    assert result["nccl"] is None
+    assert 0 < result["duration_s"] < LAUNCH_TIMEOUT
+
+
+def test_two_ranks_sweep_every_size(two_ranks: dict[str, Any]) -> None:
+    rows = two_ranks["file"]["sizes"]
+    assert [row["bytes"] for row in rows] == [8 * 4**k for k in range(9)] + [1024 * 1024]
+    for row in rows:
+        assert row["count"] * 4 == row["bytes"]
+        assert row["wrong"] == 0
+        assert row["time_us"] > 0 and row["busbw_gbps"] > 0
+        assert row["algbw_gbps"] == pytest.approx(row["bytes"] / row["time_us"] / 1e3)
+        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 2 * (2 - 1) / 2)
+
+
+def test_stdout_carries_the_same_result(two_ranks: dict[str, Any]) -> None:
+    lines = [line for line in two_ranks["stdout"].splitlines()
+             if line.startswith(allreduce.RESULT_PREFIX)]
+    assert len(lines) == 1  # local rank 0 only
+    assert json.loads(lines[0][len(allreduce.RESULT_PREFIX):]) == two_ranks["file"]
+
+
+# --- failures end quickly, non-zero, with output diagnose() understands --------------------------
+
+def test_missing_socket_interface_fails_fast(tmp_path: Path) -> None:
+    result_file = tmp_path / "result.json"
+    done, seconds = run(torchrun(free_port(), str(SCRIPT), "--backend", "gloo",
+                                 "--result", str(result_file)),
+                        GLOO_SOCKET_IFNAME="nodeprov-missing0")
+    assert done.returncode != 0
+    assert seconds < 30
+    assert not result_file.exists()
+    found = diagnose(done.stderr)
+    assert found is not None and found.item == "nccl_env"
+
+
+def test_a_node_that_never_joins_times_out_the_rendezvous(tmp_path: Path) -> None:
+    result_file = tmp_path / "result.json"
+    done, seconds = run(torchrun(free_port(), str(SCRIPT), "--backend", "gloo",
+                                 "--result", str(result_file),
+                                 nnodes=2, nproc=1, rdzv_conf="join_timeout=5"))
+    assert done.returncode != 0
+    assert seconds < 30
+    found = diagnose(done.stderr)
+    assert found is not None and found.item == "firewall"
+
+
+@pytest.fixture
+def silent_peer() -> Iterator[int]:
+    """A second 'node' that joins the rendezvous but never starts the job."""
+    port = free_port()
+    peer = subprocess.Popen(torchrun(port, "--no-python", "sleep", str(LAUNCH_TIMEOUT),
+                                     nnodes=2, nproc=1),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        yield port
+    finally:
+        os.killpg(peer.pid, signal.SIGTERM)  # its own session: the agent and its sleep
+        peer.wait(timeout=30)
+
+
+def test_job_timeout_bounds_a_missing_peer(silent_peer: int, tmp_path: Path) -> None:
+    result_file = tmp_path / "result.json"
+    done, seconds = run(torchrun(silent_peer, str(SCRIPT), "--backend", "gloo",
+                                 "--result", str(result_file), "--timeout", "5",
+                                 nnodes=2, nproc=1))
+    assert done.returncode != 0
+    assert seconds < 30
+    assert not result_file.exists()
+    found = diagnose(done.stderr)
+    assert found is not None and found.item == "job"

@@ -1,0 +1,86 @@
+"""diagnose() on real failure output (sources in data/README.md)."""
+
+from pathlib import Path
+
+import pytest
+
+from nodeprov.job.diagnose import Diagnosis, diagnose, diagnose_nodes
+
+DATA = Path(__file__).parent / "data"
+
+# file -> (item, a word the cause must name, a word the evidence line must hold)
+EXPECTED = {
+    "local_venv_no_torchrun.txt": ("venv", "torch", "No such file"),
+    "issue_no_module_torch.txt": ("venv", "torch", "No module named 'torch'"),
+    "issue_cuda_driver_insufficient.txt": ("venv", "driver", "insufficient"),
+    "issue_cuda_driver_too_old.txt": ("venv", "driver", "too old"),
+    "issue_duplicate_gpu.txt": ("job", "GPU", "Duplicate GPU"),
+    "local_gloo_ifname_missing.txt": ("nccl_env", "GLOO_SOCKET_IFNAME", "nodeprov0"),
+    "issue_nccl_no_socket_interface.txt": ("nccl_env", "NCCL_SOCKET_IFNAME", "no socket"),
+    "issue_gloo_loopback.txt": ("hosts", "127.0.1.1", "[127.0.1.1]"),
+    "issue_nccl_loopback.txt": ("hosts", "loopback", "127.0.0.1<45069>"),
+    "local_rdzv_unresolvable.txt": ("hosts", "/etc/hosts", "gai error"),
+    "issue_host_not_found.txt": ("hosts", "/etc/hosts", "host not found"),
+    "issue_gloo_pair_no_error.txt": ("firewall", "GLOO_SOCKET_IFNAME", "connectFullMesh"),
+    "issue_gloo_connect_timeout.txt": ("firewall", "ephemeral", "Connect timeout"),
+    "issue_nccl_no_route.txt": ("firewall", "NCCL_SOCKET_IFNAME", "unhandled system error"),
+    "issue_nccl_poll_connect.txt": ("firewall", "ephemeral", "No route to host"),
+    "issue_nccl_connect_refused.txt": ("firewall", "ephemeral", "Connection refused"),
+    "issue_rdzv_connection_error.txt": ("firewall", "rendezvous", "timed out"),
+    "issue_rdzv_no_route.txt": ("firewall", "rendezvous", "failed to connect"),
+    "local_rdzv_join_timeout.txt": ("firewall", "rendezvous", "RendezvousTimeoutError"),
+    "local_store_wait_timeout.txt": ("job", "never joined", "wait timeout"),
+}
+
+
+def test_every_recorded_output_has_an_expectation() -> None:
+    assert sorted(p.name for p in DATA.glob("*.txt")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_recorded_output_maps_to_its_item(name: str) -> None:
+    item, cause_word, evidence_word = EXPECTED[name]
+    found = diagnose((DATA / name).read_text(encoding="utf-8"), node="node2")
+    assert found is not None
+    assert found.item == item
+    assert cause_word in found.cause
+    assert evidence_word in found.evidence
+    assert "\n" not in found.cause + found.fix + found.evidence
+
+
+def test_fix_names_the_node() -> None:
+    found = diagnose("ModuleNotFoundError: No module named 'torch'", node="gpu7")
+    assert found is not None
+    assert found.fix == "nodeprov apply --limit gpu7 --tags venv"
+
+
+def test_the_more_specific_rule_wins() -> None:
+    # The name-resolution failure is what made the rendezvous time out.
+    output = (DATA / "local_rdzv_unresolvable.txt").read_text(encoding="utf-8")
+    assert "The client socket has timed out" in output
+    found = diagnose(output)
+    assert found is not None and found.item == "hosts"
+
+
+def test_other_torch_modules_are_not_torch() -> None:
+    assert diagnose("ModuleNotFoundError: No module named 'torchvision'") is None
+
+
+@pytest.mark.parametrize("output", [
+    "",
+    "NODEPROV_RESULT {\"ok\": false}",
+    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+])
+def test_unknown_output_gives_none(output: str) -> None:
+    assert diagnose(output) is None
+
+
+def test_diagnose_nodes_keeps_only_known_failures_in_order() -> None:
+    found = diagnose_nodes({
+        "node1": "all good",
+        "node3": "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
+        "node2": "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+    })
+    assert [(node, d.item) for node, d in found] == [("node3", "job"), ("node2", "firewall")]
+    assert all(isinstance(d, Diagnosis) for _, d in found)
+    assert "node3" in found[0][1].fix
