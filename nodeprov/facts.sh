@@ -15,7 +15,9 @@ section ufw; command -v ufw && grep -s '^ENABLED=' /etc/ufw/ufw.conf \
   && { iptables -w 5 -n -L ufw-user-input >/dev/null 2>&1 && echo chains=yes || echo chains=no; }
 section systemd; [ -d /run/systemd/system ] && echo yes
 section package_manager; for tool in apt-get dnf yum zypper; do command -v "$tool" && break; done
-section nvidia_smi; command -v nvidia-smi >/dev/null 2>&1 && timeout 20 nvidia-smi 2>&1
-section nvidia_query; command -v nvidia-smi >/dev/null 2>&1 && timeout 20 nvidia-smi \
-  --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader 2>&1
+# A hung nvidia-smi must not pass for "no GPU": say so, and the parser refuses it.
+gpu() { timeout 20 nvidia-smi "$@" 2>&1; [ $? -ne 124 ] || echo "nvidia-smi timed out after 20 s"; }
+section nvidia_smi; command -v nvidia-smi >/dev/null 2>&1 && gpu
+section nvidia_query; command -v nvidia-smi >/dev/null 2>&1 && gpu \
+  --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader
 true

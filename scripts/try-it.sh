@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Try nodeprov end to end on this machine: install, bring up a 3-node local test cluster (plus a
+# host outside its subnet), and run the full `nodeprov apply` on it. Needs root (namespaces).
+# The cluster stays up to look around; remove it with:
+#   .venv/bin/nodeprov testbed down --dir /srv/nodeprov-demo
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+dir=${NODEPROV_DEMO_DIR:-/srv/nodeprov-demo}
+.venv/bin/nodeprov testbed down --dir "$dir" >/dev/null 2>&1 || true
+# The nodes are offline, like an air-gapped cluster: this machine downloads the wheels once
+# (wheelhouse) and pushes them over SSH.
+.venv/bin/nodeprov testbed up --nodes 3 --outsider --dir "$dir" --var wheelhouse=true
+.venv/bin/nodeprov apply "$dir/inventory.yaml"
