@@ -1,0 +1,90 @@
+"""Shared fixtures: local test clusters (``nodeprov.testbed``) for integration tests.
+
+    @pytest.mark.integration
+    def test_apply(testbed: Testbed) -> None:          # 3 nodes + outsider, once per session
+        subprocess.run(["nodeprov", "apply", str(testbed.inventory_path)], check=True)
+        assert "node2" in testbed.exec("node1", "cat", "/etc/hosts").stdout
+
+    @pytest.mark.integration
+    def test_firewall(make_testbed: MakeTestbed) -> None:   # fresh nodes to wreck
+        bed = make_testbed(nodes=2, outsider=True)
+
+Tests marked ``integration`` are skipped, with the reason, where no testbed can run (not root,
+no namespaces, a tool missing); CI runs as root, so they run there.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from nodeprov.testbed.cluster import Testbed
+from nodeprov.testbed.environment import problems
+from nodeprov.testbed.lifecycle import temporary
+
+MakeTestbed = Callable[..., Testbed]
+
+
+@functools.cache
+def requires_root_namespaces() -> str | None:
+    """Why no testbed can run on this machine, or None if one can (checked once)."""
+    found = problems()
+    return "; ".join(found) if found else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = requires_root_namespaces()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"integration test needs a local testbed: {reason}")
+    for item in items:
+        if "integration" in item.keywords:
+            item.add_marker(skip)
+
+
+def _skip_without_testbed() -> None:
+    reason = requires_root_namespaces()
+    if reason is not None:
+        pytest.skip(f"needs a local testbed: {reason}")
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def _sigterm_runs_cleanup() -> Iterator[None]:
+    """Turn SIGTERM into SystemExit, so `finally` blocks take testbeds down before exit."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session")
+def testbed() -> Iterator[Testbed]:
+    """3 nodes and the outsider, shared by the whole session; always taken down at its end."""
+    _skip_without_testbed()
+    with _sigterm_runs_cleanup(), temporary(nodes=3, outsider=True) as shared:
+        yield shared
+
+
+@pytest.fixture
+def make_testbed() -> Iterator[MakeTestbed]:
+    """``make_testbed(nodes=2, outsider=False)``: fresh testbeds, taken down after the test."""
+    _skip_without_testbed()
+    with _sigterm_runs_cleanup(), ExitStack() as made:
+        def make(nodes: int = 2, outsider: bool = False, **options: Any) -> Testbed:
+            return made.enter_context(temporary(nodes=nodes, outsider=outsider, **options))
+
+        yield make

@@ -1,0 +1,50 @@
+import pytest
+
+from nodeprov.testbed import network
+from nodeprov.testbed.network import batch_line
+from nodeprov.testbed.state import Member, State
+
+
+def sample(outsider: bool) -> State:
+    state = State(dir="/srv/tb", created_dir=False, subnet="10.77.3.0/24", bridge="ntabcdefbr",
+                  bridge_address="10.77.3.1/24",
+                  nodes=[Member("node1", "10.77.3.2/24", "ntabcdef-node1", "ntabcdefn1")])
+    if outsider:
+        state.outsider = Member("outsider", "10.9.9.2/24", "ntabcdef-outsider", "ntabcdefo")
+        state.outsider_subnet = "10.9.9.0/24"
+    return state
+
+
+def test_batch_line_refuses_words_ip_would_split() -> None:
+    assert batch_line(["link", "del", "ntabcdefn1"]) == "link del ntabcdefn1"
+    for bad in (["link", "del", "a b"], ["addr", ""], ["x\ny"]):
+        with pytest.raises(ValueError, match="ip -batch cannot pass"):
+            batch_line(bad)
+
+
+def test_create_runs_root_batch_then_one_batch_per_namespace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    batches: list[dict[str | None, list[list[str]]]] = []
+    monkeypatch.setattr(network, "run_batches", batches.append)
+    network.create(sample(outsider=True))
+    root, inside = batches
+    assert root[None][:3] == [["link", "add", "ntabcdefbr", "type", "bridge"],
+                              ["addr", "add", "10.77.3.1/24", "dev", "ntabcdefbr"],
+                              ["link", "set", "ntabcdefbr", "up"]]
+    assert ["link", "add", "ntabcdefo", "type", "veth", "peer", "name", "eth0", "netns",
+            "ntabcdef-outsider"] in root[None]
+    # Nodes: default route via the bridge; the outsider's subnet straight on the link.
+    assert inside["ntabcdef-node1"][-2:] == [["route", "add", "default", "via", "10.77.3.1"],
+                                             ["route", "add", "10.9.9.0/24", "dev", "eth0"]]
+    # The outsider reaches the node subnet on its link: nothing is routed in the root namespace.
+    assert inside["ntabcdef-outsider"][-1] == ["route", "add", "10.77.3.0/24", "dev", "eth0"]
+    assert not any("forwarding" in " ".join(command) for command in root[None])
+
+
+def test_without_outsider_nodes_get_only_the_default_route(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    batches: list[dict[str | None, list[list[str]]]] = []
+    monkeypatch.setattr(network, "run_batches", batches.append)
+    network.create(sample(outsider=False))
+    routes = [command for command in batches[1]["ntabcdef-node1"] if command[0] == "route"]
+    assert routes == [["route", "add", "default", "via", "10.77.3.1"]]

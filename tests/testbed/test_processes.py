@@ -1,0 +1,31 @@
+import os
+import subprocess
+
+from nodeprov.testbed.processes import ProcessId, kill_and_wait, parse_stat
+
+# /proc/PID/stat of an sshd, its command name holding spaces and a ')'.
+STAT = ("4242 (sshd: a) b) S 1 4242 4242 0 -1 4194560 120 0 0 0 3 1 0 0 20 0 1 0 817263 "
+        "9003008 1536 18446744073709551615")
+
+
+def test_parse_stat_finds_state_and_start_time_after_the_last_parenthesis() -> None:
+    assert parse_stat(STAT) == ("S", 817263)
+
+
+def test_a_process_is_known_by_pid_and_start_time() -> None:
+    me = ProcessId.of(os.getpid())
+    assert me is not None and me.alive()
+    assert not ProcessId(me.pid, me.start_time + 1).alive()  # a recycled PID is not "us"
+
+
+def test_kill_and_wait_ends_the_process_and_ignores_the_gone() -> None:
+    child = subprocess.Popen(["sleep", "60"])
+    process = ProcessId.of(child.pid)
+    assert process is not None
+    try:
+        assert kill_and_wait([process, ProcessId(child.pid, process.start_time + 1)]) == []
+        assert child.wait(timeout=5) == -9
+    finally:
+        child.kill()
+        child.wait()
+    assert not process.alive()
