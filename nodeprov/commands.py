@@ -39,7 +39,7 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
         tags=frozenset(t.strip() for t in tags.split(",") if t.strip()) if tags else frozenset(),
         ssh=SshOptions(accept_new_host_keys=accept_new_host_keys),
     )
-    console = Console(stderr=json_path == "-", highlight=False)
+    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     with ExitStack() as stack:
         if console.is_terminal:
             reporter: PlainReporter = stack.enter_context(

@@ -16,12 +16,43 @@ from collections.abc import Sequence
 from nodeprov.tasks.base import Probe
 
 ABSENT = "@@nodeprov-absent@@"
+# Starts a line nodeprov commented out (to revert: remove this prefix).
+COMMENT_PREFIX = "# nodeprov: "
 _READ = 'if [ -e "$1" ]; then cat -- "$1"; else printf %s "$2"; fi'
+FILE_MARKER = "\n@@nodeprov-file "
+# Each file after a marker line; "DIR/*.EXT" stands for the existing files it matches.
+_READ_MANY = r"""absent=$1; shift
+show() { printf '\n@@nodeprov-file %s\n' "$1"; if [ -e "$1" ]; then cat -- "$1"
+  else printf %s "$absent"; fi; }
+for arg do
+  case $arg in
+    *'/*.'*) for path in "${arg%/*}"/*."${arg##*.}"; do [ ! -e "$path" ] || show "$path"; done ;;
+    *) show "$arg" ;;
+  esac
+done
+"""
 
 
 def read_probe(path: str) -> Probe:
     """A probe printing the file, or ABSENT when it does not exist."""
     return Probe(("sh", "-c", _READ, "nodeprov-read", path, ABSENT))
+
+
+def read_many_probe(*paths: str) -> Probe:
+    """A probe printing several files at once; ``"DIR/*.EXT"`` reads every such file in DIR.
+
+        read_many_probe("/etc/hosts", "/etc/cloud/cloud.cfg.d/*.cfg")
+    """
+    return Probe(("sh", "-c", _READ_MANY, "nodeprov-read", ABSENT, *paths))
+
+
+def observed_files(observed: str) -> dict[str, str | None]:
+    """{path: text, None when absent} from ``read_many_probe``'s output, texts kept exactly."""
+    found: dict[str, str | None] = {}
+    for chunk in observed.split(FILE_MARKER)[1:]:
+        path, _, text = chunk.partition("\n")
+        found[path] = observed_text(text)
+    return found
 
 
 def observed_text(observed: str) -> str | None:

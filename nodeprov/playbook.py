@@ -22,8 +22,8 @@ from typing import Any
 from nodeprov.errors import InputError
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
-from nodeprov.tasks import REGISTRY
 from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
+from nodeprov.tasks.registry import REGISTRY
 from nodeprov.templating import TemplateError, referenced_names, render_value
 from nodeprov.yamlfile import YamlList, YamlMap, load_yaml_file
 

@@ -1,0 +1,184 @@
+"""``ipv6``: IPv6 on or off, live and after reboot, with ufw's ``IPV6=`` setting to match.
+
+    - name: IPv6
+      ipv6: {state: "{{ ipv6 }}"}
+
+``net.ipv6.conf.{all,default}.disable_ipv6`` are set live (``sysctl -w``) and persisted in
+``sysctl_file``, named to sort after the other sysctl.d files, since a reboot applies them in
+order of their names (``sysctl --system`` and systemd-sysctl alike). procps' ``sysctl --system``
+then reads /etc/sysctl.conf last, so a conflicting line there is commented out; a conflicting
+file that sorts after ours gets a warning.
+
+ufw refuses to start with ``IPV6=yes`` while IPv6 is off, so this task owns the ``IPV6=`` line
+of /etc/default/ufw (when ufw is installed) and reloads an active ufw after changing it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from nodeprov import files, validate
+from nodeprov.tasks.base import (
+    Change,
+    Context,
+    ParamError,
+    Plan,
+    Probe,
+    Run,
+    TaskFailed,
+    TaskType,
+    Write,
+)
+
+KEYS = ("net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6")
+SYSCTL_CONF = "/etc/sysctl.conf"
+# Where `sysctl --system` looks, in order: of files with the same name, the first one counts.
+SYSCTL_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
+               "/lib/sysctl.d")
+UFW_DEFAULTS = "/etc/default/ufw"
+_UFW_IPV6 = re.compile(r"^IPV6=(.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Ipv6Params:
+    state: Literal["enabled", "disabled"] = "disabled"
+    sysctl_file: str = "/etc/sysctl.d/99-zz-nodeprov-ipv6.conf"
+
+    def __post_init__(self) -> None:
+        try:
+            validate.absolute_path(self.sysctl_file)
+        except ValueError as error:
+            raise ParamError("sysctl_file", str(error)) from None
+        if (posixpath.dirname(self.sysctl_file) not in SYSCTL_DIRS
+                or not self.sysctl_file.endswith(".conf")):
+            raise ParamError("sysctl_file", f"{self.sysctl_file!r} is not read at boot; use a "
+                             f".conf file in {SYSCTL_DIRS[0]} (e.g. the default "
+                             "/etc/sysctl.d/99-zz-nodeprov-ipv6.conf)")
+
+
+def proc_path(key: str) -> str:
+    return "/proc/sys/" + key.replace(".", "/")
+
+
+def probe(params: Ipv6Params) -> Probe:
+    return files.read_many_probe(*map(proc_path, KEYS), params.sysctl_file, SYSCTL_CONF,
+                                 UFW_DEFAULTS, *(f"{folder}/*.conf" for folder in SYSCTL_DIRS))
+
+
+def plan(ctx: Context, params: Ipv6Params, observed: str) -> Plan:
+    found = files.observed_files(observed)
+    value = "1" if params.state == "disabled" else "0"
+    live = {key: (found.get(proc_path(key)) or "").strip() for key in KEYS}
+    notes = [f"IPv6 already {params.state}: disable_ipv6={value} live and in "
+             f"{params.sysctl_file}"]
+    if all(live.values()):
+        changes = sysctl_changes(found, params, live, value)
+    elif params.state == "disabled":
+        changes, notes = [], ["this kernel has no IPv6 (booted with ipv6.disable=1): already off"]
+    else:
+        raise TaskFailed("this kernel has no IPv6 (booted with ipv6.disable=1?); remove that "
+                         "from the kernel command line and reboot")
+    ufw = ufw_ipv6_change(found.get(UFW_DEFAULTS), params.state, ctx.facts.ufw_active)
+    changes += [ufw] if ufw else []
+    if found.get(UFW_DEFAULTS) is not None:
+        notes.append(f"ufw's IPV6= already says {'no' if value == '1' else 'yes'}")
+    warnings = overriding_files(found, params.sysctl_file, value)
+    if changes:
+        return Plan.of(*changes, warnings=warnings)
+    return Plan.noop(*notes, warnings=warnings)
+
+
+def sysctl_changes(found: Mapping[str, str | None], params: Ipv6Params,
+                   live: Mapping[str, str], value: str) -> list[Change]:
+    """Persist ``value`` in our file, clear conflicts from /etc/sysctl.conf, set it live."""
+    changes = []
+    wanted = sysctl_text(params.state, value)
+    old = found.get(params.sysctl_file)
+    if old != wanted:
+        changes.append(Change(f"persist IPv6 {params.state} in {params.sysctl_file}",
+                              (Write(params.sysctl_file, wanted),),
+                              diff=files.unified_diff(params.sysctl_file, old, wanted)))
+    conf = found.get(SYSCTL_CONF)
+    fixed = comment_out_settings(conf or "", value)
+    if conf is not None and fixed != conf:
+        changes.append(Change(f"comment out the conflicting disable_ipv6 lines of {SYSCTL_CONF} "
+                              "(read last at boot, it would win)", (Write(SYSCTL_CONF, fixed),),
+                              diff=files.unified_diff(SYSCTL_CONF, conf, fixed)))
+    stale = [f"{key}={value}" for key in KEYS if live[key] != value]
+    if stale:
+        verb = "disable" if params.state == "disabled" else "enable"
+        changes.append(Change(f"{verb} IPv6 now: {', '.join(stale)}",
+                              (Run(("sysctl", "-w", *stale)),)))
+    return changes
+
+
+def sysctl_text(state: str, value: str) -> str:
+    return (f"# Written by nodeprov (ipv6: {state}); edits are overwritten.\n"
+            + "".join(f"{key} = {value}\n" for key in KEYS))
+
+
+def sysctl_settings(text: str) -> list[tuple[int, str, str]]:
+    """(line index, key, value) of a sysctl.conf text, keys in dotted form."""
+    settings = []
+    for index, line in enumerate(text.splitlines()):
+        entry = line.strip()
+        if not entry or entry[0] in "#;":
+            continue
+        # a leading '-' tells systemd-sysctl to ignore a failure; the setting is the same
+        key, sep, setting = entry.removeprefix("-").partition("=")
+        if sep:
+            settings.append((index, key.strip().replace("/", "."), setting.strip()))
+    return settings
+
+
+def comment_out_settings(text: str, value: str) -> str:
+    """``text`` with every line setting one of KEYS to something else than ``value`` commented
+    out (files.COMMENT_PREFIX); other lines kept byte for byte."""
+    clashing = {index for index, key, setting in sysctl_settings(text)
+                if key in KEYS and setting != value}
+    return "".join(files.COMMENT_PREFIX + line if index in clashing else line
+                   for index, line in enumerate(text.splitlines(keepends=True)))
+
+
+def overriding_files(found: Mapping[str, str | None], own: str, value: str) -> list[str]:
+    """Warnings for sysctl.d files applied after ``own`` at boot that set KEYS otherwise."""
+    by_name: dict[str, str] = {}
+    for folder in SYSCTL_DIRS:
+        for path in sorted(p for p in found if posixpath.dirname(p) == folder):
+            by_name.setdefault(posixpath.basename(path), path)
+    warnings = []
+    for name in sorted(name for name in by_name if name > posixpath.basename(own)):
+        path = by_name[name]
+        for _index, key, setting in sysctl_settings(found.get(path) or ""):
+            if key in KEYS and setting != value:
+                warnings.append(f"{path} sets {key} = {setting} and is applied after {own} at "
+                                f"boot: IPv6 would not stay as asked; remove that line")
+    return warnings
+
+
+def ufw_ipv6_change(text: str | None, state: str, ufw_active: bool) -> Change | None:
+    """Set ufw's IPV6= to match ``state`` (reloading an active ufw); None when it does."""
+    if text is None:
+        return None
+    wanted = "no" if state == "disabled" else "yes"
+    current = [match.strip().strip("\"'").lower() for match in _UFW_IPV6.findall(text)]
+    if current and all(setting == wanted for setting in current):
+        return None
+    if current:
+        new = _UFW_IPV6.sub(f"IPV6={wanted}", text)
+    else:
+        new = text + ("" if not text or text.endswith("\n") else "\n") + f"IPV6={wanted}\n"
+    actions: tuple[Write | Run, ...] = (Write(UFW_DEFAULTS, new),)
+    if ufw_active:
+        actions += (Run(("ufw", "reload")),)
+    return Change(f"set IPV6={wanted} in {UFW_DEFAULTS}" + (" and reload ufw" if ufw_active
+                                                           else ""),
+                  actions, diff=files.unified_diff(UFW_DEFAULTS, text, new))
+
+
+TASK = TaskType("ipv6", "Turn IPv6 on or off, live and after reboot, ufw included", Ipv6Params,
+                probe, plan)

@@ -1,0 +1,314 @@
+"""The hosts task on recorded /etc/hosts and cloud.cfg files: exact plans and no-op notes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodeprov import files
+from nodeprov.facts import Facts, parse_facts, split_sections
+from nodeprov.inventory import Host
+from nodeprov.tasks.base import Context, ParamError, Plan, TaskFailed, Write, parse_params
+from nodeprov.tasks.hosts import CLOUD_CFG, CLOUD_DROPIN, CLOUD_DROPIN_TEXT, HostsParams, plan
+from nodeprov.testbed.cluster import Testbed
+
+DATA = Path(__file__).parent / "data"
+RECORDED = parse_facts(split_sections(
+    (Path(__file__).parent.parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
+# (inventory name, subnet address, hostname, fqdn the node reports)
+NODES = [("node1", "10.0.0.11", "node1", "node1.cluster.local"),
+         ("node2", "10.0.0.12", "gpu2", "gpu2"),
+         ("node3", "10.0.0.13", "node3", "node3")]
+BLOCK_LINES = ["10.0.0.11 node1.cluster.local node1", "10.0.0.12 gpu2 node2",
+               "10.0.0.13 node3"]
+
+
+def node_facts(hostname: str, fqdn: str) -> Facts:
+    return dataclasses.replace(RECORDED, hostname=hostname, fqdn=fqdn)
+
+
+def context(node: str = "node1", nodes: list[tuple[str, str, str, str]] = NODES,
+            unreachable: tuple[str, ...] = ()) -> Context:
+    cluster = {name: (Host(name, address, address),
+                      None if name in unreachable else node_facts(hostname, fqdn))
+               for name, address, hostname, fqdn in nodes}
+    host, facts = cluster[node]
+    assert facts is not None
+    return Context(host, facts, cluster)
+
+
+def probe_output(found: dict[str, str | None]) -> str:
+    """What the hosts probe prints for these files (None: absent)."""
+    return "".join(f"{files.FILE_MARKER}{path}\n{files.ABSENT if text is None else text}"
+                   for path, text in found.items())
+
+
+DEFAULTS = HostsParams()
+
+
+def run(hosts: str | None, *, ctx: Context | None = None, params: HostsParams = DEFAULTS,
+        cloud: Mapping[str, str | None] | None = None) -> Plan:
+    """The plan for ``hosts`` as the file's text, and cloud-init's files."""
+    return plan(ctx or context(), params, probe_output({params.path: hosts, **(cloud or {})}))
+
+
+def block(result: Plan) -> list[str]:
+    lines = files.block_lines(written(result), "hosts")
+    assert lines is not None
+    return lines
+
+
+def written(result: Plan, path: str = "/etc/hosts") -> str:
+    writes = [action for change in result.changes for action in change.actions
+              if isinstance(action, Write) and action.path == path]
+    assert len(writes) == 1
+    return writes[0].content
+
+
+def test_debian_default_comments_out_127_0_1_1_and_lists_every_node() -> None:
+    result = run((DATA / "hosts-debian.txt").read_text())
+    assert [change.summary for change in result.changes] == [
+        "/etc/hosts: list 3 nodes; comment out '127.0.1.1\\tnode1.cluster.local\\tnode1'"]
+    new = written(result)
+    assert new == (DATA / "hosts-debian.expected.txt").read_text()
+    assert "+# nodeprov: 127.0.1.1\tnode1.cluster.local\tnode1" in result.changes[0].diff
+    again = run(new)
+    assert again.in_sync and again.notes == (
+        "/etc/hosts lists the 3 nodes and maps no node name elsewhere",)
+
+
+def test_user_lines_are_kept_byte_for_byte() -> None:
+    old = (DATA / "hosts-custom.txt").read_text()
+    new = written(run(old))
+    assert new == (DATA / "hosts-custom.expected.txt").read_text()
+    # a name mapped to its own subnet address is no conflict; other names on a line stay
+    assert "\n10.0.0.12 gpu2-old node2\n10.0.0.11 node1.cluster.local\n::1 localhost\n" in new
+    assert ("# nodeprov: 127.0.0.1 localhost node1   # node1 here is a leftover\n"
+            "127.0.0.1 localhost\n") in new
+    assert run(new).in_sync
+
+
+def test_existing_block_is_updated_in_place() -> None:
+    new = written(run((DATA / "hosts-block.txt").read_text()))
+    assert new == ("127.0.0.1 localhost\n" + files.begin_marker("hosts") + "\n"
+                   + "\n".join(BLOCK_LINES) + "\n" + files.end_marker("hosts") + "\n"
+                   "192.168.1.5 nas  # added after nodeprov\n")
+
+
+def test_missing_file_is_created() -> None:
+    assert block(run(None)) == BLOCK_LINES
+
+
+def test_conflicts_kept_with_a_warning_when_not_fixing() -> None:
+    old = (DATA / "hosts-debian.txt").read_text()
+    result = run(old, params=HostsParams(fix_conflicts=False))
+    assert [change.summary for change in result.changes] == ["/etc/hosts: list 3 nodes"]
+    assert written(result) == files.replace_block(old, "hosts", BLOCK_LINES)
+    kept = run(written(result), params=HostsParams(fix_conflicts=False))
+    assert kept.in_sync and kept.notes == ("/etc/hosts lists the 3 nodes",)
+    assert kept.warnings == result.warnings == (
+        "/etc/hosts: '127.0.1.1\\tnode1.cluster.local\\tnode1' maps a node name to another "
+        "address (kept: hosts_fix_conflicts is false); names may resolve there",)
+
+
+def test_every_node_gets_the_same_block() -> None:
+    for node in ("node1", "node2", "node3"):
+        assert block(run(None, ctx=context(node))) == BLOCK_LINES
+
+
+def test_unreachable_node_keeps_its_known_names() -> None:
+    old = files.replace_block("", "hosts", ["10.0.0.13 node3.lab node3"])
+    result = run(old, ctx=context(unreachable=("node3",)))
+    assert block(result)[2] == "10.0.0.13 node3.lab node3"
+    assert result.warnings == ("node3 is unreachable: listed as node3.lab node3 (run again "
+                               "once it is up to list its own hostname)",)
+    first_run = run(None, ctx=context(unreachable=("node3",)))
+    assert block(first_run)[2] == "10.0.0.13 node3"
+
+
+def test_two_nodes_with_one_hostname_fail() -> None:
+    nodes = [("node1", "10.0.0.11", "debian", "debian"), ("node2", "10.0.0.12", "debian", "")]
+    with pytest.raises(TaskFailed, match="'debian' belongs to both 10.0.0.11 and 10.0.0.12"):
+        run(None, ctx=context(nodes=nodes))
+
+
+def test_fqdn_that_is_not_the_hosts_own_is_ignored() -> None:
+    nodes = [("n1", "10.0.0.11", "node1", "localhost")]
+    assert block(run(None, ctx=context("n1", nodes))) == ["10.0.0.11 node1 n1"]
+
+
+def test_cloud_init_managing_hosts_gets_the_drop_in() -> None:
+    ubuntu = (DATA / "hosts-cloud-ubuntu.cfg").read_text()
+    hosts = (DATA / "hosts-debian.expected.txt").read_text()
+    managed = {CLOUD_CFG: ubuntu, "/etc/cloud/cloud.cfg.d/50-image.cfg":
+               (DATA / "hosts-cloud-manage.cfg").read_text()}
+    result = run(hosts, cloud=managed)
+    assert [change.summary for change in result.changes] == [
+        "stop cloud-init rewriting /etc/hosts at boot (/etc/cloud/cloud.cfg.d/50-image.cfg sets "
+        "manage_etc_hosts: True)"]
+    assert written(result, CLOUD_DROPIN) == CLOUD_DROPIN_TEXT
+    after = run(hosts, cloud={**managed, CLOUD_DROPIN: CLOUD_DROPIN_TEXT})
+    assert after.in_sync and after.notes[1] == (
+        f"cloud-init leaves /etc/hosts alone (manage_etc_hosts is off in {CLOUD_DROPIN})")
+    untouched = run(hosts, cloud={CLOUD_CFG: ubuntu})
+    assert untouched.in_sync and untouched.notes[1] == (
+        "cloud-init leaves /etc/hosts alone (manage_etc_hosts is off)")
+
+
+@pytest.mark.parametrize("setting", ["template", "localhost", "yes", "'True'"])
+def test_every_managing_value_is_recognised(setting: str) -> None:
+    hosts = (DATA / "hosts-debian.expected.txt").read_text()
+    result = run(hosts, cloud={CLOUD_CFG: f"manage_etc_hosts: {setting}\n"})
+    assert written(result, CLOUD_DROPIN) == CLOUD_DROPIN_TEXT
+
+
+def test_later_cloud_file_overriding_the_drop_in_is_reported() -> None:
+    hosts = (DATA / "hosts-debian.expected.txt").read_text()
+    result = run(hosts, cloud={CLOUD_CFG: "manage_etc_hosts: true\n",
+                               "/etc/cloud/cloud.cfg.d/99_pve.cfg": "manage_etc_hosts: template\n",
+                               "/etc/cloud/cloud.cfg.d/10-bad.cfg": "a: [b\n"})
+    assert written(result, CLOUD_DROPIN) == CLOUD_DROPIN_TEXT
+    assert result.warnings[0].startswith("/etc/cloud/cloud.cfg.d/10-bad.cfg is not valid YAML")
+    assert result.warnings[1] == (
+        f"/etc/cloud/cloud.cfg.d/99_pve.cfg sets manage_etc_hosts: template after {CLOUD_DROPIN}"
+        ": cloud-init will rewrite /etc/hosts at boot; remove that setting")
+
+
+def test_other_path_ignores_cloud_init() -> None:
+    params = HostsParams(path="/tmp/hosts")
+    result = run(None, params=params, cloud={CLOUD_CFG: "manage_etc_hosts: true\n"})
+    assert [action.path for change in result.changes for action in change.actions
+            if isinstance(action, Write)] == ["/tmp/hosts"]
+
+
+def test_bad_params() -> None:
+    with pytest.raises(ParamError) as error:
+        parse_params(HostsParams, {"fix_conflicts": "maybe"})
+    assert error.value.field == "fix_conflicts"
+    with pytest.raises(ParamError, match="not an absolute path") as error:
+        parse_params(HostsParams, {"path": "etc/hosts"})
+    assert error.value.field == "path"
+    assert parse_params(HostsParams, {"fix_conflicts": "false"}) == HostsParams(
+        fix_conflicts=False)
+
+
+def test_probe_reads_the_files_and_the_cloud_drop_ins(tmp_path: Path) -> None:
+    (tmp_path / "cloud.cfg.d").mkdir()
+    (tmp_path / "cloud.cfg.d" / "a.cfg").write_text("manage_etc_hosts: true")
+    (tmp_path / "cloud.cfg.d" / "b.txt").write_text("not read")
+    (tmp_path / "hosts").write_text("127.0.0.1 localhost\n\n")
+    probe = files.read_many_probe(str(tmp_path / "hosts"), str(tmp_path / "cloud.cfg"),
+                                  f"{tmp_path}/cloud.cfg.d/*.cfg", f"{tmp_path}/none/*.cfg")
+    done = subprocess.run(probe.argv, capture_output=True, text=True, check=True)
+    assert files.observed_files(done.stdout) == {
+        str(tmp_path / "hosts"): "127.0.0.1 localhost\n\n", str(tmp_path / "cloud.cfg"): None,
+        str(tmp_path / "cloud.cfg.d" / "a.cfg"): "manage_etc_hosts: true"}
+
+
+# --- on a testbed: the hosts, ipv6 and nccl_env tasks together --------------------------------
+
+PLAYBOOK = """\
+- name: Cluster network
+  hosts: all
+  vars:
+    nccl_env: {NCCL_DEBUG: INFO, NCCL_IB_DISABLE: "1"}
+  tasks:
+    - name: Cluster names
+      hosts: {fix_conflicts: "{{ hosts_fix_conflicts }}"}
+    - name: IPv6
+      ipv6: {state: "{{ ipv6 }}"}
+    - name: NCCL environment
+      nccl_env: {subnet: "{{ node_subnet }}", ifname: "{{ nccl_socket_ifname }}",
+                 extra: "{{ nccl_env }}"}
+"""
+USER_HOSTS_LINE = "192.168.50.5\tnas.lab nas   # my NAS, tabs and all\n"
+USER_ENV_LINE = "http_proxy=http://proxy.lab:3128/\n"
+
+
+def nodeprov(bed: Testbed, playbook: Path, *options: str) -> dict[str, Any]:
+    """``nodeprov apply --json -`` on the testbed; the parsed report."""
+    done = subprocess.run([sys.executable, "-m", "nodeprov", "apply", str(bed.inventory_path),
+                           "-p", str(playbook), "--json", "-", *options],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def statuses(report: dict[str, Any]) -> dict[str, list[str]]:
+    return {name: [task["status"] for task in host["tasks"]]
+            for name, host in report["hosts"].items()}
+
+
+def read(bed: Testbed, node: str, path: str) -> str:
+    return bed.exec(node, "cat", path, check=True).stdout
+
+
+def write(bed: Testbed, node: str, path: str, text: str) -> None:
+    bed.exec(node, "sh", "-c", 'cat > "$1"', "write", path, input=text, check=True)
+
+
+@pytest.mark.integration
+def test_three_tasks_on_a_testbed(make_testbed: Callable[..., Testbed], tmp_path: Path) -> None:
+    bed = make_testbed(nodes=3)
+    playbook = tmp_path / "network.yaml"
+    playbook.write_text(PLAYBOOK)
+    write(bed, "node1", "/etc/hosts", read(bed, "node1", "/etc/hosts") + USER_HOSTS_LINE)
+    write(bed, "node1", "/etc/environment", USER_ENV_LINE)
+    before = {node: read(bed, node, "/etc/hosts") for node in bed.nodes}
+
+    assert statuses(nodeprov(bed, playbook, "--check")) == {
+        node: ["changed"] * 3 for node in bed.nodes}
+    assert statuses(nodeprov(bed, playbook)) == {node: ["changed"] * 3 for node in bed.nodes}
+    assert statuses(nodeprov(bed, playbook)) == {node: ["ok"] * 3 for node in bed.nodes}
+    report = nodeprov(bed, playbook, "--check")
+    assert statuses(report) == {node: ["ok"] * 3 for node in bed.nodes}
+    assert {host["round_trips"] for host in report["hosts"].values()} == {1}
+
+    block = [f"{bed.address(node)} {node}" for node in bed.nodes]
+    for node in bed.nodes:
+        loopback = f"127.0.1.1\t{node}\n"
+        assert read(bed, node, "/etc/hosts") == files.replace_block(
+            before[node].replace(loopback, f"# nodeprov: {loopback}"), "hosts", block)
+        for other in bed.nodes:
+            assert bed.exec(node, "getent", "hosts", other).stdout.split() == [
+                bed.address(other), other]
+        for _ in range(2):  # as applied, then as a reboot would apply it
+            assert bed.exec(node, "cat", "/proc/sys/net/ipv6/conf/all/disable_ipv6",
+                            "/proc/sys/net/ipv6/conf/default/disable_ipv6").stdout == "1\n1\n"
+            bed.exec(node, "sysctl", "--system")  # kernel.* keys are read-only in a node
+        env = bed.ssh(node, "env", check=True).stdout.splitlines()
+        assert {"NCCL_SOCKET_IFNAME==eth0", "GLOO_SOCKET_IFNAME=eth0", "NCCL_DEBUG=INFO",
+                "NCCL_IB_DISABLE=1"} <= set(env)
+        assert read(bed, node, "/etc/nccl.conf") == files.replace_block(
+            "", "nccl", ["NCCL_SOCKET_IFNAME==eth0", "NCCL_DEBUG=INFO", "NCCL_IB_DISABLE=1"])
+    assert USER_HOSTS_LINE in read(bed, "node1", "/etc/hosts")
+    assert "http_proxy=http://proxy.lab:3128/" in bed.ssh("node1", "env").stdout.splitlines()
+
+    # drift made by hand on node2 shows as exactly that diff
+    hosts, environment = (read(bed, "node2", path) for path in ("/etc/hosts", "/etc/environment"))
+    node3 = f"{bed.address('node3')} node3\n"
+    drifted = {"/etc/hosts": hosts.replace(node3, "10.1.2.3 node3\n"),
+               "/etc/environment": environment.replace('GLOO_SOCKET_IFNAME="eth0"',
+                                                       'GLOO_SOCKET_IFNAME="lo"')}
+    for path, text in drifted.items():
+        write(bed, "node2", path, text)
+    report = nodeprov(bed, playbook, "--check", "--diff")
+    assert statuses(report) == {"node1": ["ok"] * 3, "node2": ["changed", "ok", "changed"],
+                                "node3": ["ok"] * 3}
+    assert [diff for task in report["hosts"]["node2"]["tasks"] for diff in task["diffs"]] == [
+        files.unified_diff("/etc/hosts", drifted["/etc/hosts"], hosts),
+        files.unified_diff("/etc/environment", drifted["/etc/environment"], environment)]
+
+    # --limit still lists every node in node1's block
+    write(bed, "node1", "/etc/hosts", before["node1"])
+    report = nodeprov(bed, playbook, "--limit", "node1")
+    assert statuses(report) == {"node1": ["changed", "ok", "ok"]}
+    assert files.block_lines(read(bed, "node1", "/etc/hosts"), "hosts") == block

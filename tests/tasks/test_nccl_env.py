@@ -1,0 +1,133 @@
+"""The nccl_env task and its file formats on recorded files: exact plans and no-op notes."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodeprov import envfile, files
+from nodeprov.facts import Interface, parse_facts, split_sections
+from nodeprov.inventory import Host
+from nodeprov.tasks.base import Context, ParamError, Plan, TaskFailed, Write, parse_params
+from nodeprov.tasks.nccl_env import ENVIRONMENT, NCCL_CONF, NcclEnvParams, plan
+
+DATA = Path(__file__).parent / "data"
+RECORDED = parse_facts(split_sections(
+    (Path(__file__).parent.parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
+SUBNET = "192.0.2.0/24"  # eth0 of the recorded node holds 192.0.2.2/24
+EXTRA = {"NCCL_DEBUG": "INFO", "NCCL_IB_DISABLE": "1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+BEGIN, END = files.begin_marker("nccl"), files.end_marker("nccl")
+ENVIRONMENT_BLOCK = (f'{BEGIN}\nNCCL_SOCKET_IFNAME="=eth0"\nGLOO_SOCKET_IFNAME="eth0"\n'
+                     'NCCL_DEBUG="INFO"\nNCCL_IB_DISABLE="1"\n'
+                     f'TORCH_NCCL_ASYNC_ERROR_HANDLING="1"\n{END}\n')
+NCCL_CONF_BLOCK = f"{BEGIN}\nNCCL_SOCKET_IFNAME==eth0\nNCCL_DEBUG=INFO\nNCCL_IB_DISABLE=1\n{END}\n"
+
+
+def run(environment: str | None, nccl_conf: str | None, *, extra: dict[str, str] = EXTRA,
+        interfaces: tuple[Interface, ...] = RECORDED.interfaces, **params: Any) -> Plan:
+    host = Host("node1", "192.0.2.2", "192.0.2.2")
+    facts = dataclasses.replace(RECORDED, interfaces=interfaces)
+    found = {ENVIRONMENT: environment, NCCL_CONF: nccl_conf}
+    observed = "".join(f"{files.FILE_MARKER}{path}\n{files.ABSENT if text is None else text}"
+                       for path, text in found.items())
+    wanted = parse_params(NcclEnvParams, {"subnet": SUBNET, "extra": extra, **params})
+    return plan(Context(host, facts, {"node1": (host, facts)}), wanted, observed)
+
+
+def writes(result: Plan) -> dict[str, str]:
+    return {action.path: action.content for change in result.changes
+            for action in change.actions if isinstance(action, Write)}
+
+
+def test_fresh_node_gets_both_files() -> None:
+    result = run(None, None)
+    assert [change.summary for change in result.changes] == [
+        f"{ENVIRONMENT}: set NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, NCCL_DEBUG, NCCL_IB_DISABLE,"
+        " TORCH_NCCL_ASYNC_ERROR_HANDLING",
+        f"{NCCL_CONF}: set NCCL_SOCKET_IFNAME, NCCL_DEBUG, NCCL_IB_DISABLE"]
+    assert writes(result) == {ENVIRONMENT: ENVIRONMENT_BLOCK, NCCL_CONF: NCCL_CONF_BLOCK}
+    # what pam_env and NCCL will read back
+    assert [entry[1:] for entry in envfile.parse_pam_env(ENVIRONMENT_BLOCK)] == [
+        ("NCCL_SOCKET_IFNAME", "=eth0"), ("GLOO_SOCKET_IFNAME", "eth0"), ("NCCL_DEBUG", "INFO"),
+        ("NCCL_IB_DISABLE", "1"), ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")]
+    again = run(ENVIRONMENT_BLOCK, NCCL_CONF_BLOCK)
+    assert again.in_sync and again.notes == (
+        f"{ENVIRONMENT} and {NCCL_CONF} already set NCCL_SOCKET_IFNAME==eth0, "
+        "GLOO_SOCKET_IFNAME=eth0, NCCL_DEBUG, NCCL_IB_DISABLE, TORCH_NCCL_ASYNC_ERROR_HANDLING",)
+
+
+def test_user_lines_kept_and_conflicts_reported() -> None:
+    environment = (DATA / "nccl_env-environment-user.txt").read_text()
+    nccl_conf = (DATA / "nccl_env-nccl-conf-user.txt").read_text()
+    result = run(environment, nccl_conf)
+    assert writes(result) == {ENVIRONMENT: environment + ENVIRONMENT_BLOCK,
+                              NCCL_CONF: nccl_conf + "\n" + NCCL_CONF_BLOCK}
+    assert result.warnings == (
+        f"{ENVIRONMENT}:3 sets NCCL_DEBUG='WARN' outside nodeprov's block; remove it (the block "
+        "says 'INFO')",
+        f"{NCCL_CONF}:2 sets NCCL_DEBUG='VERSION' outside nodeprov's block; remove it (the block "
+        "says 'INFO')")
+    assert run(environment + ENVIRONMENT_BLOCK, nccl_conf + "\n" + NCCL_CONF_BLOCK).in_sync
+
+
+def test_changed_interface_rewrites_only_the_block() -> None:
+    eth1 = Interface("eth1", True, ("192.0.2.9/24",), ())
+    old = "LANG=C.UTF-8\n" + ENVIRONMENT_BLOCK
+    result = run(old, NCCL_CONF_BLOCK, ifname="eth1", interfaces=(*RECORDED.interfaces, eth1))
+    assert result.warnings == ()
+    assert writes(result) == {
+        ENVIRONMENT: "LANG=C.UTF-8\n" + ENVIRONMENT_BLOCK.replace("eth0", "eth1"),
+        NCCL_CONF: NCCL_CONF_BLOCK.replace("eth0", "eth1")}
+
+
+def test_auto_needs_exactly_one_interface_in_the_subnet() -> None:
+    with pytest.raises(TaskFailed) as none:
+        run(None, None, subnet="10.9.0.0/24")
+    assert str(none.value) == (
+        "no interface with an address in 10.9.0.0/24 (interfaces: lo 127.0.0.1/8 ::1/128; ifb0 "
+        "(no address); ifb1 (no address); eth0 192.0.2.2/24 fd00::2/64 fe80::fc:ff:fe00:1/64); "
+        "set nccl_socket_ifname to the one NCCL should use")
+    bond = Interface("bond0", True, ("192.0.2.7/24",), ())
+    with pytest.raises(TaskFailed, match=r"^2 interfaces with an address in 192\.0\.2\.0/24"):
+        run(None, None, interfaces=(*RECORDED.interfaces, bond))
+
+
+def test_explicit_interface_must_exist() -> None:
+    assert run(None, None, ifname="lo").warnings == (
+        "lo has no address in 192.0.2.0/24: NCCL and gloo will not use the node subnet",)
+    with pytest.raises(TaskFailed, match=r"^no interface 'ib0' on this node; it has: lo "):
+        run(None, None, ifname="ib0")
+
+
+@pytest.mark.parametrize(("raw", "field", "message"), [
+    ({"ifname": "eth0; reboot"}, "ifname", "is not an interface name"),
+    ({"extra": {"NCCL DEBUG": "INFO"}}, "extra", "is not an environment variable name"),
+    ({"extra": {"NCCL_DEBUG": "INFO\nEVIL=1"}}, "extra", "contains a newline"),
+    ({"extra": {"NCCL_DEBUG": "INFO # really"}}, "extra", "reads as a comment"),
+    ({"extra": {"NCCL_SOCKET_IFNAME": "eth1"}}, "extra", "is set from ifname"),
+    ({"extra": {"NCCL_DEBUG": "x" * 1100}}, "extra", "too long"),
+    ({"extra": ["NCCL_DEBUG=INFO"]}, "extra", "expected a mapping"),
+    ({"subnet": "10.0.0.1/24"}, "subnet", "not a valid CIDR"),
+])
+def test_bad_params(raw: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(ParamError, match=message) as error:
+        parse_params(NcclEnvParams, {"subnet": SUBNET, **raw})
+    assert error.value.field == field
+
+
+@pytest.mark.parametrize("value", ['say "hi"', "ends with a quote'", '"', " padded ", "a=b",
+                                   "$HOME is not expanded", "back\\slash\\"])
+def test_pam_env_reads_back_what_we_write(value: str) -> None:
+    line = envfile.pam_env_line("X", value)
+    assert envfile.parse_pam_env(line + "\n") == [(1, "X", value)]
+
+
+def test_pam_env_and_nccl_conf_parsing() -> None:
+    text = ("  export A='one'\n# B=2\nC=three # comment\nbad-name=1\nD\n=E\nF=\"\"\nG=\n")
+    assert envfile.parse_pam_env(text) == [(1, "A", "one"), (3, "C", "three "), (7, "F", ""),
+                                           (8, "G", "")]
+    assert envfile.parse_nccl_conf("# x=1\nNCCL_A==eth0\nNCCL_B = 2\nNCCL_C=a#b\n") == [
+        (2, "NCCL_A", "=eth0"), (4, "NCCL_C", "a#b")]
