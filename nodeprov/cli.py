@@ -105,3 +105,29 @@ def facts(
         fail(error)
     raise typer.Exit(code)
 
+
+@app.command()
+def verify(
+    inventory: InventoryArg = None,
+    playbook: Annotated[Path | None, typer.Option(
+        "--playbook", "-p", help="Playbook whose promises are checked (default: the built-in "
+        "site.yaml).")] = None,
+    limit: LimitOpt = None,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    json_path: JsonOpt = None,
+) -> None:
+    """Check that every node is as apply left it; print each drift and its repair command.
+
+    Changes nothing. The same checks run with pytest:
+    pytest -p nodeprov.checks --pyargs nodeprov.checks --inventory INVENTORY
+    """
+    from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
+    from nodeprov.verify import print_report, run_checks
+
+    try:
+        verification = run_checks(resolve_inventory(inventory), playbook, limit=limit,
+                                  accept_new_host_keys=accept_new_host_keys)
+    except NodeprovError as error:
+        fail(error)
+    print_report(verification, json_path=json_path)
+    raise typer.Exit(EXIT_OK if verification.ok else EXIT_HOST_FAILED)

@@ -1,0 +1,86 @@
+"""The checks behind ``nodeprov verify``: pytest-testinfra modules, one per area of the playbook.
+
+Run them through ``nodeprov verify [INVENTORY]``, or directly with pytest::
+
+    pytest -p nodeprov.checks --pyargs nodeprov.checks --inventory inventory.yaml \
+        [--playbook P] [--limit node2]
+
+``-p nodeprov.checks`` loads this module as a plugin: its options must exist before pytest
+collects the package (a package's conftest.py is too late under --pyargs). The fixtures are in
+conftest.py.
+
+A failed check's assertion message is its drift line: the node, the area, what was found, what
+was expected, and the command that repairs it::
+
+    >>> Drift("n2", "hosts", "inv.yaml", "hosts").line("no block", "3 lines")
+    'n2 hosts: no block (expected 3 lines); repair: nodeprov apply inv.yaml --limit n2 --tags hosts'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+
+import pytest
+
+# pytest's user_properties keys by which the verify plugin knows a check's node and area.
+NODE_PROPERTY = "nodeprov_node"
+AREA_PROPERTY = "nodeprov_area"
+REPAIR_SEPARATOR = "; repair: "
+# pytest prints a crash as "ExceptionType: message"; a drift line's first word has no colon.
+_EXCEPTION_PREFIX = re.compile(r"^[A-Za-z_][\w.]*: ")
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Builds one node's drift lines for one area (the check's assertion messages)."""
+
+    node: str
+    area: str
+    inventory: str
+    tag: str | None
+    playbook: str | None = None
+
+    @property
+    def repair(self) -> str:
+        """The apply command that brings this node's area back (only that node, that tag)."""
+        argv = ["nodeprov", "apply", self.inventory]
+        if self.playbook:
+            argv += ["--playbook", self.playbook]
+        argv += ["--limit", self.node]
+        if self.tag:
+            argv += ["--tags", self.tag]
+        return shlex.join(argv)
+
+    def line(self, found: str, expected: str, repair: str | None = None) -> str:
+        """The drift line; ``repair`` replaces the apply command when apply cannot fix it."""
+        return (f"{self.node} {self.area}: {found} (expected {expected}){REPAIR_SEPARATOR}"
+                f"{repair or self.repair}")
+
+
+def failure_message(crash: str) -> str:
+    """A failed check's one line from pytest's crash text ("AssertionError: line\\nassert ...")
+
+        >>> failure_message("AssertionError: node2 hosts: no block\\nassert None")
+        'node2 hosts: no block'
+        >>> failure_message("nodeprov.errors.Unreachable: node2: cannot connect")
+        'node2: cannot connect'
+    """
+    first = crash.strip().splitlines()[0] if crash.strip() else "failed without a message"
+    return _EXCEPTION_PREFIX.sub("", first, count=1)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("nodeprov")
+    group.addoption("--inventory", default=os.environ.get("NODEPROV_INVENTORY"),
+                    help="nodeprov inventory whose nodes are checked (default: "
+                         "$NODEPROV_INVENTORY)")
+    group.addoption("--playbook", default=None,
+                    help="the playbook whose promises are checked (default: nodeprov's "
+                         "site.yaml)")
+    group.addoption("--limit", default=None, help="only these nodes (as nodeprov apply --limit)")
+    group.addoption("--accept-new-host-keys", action="store_true",
+                    help="trust and record unknown SSH host keys (changed keys are always "
+                         "refused)")

@@ -1,0 +1,128 @@
+"""NCCL and gloo see the node-subnet interface: a NEW SSH session (as the login user, no sudo,
+as torchrun's launcher would open one) has the variables, they name an interface that really
+holds a subnet address, and /etc/nccl.conf (read by NCCL itself) agrees."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import pytest
+
+from nodeprov import envfile, files
+from nodeprov.checks import Drift
+from nodeprov.errors import HostError
+from nodeprov.facts import Facts
+from nodeprov.inventory import Host
+from nodeprov.session import Session
+from nodeprov.tasks import nccl_env
+from nodeprov.tasks.base import Context, TaskFailed
+
+if TYPE_CHECKING:
+    from nodeprov.checks.conftest import Cluster
+
+AREA = "nccl_env"
+
+
+def parse_env(output: str) -> dict[str, str]:
+    """``env``'s output as a mapping.
+
+        >>> parse_env("A=1\\nB==eth0\\n")
+        {'A': '1', 'B': '=eth0'}
+    """
+    pairs = (line.partition("=") for line in output.splitlines())
+    return {name: value for name, sep, value in pairs if sep}
+
+
+def socket_interfaces(value: str, names: Sequence[str]) -> list[str]:
+    """The interfaces a NCCL_SOCKET_IFNAME value selects: a comma list of prefixes, '=' for an
+    exact name, a leading '^' to exclude instead (NCCL's ncclFindInterfaces rules).
+
+        >>> socket_interfaces("=eth0", ["eth0", "eth01"]), socket_interfaces("^lo", ["lo", "e"])
+        (['eth0'], ['e'])
+    """
+    exclude = value.startswith("^")
+    exact = value.lstrip("^").startswith("=")
+    patterns = [p for p in value.lstrip("^").lstrip("=").split(",") if p]
+
+    def listed(name: str) -> bool:
+        return any(name == p if exact else name.startswith(p) for p in patterns)
+
+    return [name for name in names if listed(name) != exclude]
+
+
+def wanted_variables(ifname: str, extra: Mapping[str, str], path: str) -> dict[str, str]:
+    """{name: value} as ``path``'s reader takes the lines the nccl_env task writes there."""
+    lines = nccl_env.wanted_blocks(ifname, extra)[path]
+    return {name: value for _number, name, value in nccl_env.PARSERS[path]("\n".join(lines))}
+
+
+@pytest.fixture(scope="module")
+def login_env(cluster: Cluster) -> dict[str, dict[str, str] | str]:
+    """Every checked node's environment in a new SSH session without sudo, all at once."""
+    def read(node: Host) -> dict[str, str] | str:
+        if cluster.task(node, AREA) is None:
+            return {}  # its checks skip: no connection needed
+        try:
+            with Session(dataclasses.replace(node, become=False), cluster.ssh) as session:
+                return parse_env(session.run(["env"], task=AREA).stdout)
+        except HostError as error:
+            return str(error)
+    return dict(zip((node.name for node in cluster.targets), cluster.each(read), strict=True))
+
+
+@pytest.fixture()
+def ifname(params: nccl_env.NcclEnvParams, context: Context, drift: Drift) -> str:
+    try:
+        return nccl_env.socket_interface(context.facts, params)
+    except TaskFailed as error:
+        pytest.fail(drift.line(str(error), f"one interface with an address in {params.subnet}"),
+                    pytrace=False)
+
+
+def test_new_session_has_variables(login_env: Mapping[str, dict[str, str] | str], node: Host,
+                                   ifname: str, params: nccl_env.NcclEnvParams,
+                                   drift: Drift) -> None:
+    environment = login_env[node.name]
+    wanted = wanted_variables(ifname, params.extra, nccl_env.ENVIRONMENT)
+    expected = ", ".join(f"{name}={value}" for name, value in wanted.items())
+    assert not isinstance(environment, str), drift.line(
+        f"a new SSH session failed: {environment}", expected)
+    wrong = [f"{name}={environment[name]}" if name in environment else f"{name} unset"
+             for name, value in wanted.items() if environment.get(name) != value]
+    assert not wrong, drift.line(f"a new SSH session has {', '.join(wrong)}", expected)
+
+
+@pytest.mark.parametrize("variable", nccl_env.OWN_NAMES)
+def test_interface_holds_subnet_address(login_env: Mapping[str, dict[str, str] | str],
+                                        node: Host, context: Context, variable: str,
+                                        params: nccl_env.NcclEnvParams, drift: Drift) -> None:
+    environment = login_env[node.name]
+    if isinstance(environment, str) or variable not in environment:
+        pytest.skip(f"no {variable} in a new session (test_new_session_has_variables says so)")
+    value = environment[variable]
+    facts: Facts = context.facts
+    names = [iface.name for iface in facts.interfaces]
+    chosen = socket_interfaces(value, names) if variable.startswith("NCCL_") else (
+        [name for name in value.split(",") if name in names])
+    holding = {iface.name for iface in facts.interfaces_in(params.subnet)}
+    wrong = [name for name in chosen if name not in holding]
+    assert chosen and not wrong, drift.line(
+        f"{variable}={value} selects {', '.join(chosen) or 'no interface'}"
+        + (f" ({', '.join(wrong)} without an address in {params.subnet})" if wrong else ""),
+        f"{', '.join(sorted(holding)) or 'an interface'} holding an address in {params.subnet}")
+
+
+def test_nccl_conf(observed: str, ifname: str, params: nccl_env.NcclEnvParams,
+                   drift: Drift) -> None:
+    text = files.observed_files(observed).get(nccl_env.NCCL_CONF)
+    wanted = wanted_variables(ifname, params.extra, nccl_env.NCCL_CONF)
+    effective: dict[str, str] = {}
+    for _number, name, value in envfile.parse_nccl_conf(text or ""):
+        effective.setdefault(name, value)  # NCCL keeps the first assignment
+    wrong = [f"{name}={effective[name]}" if name in effective else f"{name} unset"
+             for name, value in wanted.items() if effective.get(name) != value]
+    assert not wrong, drift.line(
+        f"{nccl_env.NCCL_CONF} {'is absent' if text is None else 'has ' + ', '.join(wrong)}",
+        ", ".join(f"{name}={value}" for name, value in wanted.items()))

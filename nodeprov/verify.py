@@ -1,0 +1,168 @@
+"""``nodeprov verify``: run the checks against the nodes and collect the drift; change nothing.
+
+    verification = run_checks(Path("inventory.yaml"))
+    for line in verification.drift_lines():
+        print(line)   # node2 firewall: ufw is inactive (expected ...); repair: nodeprov apply ...
+
+The checks are the pytest-testinfra modules of ``nodeprov.checks``, run in this process. A small
+plugin collects one result per check from pytest's reports; a failed check's assertion message
+is its drift line, so nothing scrapes pytest's output.
+
+The JSON report (``--json PATH``) is ``{"ok": bool, "duration": s, "drift": [line, ...],
+"checks": [{"check", "node", "area", "outcome", "message", "repair", "duration"}]}``, outcome
+one of passed, failed (drift), error (could not run: unreachable node) or skipped (the playbook
+has no such task).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from rich.console import Console
+
+from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, REPAIR_SEPARATOR, failure_message
+from nodeprov.commands import default_playbook, select_hosts
+from nodeprov.errors import InputError, NodeprovError
+from nodeprov.inventory import load_inventory
+from nodeprov.playbook import load_playbook
+
+# "error": the check could not run (an unreachable node, a check that crashed)
+Outcome = Literal["passed", "failed", "error", "skipped"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check on one node: ``message`` is the drift line when it failed."""
+
+    check: str
+    node: str | None
+    area: str | None
+    outcome: Outcome
+    message: str = ""
+    repair: str = ""
+    duration: float = 0.0
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Every check's result; what ``nodeprov verify`` prints, and what a later step builds on."""
+
+    results: tuple[CheckResult, ...]
+    duration: float
+
+    @property
+    def drifted(self) -> list[CheckResult]:
+        """The checks that failed or could not run, in run order."""
+        return [result for result in self.results if result.outcome in ("failed", "error")]
+
+    @property
+    def ok(self) -> bool:
+        return not self.drifted
+
+    def drift_lines(self) -> list[str]:
+        """One line per drifted item; an unreachable node fails all its checks: said once."""
+        return list(dict.fromkeys(result.message for result in self.drifted))
+
+    def count(self, outcome: Outcome) -> int:
+        return sum(result.outcome == outcome for result in self.results)
+
+
+class Collector:
+    """pytest plugin: one CheckResult per check (its call, or the setup that failed or skipped),
+    plus collection errors (a check module that cannot even be imported)."""
+
+    def __init__(self) -> None:
+        self.results: list[CheckResult] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" and report.passed:
+            return
+        properties = {key: str(value) for key, value in report.user_properties}
+        message = ""
+        outcome: Outcome = report.outcome
+        if report.failed:
+            message = failure_message(_crash_text(report))
+            outcome = "failed" if report.when == "call" else "error"
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            message = failure_message(report.longrepr[2])
+        self.results.append(CheckResult(
+            check=report.nodeid, node=properties.get(NODE_PROPERTY),
+            area=properties.get(AREA_PROPERTY), outcome=outcome, message=message,
+            repair=message.rpartition(REPAIR_SEPARATOR)[2] if REPAIR_SEPARATOR in message else "",
+            duration=report.duration))
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            # an import error's text ends with the exception: "E   ModuleNotFoundError: ..."
+            last = str(report.longrepr).strip().splitlines()[-1].removeprefix("E").strip()
+            self.results.append(CheckResult(
+                check=report.nodeid, node=None, area=None, outcome="error",
+                message=f"{report.nodeid}: checks could not be loaded: {last}"))
+
+
+def _crash_text(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return str(crash.message) if crash is not None else str(report.longrepr)
+
+
+def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
+               limit: str | None = None, accept_new_host_keys: bool = False) -> Verification:
+    """Run every check against the inventory's nodes (or ``limit``); raises InputError first
+    when the inventory, playbook or limit is invalid, before any connection."""
+    inventory = load_inventory(inventory_path)
+    load_playbook(playbook_path or default_playbook(), inventory)
+    select_hosts(inventory, limit)
+    checks_dir = str(resources.files("nodeprov.checks"))
+    args = [
+        "-p", "nodeprov.checks", "--pyargs", "nodeprov.checks",
+        # isolate from the caller's pytest config and plugins' output: the report is ours
+        "-c", os.devnull, "--rootdir", checks_dir, "--confcutdir", checks_dir,
+        "-p", "no:cacheprovider", "-p", "no:terminal", "--continue-on-collection-errors",
+        "--inventory", str(inventory_path),
+    ]
+    if playbook_path:
+        args += ["--playbook", str(playbook_path)]
+    if limit:
+        args += ["--limit", limit]
+    if accept_new_host_keys:
+        args.append("--accept-new-host-keys")
+    collector = Collector()
+    started = time.monotonic()
+    status = pytest.main(args, plugins=[collector])
+    if status in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR,
+                  pytest.ExitCode.INTERRUPTED):
+        raise (InputError if status == pytest.ExitCode.USAGE_ERROR else NodeprovError)(
+            f"the checks did not run (pytest exit status {int(status)}); run them with pytest "
+            f"to see why: pytest -p nodeprov.checks --pyargs nodeprov.checks --inventory "
+            f"{inventory_path}")
+    return Verification(tuple(collector.results), time.monotonic() - started)
+
+
+def print_report(verification: Verification, *, json_path: str | None = None) -> None:
+    """Drift lines and a summary on stdout (stderr when the JSON goes to stdout)."""
+    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    for line in verification.drift_lines():
+        console.print(line, style="bold red", markup=False)
+    nodes = len({result.node for result in verification.results if result.node})
+    console.print(f"verify: {nodes} nodes, {len(verification.results)} checks: "
+                  f"{verification.count('passed')} passed, {verification.count('failed')} "
+                  f"drifted, {verification.count('error')} could not run, "
+                  f"{verification.count('skipped')} skipped in "
+                  f"{verification.duration:.1f}s", markup=False)
+    if json_path:
+        text = json.dumps({"ok": verification.ok, "duration": verification.duration,
+                           "drift": verification.drift_lines(),
+                           "checks": [asdict(result) for result in verification.results]},
+                          indent=2)
+        if json_path == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            Path(json_path).write_text(text + "\n")

@@ -1,0 +1,112 @@
+"""The pure helpers of the check modules, on hand-made and recorded values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodeprov.checks.test_firewall import admits, missing, wider
+from nodeprov.checks.test_hosts import block_differences
+from nodeprov.checks.test_ipv6 import persisted
+from nodeprov.checks.test_nccl_env import parse_env, socket_interfaces, wanted_variables
+from nodeprov.checks.test_venv import wanted_build
+from nodeprov.facts import parse_facts, split_sections
+from nodeprov.inventory import Host
+from nodeprov.tasks import nccl_env
+from nodeprov.tasks.base import Context, TaskFailed
+from nodeprov.tasks.torch import TorchParams
+from nodeprov.ufw import ANY_V4, ANY_V6, Rule
+
+SUBNET = "10.0.0.0/24"
+SSH = Rule("allow", "tcp", "22", ANY_V4, comment="nodeprov: ssh")
+NCCL = Rule("allow", "tcp", "32768:60999", SUBNET, comment="nodeprov: nccl ephemeral")
+WANTED = [SSH, NCCL]
+
+
+def test_admits_only_incoming_allow_and_limit() -> None:
+    assert admits(SSH) and admits(Rule("limit", "tcp", "22", ANY_V4))
+    assert admits(Rule("allow_log", "tcp", "80", ANY_V4, direction="in_eth0"))
+    assert not admits(Rule("deny", "tcp", "80", ANY_V4))
+    assert not admits(Rule("allow", "tcp", "80", ANY_V4, direction="out"))
+    assert not admits(Rule("route:allow", "tcp", "80", ANY_V4))
+
+
+def test_users_own_rule_for_the_same_traffic_counts_as_present() -> None:
+    users_ssh = Rule("allow", "tcp", "22", ANY_V4, comment="")
+    assert missing([users_ssh, NCCL], WANTED) == []
+    assert missing([NCCL], WANTED) == [SSH]
+    assert missing([Rule("deny", "tcp", "22", ANY_V4), NCCL], WANTED) == [SSH]
+
+
+def test_wider_finds_rules_admitting_more_than_ssh_from_outside_the_subnet() -> None:
+    web = Rule("allow", "tcp", "80", ANY_V4)
+    web_v6 = Rule("allow", "tcp", "80", ANY_V6, dst=ANY_V6, v6=True)
+    other_lan = Rule("allow", "tcp", "29500", "10.0.1.0/24")
+    host_inside = Rule("allow", "tcp", "29500", "10.0.0.7/32")
+    denied = Rule("deny", "tcp", "23", ANY_V4)
+    rules = [SSH, NCCL, web, web_v6, other_lan, host_inside, denied]
+    assert wider(rules, WANTED, SUBNET) == [web, web_v6, other_lan]
+
+
+def test_hosts_block_differences_say_what_is_missing_or_wrong() -> None:
+    wanted = [("10.0.0.1", ("node1.lan", "node1")), ("10.0.0.2", ("node2",)),
+              ("10.0.0.3", ("node3",))]
+    present = ["10.0.0.1 node1.lan node1", "10.0.0.2   node2-old", ""]
+    assert block_differences(present, wanted) == [
+        "10.0.0.2 listed as 'node2-old' (not '10.0.0.2 node2')", "10.0.0.3 node3 missing"]
+    assert block_differences(["10.0.0.2 node2", "10.0.0.1 node1.lan node1", "10.0.0.3 node3"],
+                             wanted) == []
+
+
+def test_persisted_values_last_line_wins_and_other_keys_ignored() -> None:
+    text = ("net.ipv6.conf.all.disable_ipv6 = 0\n# net.ipv6.conf.all.disable_ipv6 = 5\n"
+            "net/ipv6/conf/all/disable_ipv6=1\nnet.ipv4.ip_forward = 1\n"
+            "-net.ipv6.conf.default.disable_ipv6 = 1\n")
+    assert persisted(text) == {"net.ipv6.conf.all.disable_ipv6": "1",
+                               "net.ipv6.conf.default.disable_ipv6": "1"}
+    assert persisted(None) == {}
+
+
+def test_parse_env_keeps_values_with_equals_signs() -> None:
+    assert parse_env("PATH=/bin\nNCCL_SOCKET_IFNAME==eth0\nnoise\n") == {
+        "PATH": "/bin", "NCCL_SOCKET_IFNAME": "=eth0"}
+
+
+@pytest.mark.parametrize(("value", "chosen"), [
+    ("=eth0", ["eth0"]),
+    ("eth", ["eth0", "eth01"]),
+    ("eth0", ["eth0", "eth01"]),
+    ("^lo,docker", ["eth0", "eth01", "ib0"]),
+    ("^=eth0", ["lo", "eth01", "docker0", "ib0"]),
+    ("=eth0,ib0", ["eth0", "ib0"]),
+    ("=wlan0", []),
+])
+def test_socket_interfaces_follow_ncclfindinterfaces(value: str, chosen: list[str]) -> None:
+    assert socket_interfaces(value, ["lo", "eth0", "eth01", "docker0", "ib0"]) == chosen
+
+
+def test_wanted_variables_are_what_each_reader_takes_from_the_task_lines() -> None:
+    extra = {"NCCL_IB_DISABLE": "1", "GLOO_DEVICE_TRANSPORT": "TCP"}
+    assert wanted_variables("eth0", extra, nccl_env.ENVIRONMENT) == {
+        "NCCL_SOCKET_IFNAME": "=eth0", "GLOO_SOCKET_IFNAME": "eth0", "NCCL_IB_DISABLE": "1",
+        "GLOO_DEVICE_TRANSPORT": "TCP"}
+    assert wanted_variables("eth0", extra, nccl_env.NCCL_CONF) == {
+        "NCCL_SOCKET_IFNAME": "=eth0", "NCCL_IB_DISABLE": "1"}
+
+
+def recorded_context() -> Context:
+    data = Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt"
+    facts = parse_facts(split_sections(data.read_text(), "TOKEN123"))
+    host = Host("vm", "192.0.2.2", "192.0.2.2")
+    return Context(host, facts, {"vm": (host, facts)})
+
+
+def test_wanted_build_on_a_cpu_node_is_the_cpu_wheel() -> None:
+    assert wanted_build(recorded_context(), TorchParams(version="2.9.1")) == ("cpu",
+                                                                             "2.9.1+cpu")
+
+
+def test_wanted_build_refuses_a_cuda_variant_the_release_lacks() -> None:
+    with pytest.raises(TaskFailed, match="no torch 2.9.1 build"):
+        wanted_build(recorded_context(), TorchParams(version="2.9.1", cuda="cu118"))

@@ -1,0 +1,104 @@
+"""`nodeprov verify` and the direct pytest run, without a cluster: bad input, unreachable nodes.
+
+The nodes are loopback addresses on a closed port, and the ssh_config and known_hosts are the
+test's own: nothing reads ~/.ssh."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nodeprov.cli import app
+
+PLAYBOOK = """\
+- name: Cluster network
+  hosts: all
+  tasks:
+    - {name: Firewall, firewall: {subnet: "{{ node_subnet }}"}, tags: [firewall]}
+    - {name: Names, hosts: {}, tags: [hosts]}
+"""
+
+
+@pytest.fixture()
+def unreachable(tmp_path: Path) -> tuple[Path, Path]:
+    """An inventory of two nodes nobody listens for, and a playbook for them."""
+    (tmp_path / "known_hosts").write_text("")
+    (tmp_path / "ssh_config").write_text(
+        f"Host *\n  UserKnownHostsFile {tmp_path / 'known_hosts'}\n  ConnectTimeout 5\n")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        "all:\n  vars: {node_subnet: 127.0.0.0/8, ssh_config_file: ssh_config, ansible_port: 9}"
+        "\n  hosts:\n    node1: {ansible_host: 127.0.0.1}\n    node2: {ansible_host: 127.0.0.2}\n")
+    playbook = tmp_path / "playbook.yaml"
+    playbook.write_text(PLAYBOOK)
+    return inventory, playbook
+
+
+def test_help_lists_the_options() -> None:
+    result = CliRunner().invoke(app, ["verify", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in ("--playbook", "--limit", "--json", "--accept-new-host-keys"):
+        assert option in result.stdout
+    assert "Changes nothing" in result.stdout
+
+
+def test_missing_inventory_is_bad_input(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["verify", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 2
+    assert f"{tmp_path}/nope.yaml: file not found" in result.stderr
+
+
+def test_limit_matching_nothing_is_bad_input(unreachable: tuple[Path, Path]) -> None:
+    inventory, playbook = unreachable
+    result = CliRunner().invoke(app, ["verify", str(inventory), "-p", str(playbook),
+                                      "--limit", "node9"])
+    assert result.exit_code == 2
+    assert "pattern 'node9' matches no host or group" in result.stderr
+
+
+def test_unreachable_nodes_are_one_line_each_and_exit_1(unreachable: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
+    inventory, playbook = unreachable
+    report = tmp_path / "verify.json"
+    result = CliRunner().invoke(app, ["verify", str(inventory), "-p", str(playbook),
+                                      "--json", str(report)])
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[:-1]] == ["node1", "node2"]
+    assert "node1: cannot connect to 127.0.0.1:9" in lines[0]
+    assert lines[-1].startswith("verify: 2 nodes, ")
+    assert "0 passed, 0 drifted" in lines[-1]
+    data = json.loads(report.read_text())
+    assert data["ok"] is False and data["drift"] == lines[:-1]
+    outcomes = {(check["area"], check["outcome"]) for check in data["checks"]}
+    assert outcomes == {("firewall", "error"), ("hosts", "error"), ("ipv6", "skipped"),
+                        ("nccl_env", "skipped"), ("venv", "skipped")}
+
+
+def test_direct_pytest_run_fails_on_unreachable_nodes(unreachable: tuple[Path, Path],
+                                                      tmp_path: Path) -> None:
+    inventory, playbook = unreachable
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "nodeprov.checks", "--pyargs", "nodeprov.checks",
+         "--inventory", str(inventory), "--playbook", str(playbook), "-p", "no:cacheprovider",
+         "-q", "-k", "test_ufw_active"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "node1: cannot connect to 127.0.0.1:9" in result.stdout
+    assert "2 errors" in result.stdout
+
+
+def test_direct_pytest_run_without_inventory_says_how(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NODEPROV_INVENTORY", raising=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "nodeprov.checks", "--pyargs", "nodeprov.checks",
+         "-p", "no:cacheprovider", "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode != 0
+    assert "nodeprov checks need an inventory: pytest -p nodeprov.checks" in result.stdout

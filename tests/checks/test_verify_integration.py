@@ -1,0 +1,200 @@
+"""`nodeprov verify` on a real local cluster: clean after apply, then what OS updates do to one
+node, one scenario at a time: verify names the node and the item in one line, changes nothing,
+apply repairs it, and verify passes again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from nodeprov.cli import app
+from nodeprov.testbed.cluster import Testbed
+from tests.conftest import MakeTestbed
+
+pytestmark = pytest.mark.integration
+
+# Everything but venv/torch, which take minutes (their checks skip: no such task here).
+PLAYBOOK = """\
+- name: Cluster network
+  hosts: all
+  tasks:
+    - name: IPv6
+      ipv6: {state: "{{ ipv6 }}"}
+      tags: [ipv6]
+    - name: Firewall
+      firewall: {subnet: "{{ node_subnet }}", rdzv_port: "{{ rdzv_port }}",
+                 ssh_allow_from: "{{ ssh_allow_from }}"}
+      tags: [firewall]
+    - name: Cluster names
+      hosts: {fix_conflicts: "{{ hosts_fix_conflicts }}"}
+      tags: [hosts]
+    - name: NCCL environment
+      nccl_env: {subnet: "{{ node_subnet }}", ifname: "{{ nccl_socket_ifname }}",
+                 extra: "{{ nccl_env }}"}
+      tags: [nccl_env]
+"""
+# Debian's /etc/environment as a base-files upgrade would leave it.
+STOCK_ENVIRONMENT = 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"\n'
+
+SCENARIOS = {
+    "firewall": (("sh", "-c", "ufw --force reset && ufw --force disable"),
+                 "node2 firewall: ufw is inactive (expected active with 3 nodeprov rules)"),
+    "hosts": (("sed", "-i", "/^# BEGIN nodeprov hosts/,/^# END nodeprov hosts/d", "/etc/hosts"),
+              "node2 hosts: /etc/hosts has no nodeprov block (expected a nodeprov block "
+              "listing 3 nodes)"),
+    "ipv6": (("sysctl", "-w", "net.ipv6.conf.all.disable_ipv6=0"),
+             "node2 ipv6: live net.ipv6.conf.all.disable_ipv6=0"),
+    "nccl_env": (("sh", "-c", f"printf '%s' '{STOCK_ENVIRONMENT}' > /etc/environment"),
+                 "node2 nccl_env: a new SSH session has NCCL_SOCKET_IFNAME unset, "
+                 "GLOO_SOCKET_IFNAME unset (expected NCCL_SOCKET_IFNAME==eth0"),
+}
+
+
+def verify(bed: Testbed, playbook: Path) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(app, ["verify", str(bed.inventory_path), "-p", str(playbook)])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, result.stdout.splitlines()
+
+
+def apply(bed: Testbed, playbook: Path, *options: str) -> dict[str, list[str]]:
+    """Run apply; {host: names of the tasks it changed (or would, with --check)}."""
+    result = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook),
+                                      "--json", "-", *options])
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    return {name: [task["name"] for task in host["tasks"] if task["status"] == "changed"]
+            for name, host in report["hosts"].items()}
+
+
+@pytest.fixture()
+def cluster(make_testbed: MakeTestbed, tmp_path: Path) -> tuple[Testbed, Path]:
+    """Three fresh nodes, provisioned by the playbook, and the playbook's path."""
+    bed = make_testbed(nodes=3, outsider=False)
+    playbook = tmp_path / "network.yaml"
+    playbook.write_text(PLAYBOOK)
+    assert apply(bed, playbook)["node1"] == ["IPv6", "Firewall", "Cluster names",
+                                             "NCCL environment"]
+    return bed, playbook
+
+
+@pytest.mark.parametrize("item", SCENARIOS)
+def test_drift_is_named_and_repaired(cluster: tuple[Testbed, Path], item: str) -> None:
+    bed, playbook = cluster
+    code, lines = verify(bed, playbook)
+    assert code == 0, lines
+    assert lines[-1].startswith("verify: 3 nodes, ") and " 0 drifted, 0 could not run" in lines[-1]
+
+    wreck, expected = SCENARIOS[item]
+    assert bed.exec("node2", *wreck).returncode == 0
+    code, lines = verify(bed, playbook)
+    assert code == 1
+    drift = [line for line in lines if line.startswith(expected)]
+    assert drift, lines
+    assert drift[0].endswith(f"; repair: nodeprov apply {bed.inventory_path} --playbook "
+                             f"{playbook} --limit node2 --tags {item}")
+    assert all(line.startswith(f"node2 {item}: ") for line in lines[:-1]), lines
+
+    # verify changed nothing: the drift is still there, and apply's check mode sees it too
+    again = verify(bed, playbook)
+    assert (again[0], again[1][:-1]) == (1, lines[:-1])
+    task = {"firewall": "Firewall", "hosts": "Cluster names", "ipv6": "IPv6",
+            "nccl_env": "NCCL environment"}[item]
+    assert apply(bed, playbook, "--check") == {"node1": [], "node2": [task], "node3": []}
+
+    assert apply(bed, playbook, "--limit", "node2", "--tags", item) == {"node2": [task]}
+    assert apply(bed, playbook, "--check") == {"node1": [], "node2": [], "node3": []}
+    assert verify(bed, playbook)[0] == 0
+
+
+def test_checks_run_directly_with_pytest(cluster: tuple[Testbed, Path], tmp_path: Path) -> None:
+    bed, playbook = cluster
+    command = [sys.executable, "-m", "pytest", "-p", "nodeprov.checks", "--pyargs",
+               "nodeprov.checks", "--inventory", str(bed.inventory_path), "--playbook",
+               str(playbook), "-p", "no:cacheprovider", "-q"]
+
+    def run_checks() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, check=False)
+
+    clean = run_checks()
+    assert clean.returncode == 0, clean.stdout
+    assert " passed, 12 skipped in " in clean.stdout.splitlines()[-1]
+
+    wreck, expected = SCENARIOS["ipv6"]
+    assert bed.exec("node3", *wreck).returncode == 0
+    drifted = run_checks()
+    assert drifted.returncode == 1
+    assert expected.replace("node2", "node3") in drifted.stdout
+    assert "nodeprov/checks/test_ipv6.py::test_live[node3]" in drifted.stdout
+
+
+VENV_ONLY = """\
+- name: Python and torch
+  hosts: all
+  tasks:
+    - name: Python venv
+      venv: {path: "{{ venv_path }}", python_version: "{{ python_version }}"}
+      tags: [venv]
+"""
+VENV_PLAYBOOK = VENV_ONLY + """\
+    - name: torch
+      torch: {venv: "{{ venv_path }}", version: "{{ torch_version }}", cuda: "{{ torch_cuda }}"}
+      tags: [venv]
+"""
+# No torch wheel reaches the offline nodes in minutes, so a stand-in: the version.py and
+# dist-info the torch task reads, and the API its import check calls.
+STAND_IN_TORCH = r"""set -e
+sp=$(echo "$1"/lib/python3*/site-packages); version=$2
+rm -rf "$sp"/torch "$sp"/torch-*.dist-info
+mkdir -p "$sp/torch/distributed" "$sp/torch-${version%%+*}.dist-info"
+printf "__version__ = '%s'\ncuda = None\n" "$version" > "$sp/torch/version.py"
+printf 'from torch import distributed, version\nfrom torch.version import __version__\n' \
+  > "$sp/torch/__init__.py"
+printf 'def is_gloo_available():\n    return True\n' > "$sp/torch/distributed/__init__.py"
+printf 'Metadata-Version: 2.1\nName: torch\nVersion: %s\n\n' "$version" \
+  > "$sp/torch-${version%%+*}.dist-info/METADATA"
+"""
+
+
+def test_venv_and_torch_build_checked_on_every_node(make_testbed: MakeTestbed,
+                                                     tmp_path: Path) -> None:
+    bed = make_testbed(nodes=3, outsider=False)
+    venv_only = tmp_path / "venv-only.yaml"
+    venv_only.write_text(VENV_ONLY)
+    assert apply(bed, venv_only)["node2"] == ["Python venv"]  # torch cannot install offline
+    playbook = tmp_path / "venv.yaml"
+    playbook.write_text(VENV_PLAYBOOK)
+    code, lines = verify(bed, playbook)
+    assert code == 1
+    assert any(line.startswith("node2 torch: /opt/nodeprov/venv: torch not installed "
+                               "(expected torch 2.13.0+cpu)") for line in lines), lines
+    assert not any(line.startswith(("node1 venv", "node2 venv", "node3 venv"))
+                   for line in lines), lines
+
+    def stand_in(node: str, version: str) -> None:
+        bed.exec(node, "sh", "-c", STAND_IN_TORCH, "-", "/opt/nodeprov/venv", version,
+                 check=True)
+
+    for node in bed.nodes:
+        stand_in(node, "2.13.0+cpu")
+    assert apply(bed, playbook, "--check") == {"node1": [], "node2": [], "node3": []}
+    code, lines = verify(bed, playbook)
+    assert code == 0, lines
+    assert " 12 passed, 0 drifted" in lines[-1]
+
+    stand_in("node2", "2.12.0+cpu")
+    code, lines = verify(bed, playbook)
+    assert code == 1
+    assert lines[:-1] == [
+        "node2 torch: /opt/nodeprov/venv: found torch 2.12.0+cpu, CUDA none (expected torch "
+        f"2.13.0+cpu); repair: nodeprov apply {bed.inventory_path} --playbook {playbook} "
+        "--limit node2 --tags venv",
+        "node2 torch: importing torch: imports torch 2.12.0+cpu (CUDA None), expected "
+        "2.13.0+cpu (expected torch 2.13.0+cpu importing cleanly); repair: nodeprov apply "
+        f"{bed.inventory_path} --playbook {playbook} --limit node2 --tags venv"]
