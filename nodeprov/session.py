@@ -13,14 +13,16 @@ import io
 import secrets
 import shlex
 import socket
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
 from nodeprov.facts import FACTS_SCRIPT, Facts, parse_facts, split_sections
 from nodeprov.inventory import Host
-from nodeprov.tasks.base import Action, ConfirmNewConnection, Probe, Run, Upload, Write
+from nodeprov.tasks.base import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 
 STATE_DIR = "/var/lib/nodeprov"
 LOCK_PATH = f"{STATE_DIR}/lock"
@@ -146,6 +148,8 @@ class Session:
             batch = []
             if isinstance(action, Upload):
                 self._upload(task, action)
+            elif isinstance(action, Local):
+                self._run_local(task, action)
             elif isinstance(action, ConfirmNewConnection):
                 self._confirm_new_connection(task, action)
             elif isinstance(action, Run):
@@ -165,7 +169,9 @@ class Session:
                 command = shlex.join(action.argv)
             lines.append(f"step {index}\n{command}\n")
         stdin = next((a.stdin for a in batch if isinstance(a, Run) and a.stdin), None)
-        argv = ["flock", "-w", "600", LOCK_PATH, "sh", "-c", "".join(lines), "nodeprov", token]
+        # -o: the lock fd must not leak into detached children (the firewall's revert guard)
+        argv = ["flock", "-o", "-w", "600", LOCK_PATH,
+                "sh", "-c", "".join(lines), "nodeprov", token]
         result = self.run(["sh", "-c", 'mkdir -p "$1" && shift && exec "$@"', "nodeprov-lock",
                            STATE_DIR, *argv],
                           stdin=stdin, task=task)
@@ -176,12 +182,29 @@ class Session:
                                 (result.stdout + output).strip())
 
     def _upload(self, task: str, action: Upload) -> None:
+        local = Path(action.local_path)
+        pairs = [(local, action.remote_path)]
+        if local.is_dir():
+            pairs = [(path, f"{action.remote_path}/{path.name}") for path in sorted(local.iterdir())
+                     if path.is_file() and not path.name.startswith(".")]
         self.round_trips += 1
         try:
-            self._connection.put(action.local_path, action.remote_path)
+            for source, remote in pairs:
+                self._connection.put(str(source), remote)
         except (OSError, EOFError) as error:
             raise HostError(self.host.name, task, f"upload to {action.remote_path} failed: "
                             f"{_describe(error)}") from None
+
+    def _run_local(self, task: str, action: Local) -> None:
+        try:
+            result = subprocess.run(action.argv, capture_output=True, text=True, check=False,
+                                    timeout=self.options.command_timeout)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise HostError(self.host.name, task, f"{action} failed: {_describe(error)}") from None
+        if result.returncode != 0:
+            raise CommandFailed(self.host.name, task, str(action), result.returncode,
+                                result.stderr or result.stdout,
+                                hint="this ran on this machine, not on the node")
 
     def _confirm_new_connection(self, task: str, action: ConfirmNewConnection) -> None:
         probe = Session(self.host, self.options)

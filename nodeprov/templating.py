@@ -4,6 +4,10 @@
     29500
     >>> render_value(["{{ a }}", "x"], {"a": "y"})
     ['y', 'x']
+    >>> render_value("{{ v }}", {"v": "3.10"})
+    '3.10'
+    >>> render_value("{{ a }}.{{ b }}", {"a": 3, "b": 10})
+    '3.10'
 """
 
 from __future__ import annotations
@@ -11,10 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError, Undefined, meta
-from jinja2.nativetypes import NativeEnvironment
+import re
 
-_ENVIRONMENT = NativeEnvironment(undefined=StrictUndefined, autoescape=False)
+from jinja2 import Environment, StrictUndefined, TemplateError, Undefined, meta
+
+_ENVIRONMENT = Environment(undefined=StrictUndefined, autoescape=False)
+# "{{ expr }}" alone keeps the value's type (29500 stays an int, a list a list); anything else
+# renders to text. No literal_eval of text: "3.10" must not become the float 3.1.
+_SINGLE_EXPRESSION = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}$", re.DOTALL)
 
 
 def is_template(value: Any) -> bool:
@@ -24,10 +32,14 @@ def is_template(value: Any) -> bool:
 def render_value(value: Any, variables: Mapping[str, Any]) -> Any:
     """Render every template string inside ``value`` (native types kept: 29500 stays an int)."""
     if is_template(value):
-        rendered = _ENVIRONMENT.from_string(value).render(variables)
-        if isinstance(rendered, Undefined):
-            str(rendered)  # a lone undefined name comes back unrendered: make it raise
-        return rendered
+        single = _SINGLE_EXPRESSION.match(value.strip())
+        if single is None:
+            return _ENVIRONMENT.from_string(value).render(variables)
+        result = _ENVIRONMENT.compile_expression(single["expr"].strip(),
+                                                 undefined_to_none=False)(**variables)
+        if isinstance(result, Undefined):
+            str(result)  # an undefined name comes back unrendered: make it raise
+        return result
     if isinstance(value, Mapping):
         return {key: render_value(item, variables) for key, item in value.items()}
     if isinstance(value, list):

@@ -20,3 +20,9 @@ def test_undefined_is_an_error() -> None:
 def test_referenced_names() -> None:
     assert referenced_names({"a": "{{ x }} {{ facts.hostname }}", "b": ["{{ y|int }}"]}) == {
         "x", "facts", "y"}
+
+
+def test_version_strings_stay_strings() -> None:
+    assert render_value("{{ v }}", {"v": "3.10"}) == "3.10"
+    assert render_value("{{ a }}.{{ b }}", {"a": 3, "b": 10}) == "3.10"
+    assert render_value("{{ xs }}", {"xs": ["a"]}) == ["a"]

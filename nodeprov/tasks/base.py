@@ -63,7 +63,11 @@ class Write:
 
 @dataclass(frozen=True)
 class Upload:
-    """Copy a file from this machine to the node (SFTP), e.g. a wheel from the wheelhouse."""
+    """Copy a file from this machine to the node (SFTP), e.g. a wheel from the wheelhouse.
+
+    A local directory sends its files (not subdirectories or dot files) into ``remote_path``,
+    which must exist: a plan cannot list the files of a wheelhouse not yet downloaded.
+    """
 
     local_path: str
     remote_path: str
@@ -82,7 +86,20 @@ class ConfirmNewConnection:
         return f"confirm a new SSH connection ({self.why})"
 
 
-Action = Run | Write | Upload | ConfirmNewConnection
+@dataclass(frozen=True)
+class Local:
+    """Run ``argv`` on this machine, not the node, e.g. fill the wheelhouse an Upload then sends.
+
+    Like every action it never runs in ``--check``, so ``plan`` stays free of side effects.
+    """
+
+    argv: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return "on this machine: " + " ".join(self.argv)
+
+
+Action = Run | Write | Upload | Local | ConfirmNewConnection
 
 
 # --- plans ---------------------------------------------------------------------------------------
@@ -256,7 +273,6 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
 
 
 __all__ = [
-    "Action", "Change", "ConfirmNewConnection", "Context", "ParamError", "Plan", "Probe", "Run",
-    "TaskFailed", "TaskType", "Upload", "Write", "param_names",
-    "parse_params",
+    "Action", "Change", "ConfirmNewConnection", "Context", "Local", "ParamError", "Plan", "Probe",
+    "Run", "TaskFailed", "TaskType", "Upload", "Write", "param_names", "parse_params",
 ]

@@ -1,0 +1,289 @@
+"""``torch``: torch built for the cluster's drivers, plus extra packages, in the venv.
+
+    - name: torch matched to the driver
+      torch:
+        venv: "{{ venv_path }}"
+        version: "{{ torch_version }}"
+        cuda: "{{ torch_cuda }}"            # auto, cpu or cuXYZ
+        packages: "{{ pip_packages }}"      # installed in the same resolve, from the same index
+        index_url: "{{ pip_index_url }}"
+        extra_index_urls: "{{ pip_extra_index_url }}"
+        find_links: "{{ pip_find_links }}"
+        wheelhouse: "{{ wheelhouse }}"
+
+Every GPU node gets the same variant (each bundles its own NCCL, which must match across ranks),
+chosen by ``torch_matrix`` from every inventory host's facts; CPU-only nodes get ``cpu``.
+
+A requirement counts as satisfied when its name is installed at a version its specifier
+contains (markers evaluated for the node's python and arch): the check pip makes before it
+looks at an index, so a re-run costs no pip call. Extras and direct URLs count as satisfied
+once the name is installed. torch itself is judged by its ``torch/version.py`` (version and
+CUDA), so a replaced or hand-edited torch is reinstalled. After installing, a final command
+imports torch and checks its version, CUDA, gloo, and that the NCCL it loads is the one torch
+pins (the same on every node with the same torch build).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from nodeprov import validate
+from nodeprov.facts import split_sections
+from nodeprov.tasks.base import (
+    Action,
+    Change,
+    Context,
+    Local,
+    Plan,
+    Probe,
+    Run,
+    TaskFailed,
+    TaskType,
+    Upload,
+)
+from nodeprov.tasks.venv import marker_environment, parse_dist_infos, parse_pyvenv_cfg, unsatisfied
+from nodeprov.torch_matrix import choose_cluster_variant, parse_torch_version_py, wheel_spec
+from nodeprov.variables import VARIABLES
+from nodeprov.wheelhouse import Sources, cache_root, download_args, target_name
+
+REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
+_PROBE = r"""venv=$1
+section() { printf '\n@@torch %s\n' "$1"; }
+section cfg; cat -- "$venv/pyvenv.cfg" 2>/dev/null
+section glibc; getconf GNU_LIBC_VERSION 2>/dev/null
+for sp in "$venv"/lib/python3*/site-packages; do
+  [ -d "$sp" ] || continue
+  section version_py; cat -- "$sp/torch/version.py" 2>/dev/null
+  section torch_requires; cat -- "$sp"/torch-*.dist-info/METADATA 2>/dev/null \
+    | sed -n '/^Requires-Dist: /s///p; /^$/q'
+  section dists; for dist in "$sp"/*.dist-info; do echo "${dist##*/}"; done
+done
+true
+"""
+# The SFTP user (the sudo caller under become) must be able to write the upload folder.
+_MAKE_UPLOAD_DIR = 'install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
+VERIFY = r"""import importlib.metadata, sys
+import torch, torch.distributed
+version, variant, cuda, gpus = sys.argv[1:]
+problems = []
+public, _, label = torch.__version__.partition("+")
+if public != version or label not in ("", variant) or (torch.version.cuda or "") != cuda:
+    problems.append(f"imports torch {torch.__version__} (CUDA {torch.version.cuda}), "
+                    f"expected {version}+{variant}")
+if not torch.distributed.is_gloo_available():
+    problems.append("torch.distributed has no gloo backend")
+nccl = "-"
+if gpus != "0" and not torch.cuda.is_available():
+    problems.append(f"torch.cuda.is_available() is False on a node with {gpus} GPUs")
+elif gpus != "0":
+    nccl = ".".join(map(str, torch.cuda.nccl.version()))
+    pins = [r.split("==")[1].split(";")[0].strip() for r in importlib.metadata.requires("torch")
+            or () if r.startswith("nvidia-nccl") and "==" in r]
+    if pins and pins[0] != nccl:
+        problems.append(f"loads NCCL {nccl} but torch pins {pins[0]} (LD_LIBRARY_PATH?)")
+print(f"torch {torch.__version__} cuda {torch.version.cuda} nccl {nccl} gloo yes")
+sys.exit("; ".join(problems) or None)
+"""
+
+
+def _check_requirement(spec: str) -> None:
+    try:
+        name = canonicalize_name(Requirement(spec).name)
+    except InvalidRequirement as error:
+        raise ValueError(f"packages: {spec!r} is not a pip requirement: {error}") from None
+    if name == "torch":
+        raise ValueError("packages: torch comes from version and cuda; remove it from packages")
+
+
+@dataclass(frozen=True)
+class TorchParams:
+    venv: str = "/opt/nodeprov/venv"
+    version: str = "2.13.0"
+    cuda: str = "auto"
+    packages: tuple[str, ...] = ()
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    wheelhouse: bool = False
+
+    def __post_init__(self) -> None:
+        validate.absolute_path(self.venv)
+        wheel_spec(self.version, "cpu")  # a full, known release: 2.13.0
+        VARIABLES["torch_cuda"].check(self.cuda)
+        for spec in (*self.packages, *self.extra_index_urls, *self.find_links,
+                     *filter(None, [self.index_url])):
+            validate.option_safe(spec)
+        for spec in self.packages:
+            _check_requirement(spec)
+
+    @property
+    def sources(self) -> Sources:
+        return Sources(self.index_url, self.extra_index_urls, self.find_links)
+
+
+@dataclass(frozen=True)
+class TorchState:
+    """What the probe saw in the venv (``python`` None: no venv yet)."""
+
+    python: str | None
+    glibc: tuple[int, int] | None
+    torch_version: str | None
+    torch_cuda: str | None
+    torch_requires: tuple[str, ...]
+    installed: Mapping[str, str]  # PEP 503 name -> version, from *.dist-info folder names
+
+
+def probe(params: TorchParams) -> Probe:
+    return Probe(("sh", "-c", _PROBE, "nodeprov-torch", params.venv))
+
+
+def parse_probe(observed: str) -> TorchState:
+    sections = split_sections("\n" + observed, "torch")
+    glibc = sections.get("glibc", "").split()
+    try:
+        torch_version, torch_cuda = parse_torch_version_py(sections.get("version_py", ""))
+    except ValueError:  # a mangled version.py: torch is as good as absent
+        torch_version = torch_cuda = None
+    return TorchState(
+        python=parse_pyvenv_cfg(sections.get("cfg", "")),
+        glibc=_glibc(glibc[-1]) if glibc else None,
+        torch_version=torch_version, torch_cuda=torch_cuda,
+        torch_requires=tuple(sections.get("torch_requires", "").splitlines()),
+        installed=parse_dist_infos(sections.get("dists", "")),
+    )
+
+
+def _glibc(text: str) -> tuple[int, int] | None:
+    major, _, minor = text.partition(".")
+    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+
+
+def variant_cuda(variant: str) -> str | None:
+    """What ``torch.version.cuda`` says for a variant: cu130 -> "13.0", cpu -> None."""
+    digits = variant.removeprefix("cu")
+    return None if variant == "cpu" else f"{int(digits[:-1])}.{digits[-1]}"
+
+
+def choose(ctx: Context, params: TorchParams) -> tuple[str, list[str], list[str]]:
+    """This host's variant from every host's facts, with notes and warnings saying why."""
+    nodes = {name: (facts.gpu.cuda_version if facts.gpu else None, facts.arch)
+             for name, (_, facts) in ctx.cluster.items() if facts is not None}
+    try:
+        choice = choose_cluster_variant(params.version, nodes,
+                                        None if params.cuda == "auto" else params.cuda)
+    except ValueError as error:
+        raise TaskFailed(f"no torch {params.version} build for this cluster: {error}") from None
+    variant = choice.per_node[ctx.host.name]
+    notes = [f"build {variant} for this node (cluster: {choice.variant}, torch_cuda="
+             f"{params.cuda})"]
+    warnings: list[str] = []
+    if choice.unlock:
+        (warnings if choice.limiting_node == ctx.host.name else notes).append(choice.unlock)
+    unreachable = sorted(name for name, (_, facts) in ctx.cluster.items() if facts is None)
+    if unreachable:
+        warnings.append(f"{', '.join(unreachable)} unreachable: their drivers were not "
+                        "considered in the choice of the torch build")
+    if ctx.facts.gpu and variant == "cpu":
+        warnings.append(f"{ctx.facts.gpu.count} GPUs here, but torch_cuda=cpu: installing the "
+                        "CPU build as asked")
+    return variant, notes, warnings
+
+
+def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
+    state = parse_probe(observed)
+    variant, notes, warnings = choose(ctx, params)
+    python = state.python or ctx.facts.python_version
+    if python is None:
+        raise TaskFailed(f"no venv at {params.venv} and no python3 on the node; run the venv "
+                         "task first")
+    if state.python is None:
+        notes.append(f"no venv at {params.venv} yet (the venv task creates it)")
+    environment = marker_environment(python, ctx.facts.arch)
+    spec = wheel_spec(params.version, variant)
+    problem = torch_problem(state, params.version, variant)
+    missing = unsatisfied(params.packages, state.installed, environment)
+    broken = [] if problem else unsatisfied(state.torch_requires, state.installed, environment)
+    if not (problem or missing or broken):
+        nccl = sorted(f"NCCL {v} ({n})" for n, v in state.installed.items()
+                      if n.startswith("nvidia-nccl"))
+        satisfied = [f"{len(params.packages)} extra packages already satisfied"]
+        return Plan.noop(f"torch {state.torch_version} already in {params.venv}", *nccl,
+                         *satisfied[:len(params.packages)], *notes, warnings=warnings)
+    where = (f"this machine's wheelhouse ({_local_dir(params, variant, python, state, ctx)})"
+             if params.wheelhouse else params.sources.describe(variant))
+    if problem:
+        size = "~200 MB" if variant == "cpu" else "~3 GB with the NVIDIA libraries"
+        extras = f" with {', '.join(missing)}" if missing else ""
+        summary = f"install {spec} ({size}){extras} from {where} ({problem})"
+    else:
+        summary = f"install {', '.join(missing + broken)} into {params.venv} from {where}"
+    force = bool(problem) and not unsatisfied([spec], state.installed, environment)
+    actions = _install(ctx, params, state, variant, python, [spec, *missing], force)
+    return Plan.of(Change(summary, actions), notes=notes, warnings=warnings)
+
+
+def torch_problem(state: TorchState, version: str, variant: str) -> str | None:
+    """Why the installed torch is not the wanted build, None when it is."""
+    if state.torch_version is None:
+        return "torch not installed"
+    public, _, label = state.torch_version.partition("+")
+    if public != version or label not in ("", variant) or state.torch_cuda != variant_cuda(
+            variant):
+        return f"found torch {state.torch_version}, CUDA {state.torch_cuda or 'none'}"
+    return None
+
+
+def _install(ctx: Context, params: TorchParams, state: TorchState, variant: str, python: str,
+             specs: list[str], force: bool) -> tuple[Action, ...]:
+    venv_python = f"{params.venv}/bin/python"
+    # a node installs once: a pip cache would only hold a second copy of the wheels
+    pip: tuple[str, ...] = (venv_python, "-m", "pip", "install", "--no-input",
+                            "--disable-pip-version-check", "--progress-bar", "off",
+                            "--no-cache-dir")
+    prepare: list[Action] = []
+    finish: list[Action] = []
+    sources = params.sources.options(variant)
+    if params.wheelhouse:
+        local_dir = _local_dir(params, variant, python, state, ctx)
+        remote_dir = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
+        wanted = (wheel_spec(params.version, variant), *params.packages)
+        args = download_args(_minor(python), _need_glibc(state), ctx.facts.arch, sources, wanted)
+        prepare = [Local((sys.executable, "-m", "nodeprov.wheelhouse", local_dir, *args)),
+                   Run(("sh", "-c", _MAKE_UPLOAD_DIR, "nodeprov-mkdir", remote_dir)),
+                   Upload(local_dir, remote_dir)]
+        # only the pushed wheels: not an index or find-links from the node's pip.conf
+        pip = ("env", "PIP_CONFIG_FILE=/dev/null", *pip)
+        sources = ("--no-index", "--find-links", remote_dir)
+        finish = [Run(("rm", "-rf", "--", remote_dir))]
+    if force:  # version.py disagrees with the metadata pip trusts: replace torch's files
+        prepare.append(Run((*pip, "--force-reinstall", "--no-deps", *sources, "--", specs[0])))
+    gpus = str(ctx.facts.gpu.count) if ctx.facts.gpu and variant != "cpu" else "0"
+    verify = Run((venv_python, "-c", VERIFY, params.version, variant,
+                  variant_cuda(variant) or "", gpus))
+    return (*prepare, Run((*pip, *sources, "--", *specs)), *finish, verify)
+
+
+def _local_dir(params: TorchParams, variant: str, python: str, state: TorchState,
+               ctx: Context) -> str:
+    target = target_name(_minor(python), _need_glibc(state), ctx.facts.arch)
+    return str(cache_root() / variant / f"torch-{params.version}-{target}")
+
+
+def _need_glibc(state: TorchState) -> tuple[int, int]:
+    if state.glibc is None:
+        raise TaskFailed("wheelhouse mode needs a glibc node ('getconf GNU_LIBC_VERSION' "
+                         "printed nothing): use pip_find_links or pip_index_url instead")
+    return state.glibc
+
+
+def _minor(python: str) -> str:
+    return ".".join(python.split(".")[:2])
+
+
+TASK = TaskType("torch", "torch built for the cluster's drivers, plus extra packages",
+                TorchParams, probe, plan)

@@ -1,0 +1,205 @@
+"""``venv``: a Python venv built with the node's python3, for torch and the verification job.
+
+    - name: Python venv
+      venv: {path: "{{ venv_path }}", python_version: "{{ python_version }}"}
+
+``python_version`` is a minimum. An existing venv is kept while its python is new enough and
+still runs (rebuilding it would drop what is installed); a broken or too old one is rebuilt.
+On apt nodes whose python3 lacks ensurepip, the ``python3.X-venv`` package is installed first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion
+
+from nodeprov import validate
+from nodeprov.facts import Facts, split_sections
+from nodeprov.tasks.base import Change, Context, Plan, Probe, Run, TaskFailed, TaskType
+
+SECTION_TOKEN = "venv"
+# Reads the venv's pyvenv.cfg, whether its python runs (a dangling symlink after an upgrade of
+# the system python fails -x), what else is in the folder, and which pythons have ensurepip.
+_PROBE = r"""venv=$1
+section() { printf '\n@@venv %s\n' "$1"; }
+section cfg; cat -- "$venv/pyvenv.cfg" 2>/dev/null
+section runs; [ -x "$venv/bin/python" ] && echo yes
+section entries; [ -d "$venv" ] && ls -A -- "$venv" | head -n 5
+section ensurepip
+for dir in /usr/lib/python3*/ensurepip /usr/local/lib/python3*/ensurepip; do
+  [ -e "$dir/__init__.py" ] && echo "$dir"
+done
+true
+"""
+
+
+@dataclass(frozen=True)
+class VenvParams:
+    path: str = "/opt/nodeprov/venv"
+    python_version: str = "3.10"
+
+    def __post_init__(self) -> None:
+        validate.absolute_path(self.path)
+        validate.version(self.python_version)
+        if self.path == "/":
+            raise ValueError("path: a venv cannot be /")
+
+
+@dataclass(frozen=True)
+class VenvState:
+    """What the probe saw: the venv's python version (None: no venv), whether it runs, whether
+    the folder holds anything, and the lib folders that have ensurepip."""
+
+    version: str | None
+    runs: bool
+    occupied: bool
+    ensurepip: tuple[str, ...]
+
+
+def probe(params: VenvParams) -> Probe:
+    return Probe(("sh", "-c", _PROBE, "nodeprov-venv", params.path))
+
+
+def parse_probe(observed: str) -> VenvState:
+    sections = split_sections("\n" + observed, SECTION_TOKEN)
+    return VenvState(
+        version=parse_pyvenv_cfg(sections.get("cfg", "")),
+        runs=sections.get("runs", "").strip() == "yes",
+        occupied=bool(sections.get("entries", "").strip()),
+        ensurepip=tuple(sections.get("ensurepip", "").split()),
+    )
+
+
+def parse_pyvenv_cfg(text: str) -> str | None:
+    """The python version a venv was built with (``version``, or ``version_info`` on 3.11+).
+
+    >>> parse_pyvenv_cfg("home = /usr/bin\\nversion = 3.11.2\\n")
+    '3.11.2'
+    """
+    values = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return values.get("version") or values.get("version_info")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """Numeric parts up to the first suffix: ``"3.12.0rc1"`` -> (3, 12, 0)."""
+    parts = []
+    for part in version.split("."):
+        match = re.match(r"\d+", part)
+        if match is None:
+            break
+        parts.append(int(match.group()))
+        if match.end() < len(part):
+            break
+    return tuple(parts)
+
+
+def at_least(version: str, minimum: str) -> bool:
+    """Whether ``version`` is at least ``minimum``, compared on the minimum's parts."""
+    wanted = version_tuple(minimum)
+    return version_tuple(version)[: len(wanted)] >= wanted
+
+
+def parse_dist_infos(listing: str) -> dict[str, str]:
+    """PEP 503 names and versions from ``*.dist-info`` folder names.
+
+    >>> parse_dist_infos("typing_extensions-4.15.0.dist-info\\ntorch-2.13.0+cpu.dist-info")
+    {'typing-extensions': '4.15.0', 'torch': '2.13.0+cpu'}
+    """
+    installed: dict[str, str] = {}
+    for line in listing.split():
+        name, sep, version = line.removesuffix(".dist-info").rpartition("-")
+        if sep and line.endswith(".dist-info"):
+            installed[canonicalize_name(name)] = version
+    return installed
+
+
+def marker_environment(python: str, arch: str) -> dict[str, str]:
+    """The node's values for requirement markers (``; python_version < "3.12"``)."""
+    return {"python_version": ".".join(python.split(".")[:2]), "python_full_version": python,
+            "platform_machine": arch, "platform_system": "Linux", "sys_platform": "linux",
+            "os_name": "posix", "implementation_name": "cpython",
+            "platform_python_implementation": "CPython", "extra": ""}
+
+
+def unsatisfied(specs: Sequence[str], installed: Mapping[str, str],
+                environment: Mapping[str, str]) -> list[str]:
+    """The specs that apply to the node and are not installed at a matching version.
+
+    >>> unsatisfied(["torch==2.9.1", "six>=2"], {"torch": "2.9.1+cpu", "six": "1.17.0"}, {})
+    ['six>=2']
+    """
+    missing = []
+    for spec in specs:
+        requirement = Requirement(spec)
+        if requirement.marker and not requirement.marker.evaluate(dict(environment)):
+            continue
+        version = installed.get(canonicalize_name(requirement.name))
+        try:
+            ok = version is not None and (requirement.url is not None or
+                                          requirement.specifier.contains(version, True))
+        except InvalidVersion:
+            ok = False
+        if not ok:
+            missing.append(spec)
+    return missing
+
+
+def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
+    state = parse_probe(observed)
+    path, minimum = params.path, params.python_version
+    if state.version is not None and state.runs and at_least(state.version, minimum):
+        return Plan.noop(f"venv {path} already runs python {state.version} (>= {minimum})")
+    why = (f"rebuild venv {path}: its python {state.version} is older than {minimum}"
+           if state.version is not None and state.runs else
+           f"rebuild venv {path}: its python ({state.version}) no longer runs"
+           if state.version is not None else f"create venv {path}")
+    if state.version is None and state.occupied:
+        raise TaskFailed(f"{path} exists and is not a venv (no pyvenv.cfg); move it away or "
+                         "choose another venv_path")
+    python = _node_python(ctx.facts, minimum)
+    actions: list[Run] = []
+    package = _venv_package(ctx.facts, python, state.ensurepip)
+    if package:
+        actions.append(Run(("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install",
+                            "-y", "--no-install-recommends", package)))
+        why += f" (installing {package} for ensurepip)"
+    if state.version is not None:
+        actions.append(Run(("rm", "-rf", "--", path)))
+    actions.append(Run((python, "-m", "venv", "--", path)))
+    return Plan.of(Change(f"{why} with {python} {ctx.facts.python_version}", tuple(actions)))
+
+
+def _node_python(facts: Facts, minimum: str) -> str:
+    if facts.python_path is None or facts.python_version is None:
+        raise TaskFailed(f"the node has no python3; install python3 >= {minimum} and its venv "
+                         "module (Debian/Ubuntu: apt-get install python3 python3-venv)")
+    if not at_least(facts.python_version, minimum):
+        raise TaskFailed(f"the node's python3 ({facts.python_path}) is {facts.python_version}, "
+                         f"older than python_version {minimum}; install a newer python3 or "
+                         "lower python_version in the inventory")
+    return facts.python_path
+
+
+def _venv_package(facts: Facts, python: str, ensurepip: tuple[str, ...]) -> str | None:
+    """Debian's python3.X-venv when the system python lacks ensurepip (venv cannot add pip)."""
+    if facts.package_manager != "apt-get" or facts.python_version is None:
+        return None
+    if PurePosixPath(python).parent != PurePosixPath("/usr/bin"):
+        return None  # not Debian's python: its package would not help
+    minor = ".".join(facts.python_version.split(".")[:2])
+    if f"/usr/lib/python{minor}/ensurepip" in ensurepip:
+        return None
+    return f"python{minor}-venv"
+
+
+TASK = TaskType("venv", "A Python venv built with the node's python3", VenvParams, probe, plan)

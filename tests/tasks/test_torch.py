@@ -1,0 +1,468 @@
+"""The torch task: the variant chosen from recorded nvidia-smi outputs, idempotence on recorded
+probe outputs, the wheelhouse, and real installs on the local test cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from nodeprov import wheelhouse
+from nodeprov.cli import app
+from nodeprov.facts import Facts, parse_facts, split_sections
+from nodeprov.gpu import GpuInfo, parse_nvidia_smi
+from nodeprov.inventory import Host
+from nodeprov.tasks.base import (
+    Context,
+    Local,
+    ParamError,
+    Plan,
+    Run,
+    TaskFailed,
+    Upload,
+    parse_params,
+)
+from nodeprov.tasks.torch import VERIFY, TorchParams, parse_probe, plan, variant_cuda
+from nodeprov.testbed.cluster import Testbed
+from nodeprov.torch_matrix import parse_torch_version_py
+from tests.conftest import MakeTestbed
+
+DATA = Path(__file__).parents[1] / "data"
+VENV = "/opt/nodeprov/venv"
+PY = f"{VENV}/bin/python"
+CFG = "home = /usr/bin\nversion = 3.11.2\n"
+CPU_DISTS = ("filelock-4.0.8 fsspec-2026.9.0 jinja2-3.1.6 markupsafe-3.0.3 mpmath-1.3.0 "
+             "networkx-3.6.1 pip-23.0.1 setuptools-84.0.0 sympy-1.14.0 torch-2.13.0+cpu "
+             "typing_extensions-4.16.0")
+TORCH_REQUIRES = ("filelock\ntyping-extensions>=4.10.0\nsetuptools>=77.0.3\nsympy>=1.13.3\n"
+                  "networkx>=2.5.1\njinja2\nfsspec>=0.8.5\noptree>=0.13.0; extra == \"optree\"")
+
+
+def gpu(name: str) -> GpuInfo:
+    """A recorded nvidia-smi case (format: tests/data/nvidia-smi/README.md)."""
+    text = (DATA / "nvidia-smi" / f"{name}.txt").read_text()
+    body = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("# "))
+    header, _, query = body.removeprefix("$ nvidia-smi\n").partition(
+        "$ nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version "
+        "--format=csv,noheader\n")
+    info = parse_nvidia_smi(header, query)
+    assert info is not None
+    return info
+
+
+def facts(name: str, gpu_info: GpuInfo | None = None, arch: str = "x86_64") -> Facts:
+    recorded = parse_facts(split_sections((DATA / "facts" / "debian12-vm.txt").read_text(),
+                                          "TOKEN123"))
+    return dataclasses.replace(recorded, hostname=name, gpu=gpu_info, arch=arch,
+                               python_path="/usr/bin/python3", python_version="3.11.2")
+
+
+def context(name: str, cluster: Mapping[str, Facts | None]) -> Context:
+    hosts = {node: (Host(node, "10.0.0.1", "10.0.0.1"), node_facts)
+             for node, node_facts in cluster.items()}
+    own = cluster[name]
+    assert own is not None
+    return Context(hosts[name][0], own, hosts)
+
+
+def observed(version_py: str = "", dists: str = "", requires: str = "", cfg: str = CFG) -> str:
+    return (f"\n@@torch cfg\n{cfg}\n@@torch glibc\nglibc 2.36\n@@torch version_py\n{version_py}"
+            f"\n@@torch torch_requires\n{requires}\n@@torch dists\n"
+            + "\n".join(f"{dist}.dist-info" for dist in dists.split()) + "\n")
+
+
+def version_py(version: str, cuda: str | None) -> str:
+    return f"__version__ = '{version}'\ncuda: Optional[str] = {cuda!r}\n"
+
+
+INSTALLED_CPU = observed(version_py("2.13.0+cpu", None), CPU_DISTS, TORCH_REQUIRES)
+
+
+def params(**values: Any) -> TorchParams:
+    return parse_params(TorchParams, {"venv": VENV, "version": "2.13.0", **values})
+
+
+def install_argv(plan_: Plan) -> tuple[str, ...]:
+    (change,) = plan_.changes
+    return next(a.argv for a in change.actions if isinstance(a, Run) and "install" in a.argv)
+
+
+# --- the variant, from every host's facts ---------------------------------------------------
+
+def test_cpu_cluster_installs_the_cpu_build_from_the_pytorch_index() -> None:
+    cluster = {"node1": facts("node1"), "node2": facts("node2")}
+    result = plan(context("node1", cluster), params(), observed(cfg=""))
+    (change,) = result.changes
+    assert change.summary == ("install torch==2.13.0+cpu (~200 MB) from "
+                              "https://download.pytorch.org/whl/cpu (torch not installed)")
+    assert install_argv(result)[-6:] == (
+        "--index-url", "https://download.pytorch.org/whl/cpu", "--extra-index-url",
+        "https://pypi.org/simple", "--", "torch==2.13.0+cpu")
+    assert change.actions[-1] == Run((PY, "-c", VERIFY, "2.13.0", "cpu", "", "0"))
+    assert "no venv at /opt/nodeprov/venv yet (the venv task creates it)" in result.notes
+
+
+def test_the_weakest_driver_holds_the_cluster_back_and_says_what_an_upgrade_unlocks() -> None:
+    cluster = {"node1": facts("node1", gpu("driver-610-cuda133-kmd-umd-header")),
+               "node2": facts("node2", gpu("driver-570-cuda128-a100")),
+               "cpu1": facts("cpu1")}
+    unlock = ("node2's driver (CUDA 12.8) holds the cluster at cu126; a driver supporting CUDA "
+              "13.2 would allow cu132")
+    first = plan(context("node1", cluster), params(), observed())
+    assert "torch==2.13.0+cu126" in install_argv(first)
+    assert "https://download.pytorch.org/whl/cu126" in install_argv(first)
+    assert unlock in first.notes and not first.warnings
+    limiting = plan(context("node2", cluster), params(), observed())
+    assert limiting.warnings == (unlock,)
+    assert limiting.changes[0].summary.startswith(
+        "install torch==2.13.0+cu126 (~3 GB with the NVIDIA libraries)")
+    (change,) = limiting.changes
+    assert change.actions[-1] == Run((PY, "-c", VERIFY, "2.13.0", "cu126", "12.6", "1"))
+    # a CPU-only node in a GPU cluster gets the CPU build (jobs spanning it use gloo)
+    assert "torch==2.13.0+cpu" in install_argv(plan(context("cpu1", cluster), params(),
+                                                    observed()))
+
+
+def test_a_driver_too_old_for_the_release_fails_every_node_naming_it() -> None:
+    cluster = {"node1": facts("node1", gpu("driver-580-cuda130-rtx5090-rtx4090")),
+               "old": facts("old", gpu("driver-450-cuda110-titanxp"))}
+    with pytest.raises(TaskFailed, match=r"no torch 2\.13\.0 build for this cluster: old: "
+                                         r"driver supports CUDA 11\.0"):
+        plan(context("node1", cluster), params(), observed())
+
+
+def test_override_cpu_on_a_gpu_node_is_never_silent() -> None:
+    cluster = {"node1": facts("node1", gpu("driver-550-cuda124-8xh100"))}
+    result = plan(context("node1", cluster), params(cuda="cpu"), observed())
+    assert "torch==2.13.0+cpu" in install_argv(result)
+    assert result.warnings == ("8 GPUs here, but torch_cuda=cpu: installing the CPU build as "
+                               "asked",)
+    with pytest.raises(TaskFailed, match="cu130 needs CUDA >= 13.0"):
+        plan(context("node1", cluster), params(cuda="cu130"), observed())
+
+
+def test_aarch64_gets_an_aarch64_cuda_build_or_a_clear_refusal() -> None:
+    spark = {"spark": facts("spark", gpu("dgx-spark-gb10-580-aarch64"), arch="aarch64")}
+    assert "torch==2.13.0+cu130" in install_argv(plan(context("spark", spark), params(),
+                                                      observed()))
+    with pytest.raises(TaskFailed, match="refusing to put the CPU build on a GPU node"):
+        plan(context("spark", spark), params(version="2.5.1"), observed())
+
+
+def test_unreachable_hosts_are_named() -> None:
+    cluster: dict[str, Facts | None] = {"node1": facts("node1"), "node9": None}
+    result = plan(context("node1", cluster), params(), INSTALLED_CPU)
+    assert result.warnings == ("node9 unreachable: their drivers were not considered in the "
+                               "choice of the torch build",)
+
+
+# --- idempotence ------------------------------------------------------------------------------
+
+def test_installed_build_is_left_alone() -> None:
+    result = plan(context("node1", {"node1": facts("node1")}), params(), INSTALLED_CPU)
+    assert result.in_sync
+    assert result.notes[0] == f"torch 2.13.0+cpu already in {VENV}"
+
+
+def test_another_build_or_a_hand_edited_torch_is_replaced() -> None:
+    cluster = {"node1": facts("node1")}
+    other = observed(version_py("2.13.0+cu126", "12.6"), CPU_DISTS.replace("+cpu", "+cu126"))
+    result = plan(context("node1", cluster), params(), other)
+    assert "(found torch 2.13.0+cu126, CUDA 12.6)" in result.changes[0].summary
+    assert "--force-reinstall" not in install_argv(result)
+    # version.py edited but the metadata pip trusts still says +cpu: force a reinstall of torch
+    edited = observed(version_py("2.12.0+cpu", None), CPU_DISTS, TORCH_REQUIRES)
+    (change,) = plan(context("node1", cluster), params(), edited).changes
+    force = change.actions[0]
+    assert isinstance(force, Run) and force.argv[-2:] == ("--", "torch==2.13.0+cpu")
+    assert "--force-reinstall" in force.argv and "--no-deps" in force.argv
+    mangled = observed("__version__ = (", CPU_DISTS, TORCH_REQUIRES)
+    assert "torch not installed" in plan(context("node1", cluster), params(),
+                                         mangled).changes[0].summary
+
+
+def test_extra_packages_install_once_and_a_lost_dependency_is_repaired() -> None:
+    cluster = {"node1": facts("node1")}
+    extras = params(packages=["six==1.17.0", "Jinja2>=3", "tomli; python_version < '3.11'"])
+    result = plan(context("node1", cluster), extras, INSTALLED_CPU)
+    assert result.changes[0].summary == (f"install six==1.17.0 into {VENV} from "
+                                         "https://download.pytorch.org/whl/cpu")
+    assert install_argv(result)[-3:] == ("--", "torch==2.13.0+cpu", "six==1.17.0")
+    done = observed(version_py("2.13.0+cpu", None), CPU_DISTS + " six-1.17.0", TORCH_REQUIRES)
+    assert plan(context("node1", cluster), extras, done).notes[1:2] == (
+        "3 extra packages already satisfied",)
+    lost = observed(version_py("2.13.0+cpu", None), CPU_DISTS.replace("sympy-1.14.0", ""),
+                    TORCH_REQUIRES)
+    assert "install sympy>=1.13.3 into" in plan(context("node1", cluster), params(),
+                                                lost).changes[0].summary
+
+
+def test_mirrors_replace_the_default_sources() -> None:
+    result = plan(context("node1", {"node1": facts("node1")}),
+                  params(index_url="file:///opt/pypi/simple", find_links=["/opt/wheels"],
+                         extra_index_urls=["https://mirror/simple"]), observed())
+    argv = install_argv(result)
+    assert "download.pytorch.org" not in " ".join(argv)
+    assert argv[argv.index("--index-url"):] == (
+        "--index-url", "file:///opt/pypi/simple", "--extra-index-url", "https://mirror/simple",
+        "--find-links", "/opt/wheels", "--", "torch==2.13.0+cpu")
+    assert result.changes[0].summary.startswith("install torch==2.13.0+cpu (~200 MB) from "
+                                                "/opt/wheels, file:///opt/pypi/simple")
+
+
+def test_params_are_checked() -> None:
+    with pytest.raises(ParamError, match="torch comes from version and cuda"):
+        params(packages=["Torch>=2"])
+    with pytest.raises(ParamError, match="is not a pip requirement"):
+        params(packages=["six=1"])
+    with pytest.raises(ParamError, match="unknown torch release"):
+        params(version="1.13.1")
+    with pytest.raises(ParamError, match="not a torch variant"):
+        params(cuda="rocm6")
+    with pytest.raises(ParamError, match="may not be empty or start with '-'"):
+        params(find_links=["--trusted-host=evil"])
+
+
+def test_probe_output_parsing() -> None:
+    text = (DATA / "torch-version" / "torch-2.7.1+cu126.version.py.txt").read_text()
+    state = parse_probe(observed(text, "torch-2.7.1+cu126 nvidia_nccl_cu12-2.26.2"))
+    assert (state.python, state.glibc) == ("3.11.2", (2, 36))
+    assert (state.torch_version, state.torch_cuda) == ("2.7.1+cu126", "12.6")
+    assert state.installed == {"torch": "2.7.1+cu126", "nvidia-nccl-cu12": "2.26.2"}
+    assert variant_cuda("cu126") == "12.6" and variant_cuda("cpu") is None
+
+
+# --- the wheelhouse ---------------------------------------------------------------------------
+
+def test_wheelhouse_plan_downloads_here_pushes_and_installs_offline(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    result = plan(context("node1", {"node1": facts("node1")}),
+                  params(wheelhouse=True, packages=["six"]), observed())
+    local = str(tmp_path / "nodeprov/wheelhouse/cpu/torch-2.13.0-cp311-glibc2.36-x86_64")
+    remote = "/var/cache/nodeprov/wheelhouse/cpu-torch-2.13.0"
+    fetch, mkdir, upload, install, cleanup, verify = result.changes[0].actions
+    assert isinstance(fetch, Local)
+    assert fetch.argv[:4] == (sys.executable, "-m", "nodeprov.wheelhouse", local)
+    assert fetch.argv[-7:] == ("--index-url", "https://download.pytorch.org/whl/cpu",
+                               "--extra-index-url", "https://pypi.org/simple", "--",
+                               "torch==2.13.0+cpu", "six")
+    assert "--python-version" in fetch.argv and "manylinux_2_28_x86_64" in fetch.argv
+    assert isinstance(mkdir, Run) and mkdir.argv[-1] == remote
+    assert upload == Upload(local, remote)
+    assert isinstance(install, Run) and install.argv[:2] == ("env", "PIP_CONFIG_FILE=/dev/null")
+    assert install.argv[-6:] == ("--no-index", "--find-links", remote, "--",
+                                 "torch==2.13.0+cpu", "six")
+    assert cleanup == Run(("rm", "-rf", "--", remote)) and isinstance(verify, Run)
+    assert not (tmp_path / "nodeprov").exists()  # planning downloads nothing
+
+
+def test_one_download_for_many_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+
+    def fake_pip(argv: list[str], check: bool) -> None:
+        calls.append(argv)
+        time.sleep(0.2)  # the other threads arrive while this download runs
+
+    monkeypatch.setattr(subprocess, "run", fake_pip)
+    args = ["download", "--", "torch==2.13.0+cpu"]
+    threads = [threading.Thread(target=wheelhouse.fetch, args=(tmp_path, args))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == [[sys.executable, "-m", "pip", "download", "--dest", str(tmp_path), "--",
+                      "torch==2.13.0+cpu"]]
+    assert len((tmp_path / wheelhouse.LOG_NAME).read_text().splitlines()) == 1
+    assert not wheelhouse.fetch(tmp_path, args)  # done before: not again
+    assert wheelhouse.fetch(tmp_path, [*args, "six"])  # another set of wheels: download
+
+
+def test_manylinux_platforms_and_sources() -> None:
+    assert wheelhouse.manylinux_platforms((2, 17), "aarch64") == (
+        "manylinux_2_17_aarch64", "manylinux2014_aarch64")
+    assert wheelhouse.Sources(find_links=("/opt/wheels",)).options("cu130") == (
+        "--find-links", "/opt/wheels")
+
+
+def test_verify_script_on_this_machines_torch() -> None:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("torch is not installed here")
+    found, cuda = parse_torch_version_py(
+        (Path(spec.submodule_search_locations[0]) / "version.py").read_text())
+    assert found is not None
+    version, _, variant = found.partition("+")
+    ok = subprocess.run([sys.executable, "-W", "ignore", "-c", VERIFY, version, variant or "cpu",
+                         cuda or "", "0"], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.startswith(f"torch {found} ")
+    wrong = subprocess.run([sys.executable, "-W", "ignore", "-c", VERIFY, "2.0.0", "cu118",
+                            "11.8", "2"], capture_output=True, text=True)
+    assert wrong.returncode == 1
+    assert f"imports torch {found} (CUDA {cuda}), expected 2.0.0+cu118" in wrong.stderr
+    assert "torch.cuda.is_available() is False on a node with 2 GPUs" in wrong.stderr
+
+
+# --- on the local test cluster (offline nodes; /opt/wheels and /opt/pypi are local mirrors) ----
+
+PLAYBOOK = """\
+- name: Python with torch
+  hosts: all
+  tasks:
+    - name: Python venv
+      venv: {path: "{{ venv_path }}", python_version: "{{ python_version }}"}
+    - name: torch
+      torch:
+        venv: "{{ venv_path }}"
+        version: "{{ torch_version }}"
+        cuda: "{{ torch_cuda }}"
+        packages: "{{ pip_packages }}"
+        index_url: "{{ pip_index_url }}"
+        extra_index_urls: "{{ pip_extra_index_url }}"
+        find_links: "{{ pip_find_links }}"
+        wheelhouse: "{{ wheelhouse }}"
+"""
+TEST_VENV = "/opt/nodeprov-test/venv"
+MIRROR = {"venv_path": TEST_VENV, "torch_version": "2.13.0", "pip_find_links": ["/opt/wheels"],
+          "pip_index_url": "file:///opt/pypi/simple"}
+NODES = ("node1", "node2")
+
+
+def write_files(testbed: Testbed, folder: Path, **variables: Any) -> list[str]:
+    """An inventory with ``variables`` added and the playbook: ``apply`` arguments."""
+    inventory = yaml.safe_load(testbed.inventory_path.read_text())
+    inventory["all"]["vars"].update(variables)
+    (folder / "inventory.yaml").write_text(yaml.safe_dump(inventory))
+    (folder / "site.yaml").write_text(PLAYBOOK)
+    return [str(folder / "inventory.yaml"), "-p", str(folder / "site.yaml")]
+
+
+def apply(*args: str) -> tuple[int, str]:
+    """Exit code and output with line wrapping undone."""
+    result = CliRunner().invoke(app, ["apply", *args])
+    return result.exit_code, " ".join(result.stdout.split())
+
+
+def torch_on(testbed: Testbed, node: str) -> str:
+    shown = testbed.exec(node, f"{TEST_VENV}/bin/python", "-W", "ignore", "-c",
+                         "import torch; print(torch.__version__)")
+    return shown.stdout.strip() or shown.stderr
+
+
+@dataclasses.dataclass(frozen=True)
+class Installed:
+    testbed: Testbed
+    args: list[str]
+    check: tuple[int, str]
+    first: tuple[int, str]
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def installed(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    """torch installed once, from the local mirrors, into node1 and node2 of the shared
+    testbed (about 1 GB each); the tests of this module share it, and it is removed after."""
+    args = [*write_files(testbed, tmp_path_factory.mktemp("torch"), **MIRROR),
+            "--limit", ",".join(NODES)]
+    try:
+        check = apply(*args, "--check")
+        started = time.monotonic()
+        first = apply(*args)
+        yield Installed(testbed, args, check, first, time.monotonic() - started)
+    finally:
+        for node in NODES:
+            testbed.exec(node, "rm", "-rf", "--", str(Path(TEST_VENV).parent))
+
+
+@pytest.mark.integration
+def test_four_steps_from_a_local_mirror(installed: Installed, tmp_path: Path) -> None:
+    code, out = installed.check
+    assert code == 0 and "2 hosts, 4 tasks would change" in out
+    assert ("node1 | torch | changed | install torch==2.13.0+cpu (~200 MB) from /opt/wheels, "
+            "file:///opt/pypi/simple (torch not installed)") in out
+    code, out = installed.first
+    assert code == 0 and "2 hosts, 4 tasks changed, 0 hosts failed" in out, out
+    started = time.monotonic()
+    code, out = apply(*installed.args, "--json", str(tmp_path / "again.json"))
+    again = time.monotonic() - started
+    assert code == 0 and "2 hosts, 0 tasks changed" in out
+    hosts = json.loads((tmp_path / "again.json").read_text())["hosts"]
+    assert {name: host["round_trips"] for name, host in hosts.items()} == {"node1": 1, "node2": 1}
+    code, out = apply(*installed.args, "--check")
+    assert code == 0 and "0 tasks would change" in out
+    print(f"first install on 2 nodes: {installed.seconds:.0f}s, no-op re-run: {again:.1f}s")
+
+
+@pytest.mark.integration
+def test_every_node_imports_the_cpu_build(installed: Installed) -> None:
+    for node in NODES:
+        assert torch_on(installed.testbed, node) == "2.13.0+cpu"
+    assert installed.testbed.exec("node3", "test", "-e", TEST_VENV).returncode == 1  # --limit
+
+
+@pytest.mark.integration
+def test_an_extra_package_installs_once(installed: Installed, tmp_path: Path) -> None:
+    args = [*write_files(installed.testbed, tmp_path, **MIRROR, pip_packages=["six==1.17.0"]),
+            "--limit", ",".join(NODES)]
+    code, out = apply(*args)
+    assert code == 0 and (f"node1 | torch | changed | install six==1.17.0 into {TEST_VENV} from "
+                          "/opt/wheels, file:///opt/pypi/simple") in out
+    code, out = apply(*args)
+    assert code == 0 and "2 hosts, 0 tasks changed" in out
+    assert installed.testbed.exec("node2", f"{TEST_VENV}/bin/python", "-c",
+                                  "import six; print(six.__version__)").stdout == "1.17.0\n"
+
+
+@pytest.mark.integration
+def test_a_replaced_torch_is_detected_and_repaired(installed: Installed) -> None:
+    version_py = f"{TEST_VENV}/lib/python3.11/site-packages/torch/version.py"
+    edit = ["sed", "-i", "-e", "s/^__version__ = .*/__version__ = '2.12.0+cu126'/", "-e",
+            "s/^cuda: .*/cuda: Optional[str] = '12.6'/", version_py]
+    assert installed.testbed.exec("node2", *edit).returncode == 0
+    code, out = apply(*installed.args, "--check")
+    assert code == 0 and "1 tasks would change" in out
+    assert "node2 | torch | changed | install torch==2.13.0+cpu" in out
+    assert "(found torch 2.12.0+cu126, CUDA 12.6)" in out
+    code, out = apply(*installed.args)
+    assert code == 0 and "1 tasks changed" in out
+    assert torch_on(installed.testbed, "node2") == "2.13.0+cpu"
+    assert apply(*installed.args, "--check")[1].endswith("0 tasks would change, 0 hosts failed")
+
+
+@pytest.mark.integration
+def test_wheelhouse_downloads_once_and_pushes_to_offline_nodes(
+        make_testbed: MakeTestbed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = make_testbed(nodes=2)
+    for node in cluster.nodes:  # the nodes see no wheel anywhere: only what is pushed
+        for mirror in ("/opt/wheels", "/opt/pypi", "/opt/pypi-more"):
+            assert cluster.exec(node, "mount", "-t", "tmpfs", "none", mirror).returncode == 0
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    args = write_files(cluster, tmp_path, **MIRROR, wheelhouse=True)
+    code, out = apply(*args, "--check")
+    assert code == 0 and "install torch==2.13.0+cpu (~200 MB) from this machine's wheelhouse" in out
+    assert not (tmp_path / "cache").exists()  # --check downloads nothing
+    started = time.monotonic()
+    code, out = apply(*args)
+    seconds = time.monotonic() - started
+    assert code == 0 and "2 hosts, 4 tasks changed, 0 hosts failed" in out, out
+    (log,) = (tmp_path / "cache" / "nodeprov" / "wheelhouse" / "cpu").glob("*/fetch.log")
+    assert len(log.read_text().splitlines()) == 1  # one download for two nodes
+    for node in cluster.nodes:
+        assert torch_on(cluster, node) == "2.13.0+cpu"
+        assert cluster.exec(node, "ls", "/var/cache/nodeprov/wheelhouse").stdout == ""
+    assert apply(*args)[1].endswith("0 tasks changed, 0 hosts failed")
+    assert apply(*args, "--check")[1].endswith("0 tasks would change, 0 hosts failed")
+    assert len(log.read_text().splitlines()) == 1
+    print(f"wheelhouse: download once + push + install on 2 nodes: {seconds:.0f}s")

@@ -1,0 +1,143 @@
+"""The venv task: plans on recorded facts, and for real on the local test cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from nodeprov.cli import app
+from nodeprov.facts import Facts, parse_facts, split_sections
+from nodeprov.inventory import Host
+from nodeprov.tasks.base import Context, ParamError, Run, TaskFailed, parse_params
+from nodeprov.tasks.venv import (
+    VenvParams,
+    at_least,
+    parse_dist_infos,
+    parse_probe,
+    parse_pyvenv_cfg,
+    plan,
+    unsatisfied,
+)
+from nodeprov.testbed.cluster import Testbed
+
+FACTS = Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt"
+VENV = "/opt/nodeprov/venv"
+HAS_ENSUREPIP = "/usr/lib/python3.11/ensurepip"
+
+
+def node_facts(**changes: Any) -> Facts:
+    facts = parse_facts(split_sections(FACTS.read_text(), "TOKEN123"))
+    return dataclasses.replace(facts, **{"python_path": "/usr/bin/python3",
+                                         "python_version": "3.11.2", **changes})
+
+
+def context(facts: Facts) -> Context:
+    host = Host("node1", "10.0.0.11", "10.0.0.11")
+    return Context(host, facts, {"node1": (host, facts)})
+
+
+def observed(cfg: str = "", runs: bool = False, entries: str = "",
+             ensurepip: str = HAS_ENSUREPIP) -> str:
+    return (f"\n@@venv cfg\n{cfg}\n@@venv runs\n{'yes' if runs else ''}\n@@venv entries\n"
+            f"{entries}\n@@venv ensurepip\n{ensurepip}\n")
+
+
+EXISTING = observed("home = /usr/bin\nversion = 3.11.2\n", runs=True, entries="bin\nlib")
+
+
+def test_existing_venv_is_kept() -> None:
+    result = plan(context(node_facts()), VenvParams(VENV, "3.10"), EXISTING)
+    assert result.in_sync
+    assert result.notes == (f"venv {VENV} already runs python 3.11.2 (>= 3.10)",)
+
+
+def test_missing_venv_is_created_with_the_nodes_python() -> None:
+    result = plan(context(node_facts()), VenvParams(VENV), observed())
+    (change,) = result.changes
+    assert change.summary == f"create venv {VENV} with /usr/bin/python3 3.11.2"
+    assert change.actions == (Run(("/usr/bin/python3", "-m", "venv", "--", VENV)),)
+
+
+def test_debian_without_ensurepip_gets_the_venv_package_first() -> None:
+    result = plan(context(node_facts()), VenvParams(VENV), observed(ensurepip=""))
+    (change,) = result.changes
+    assert "installing python3.11-venv" in change.summary
+    assert change.actions[0] == Run(("env", "DEBIAN_FRONTEND=noninteractive", "apt-get",
+                                     "install", "-y", "--no-install-recommends",
+                                     "python3.11-venv"))
+    # not Debian's python, or not apt: the package would not help; venv says what is wrong
+    for facts in (node_facts(python_path="/opt/python/bin/python3"),
+                  node_facts(package_manager="dnf")):
+        (change,) = plan(context(facts), VenvParams(VENV), observed(ensurepip="")).changes
+        assert len(change.actions) == 1
+
+
+def test_too_old_python_fails_clearly() -> None:
+    with pytest.raises(TaskFailed, match=r"python3 \(/usr/bin/python3\) is 3\.8\.10, older than "
+                       r"python_version 3\.10; install a newer python3 or lower python_version"):
+        plan(context(node_facts(python_version="3.8.10")), VenvParams(VENV, "3.10"), observed())
+    with pytest.raises(TaskFailed, match="the node has no python3"):
+        plan(context(node_facts(python_path=None, python_version=None)), VenvParams(VENV),
+             observed())
+
+
+def test_old_or_broken_venv_is_rebuilt() -> None:
+    old = observed("version = 3.9.2\n", runs=True, entries="bin")
+    (change,) = plan(context(node_facts()), VenvParams(VENV, "3.10"), old).changes
+    assert change.summary.startswith(f"rebuild venv {VENV}: its python 3.9.2 is older than 3.10")
+    assert change.actions[0] == Run(("rm", "-rf", "--", VENV))
+    broken = observed("version = 3.11.2\n", runs=False, entries="bin")
+    (change,) = plan(context(node_facts()), VenvParams(VENV), broken).changes
+    assert "its python (3.11.2) no longer runs" in change.summary
+
+
+def test_a_folder_that_is_no_venv_is_left_alone() -> None:
+    with pytest.raises(TaskFailed, match="exists and is not a venv"):
+        plan(context(node_facts()), VenvParams(VENV), observed(entries="data.csv"))
+
+
+def test_params_are_checked() -> None:
+    with pytest.raises(ParamError, match="not an absolute path"):
+        parse_params(VenvParams, {"path": "venv"})
+    with pytest.raises(ParamError, match="not a version"):
+        parse_params(VenvParams, {"python_version": "three"})
+
+
+def test_probe_parsing_and_versions() -> None:
+    state = parse_probe(observed("version_info = 3.12.1\n", runs=True, entries="bin"))
+    assert (state.version, state.runs, state.occupied) == ("3.12.1", True, True)
+    assert parse_pyvenv_cfg("home = /usr/bin\n") is None
+    assert at_least("3.11.2", "3.10") and at_least("3.10.0", "3.10")
+    assert not at_least("3.9.18", "3.10") and at_least("3.12.0rc1", "3.12")
+
+
+def test_installed_distributions_and_requirements() -> None:
+    installed = parse_dist_infos("typing_extensions-4.16.0.dist-info\nZope.Interface-7.0.dist-info"
+                                 "\ntorch-2.13.0+cpu.dist-info\n*.dist-info\nREADME")
+    assert installed == {"typing-extensions": "4.16.0", "zope-interface": "7.0",
+                         "torch": "2.13.0+cpu"}
+    node = {"python_version": "3.11", "python_full_version": "3.11.2", "extra": ""}
+    specs = ["torch==2.13.0", "Typing_Extensions>=4.10", "zope.interface==7.0.1",
+             "tomli; python_version < '3.11'", "six", "torch==2.13.0+cu130",
+             "optree>=0.13; extra == 'optree'", "pkg @ https://example.org/pkg.whl"]
+    assert unsatisfied(specs, installed, node) == ["zope.interface==7.0.1", "six",
+                                                   "torch==2.13.0+cu130",
+                                                   "pkg @ https://example.org/pkg.whl"]
+
+
+# --- on the local test cluster --------------------------------------------------------------
+
+@pytest.mark.integration
+def test_a_too_high_minimum_fails_clearly(testbed: Testbed, tmp_path: Path) -> None:
+    playbook = tmp_path / "venv.yaml"
+    playbook.write_text("- name: venv\n  hosts: node1\n  tasks:\n    - name: Python venv\n"
+                        "      venv: {path: /opt/nodeprov-test/never, python_version: '3.99'}\n")
+    result = CliRunner().invoke(app, ["apply", str(testbed.inventory_path), "-p", str(playbook)])
+    assert result.exit_code == 1
+    assert ("node1: venv: the node's python3 (/usr/bin/python3) is 3.11.2, older than "
+            "python_version 3.99" in " ".join(result.stdout.split()))
+    assert testbed.exec("node1", "test", "-e", "/opt/nodeprov-test/never").returncode == 1
