@@ -12,10 +12,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
-
-import re
 
 from jinja2 import Environment, StrictUndefined, TemplateError, Undefined, meta
 
