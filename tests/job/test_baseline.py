@@ -1,0 +1,121 @@
+"""The bandwidth baseline: record, compare, and the pairwise sweep's ordering."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodeprov.errors import InputError
+from nodeprov.inventory import Host
+from nodeprov.job import baseline
+from nodeprov.job.baseline import (
+    baseline_path,
+    compare_to_baseline,
+    load_baseline,
+    record_baseline,
+    run_pairwise,
+)
+from nodeprov.job.launch import JobOutcome
+from nodeprov.job.results import JobResult, parse_result
+
+RESULT = parse_result((Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text())
+LARGEST = max(RESULT.sizes, key=lambda row: row.bytes)
+
+
+def slower(result: JobResult, factor: float) -> JobResult:
+    """The same run with every size's bus bandwidth times ``factor``."""
+    return dataclasses.replace(result, sizes=tuple(
+        dataclasses.replace(row, busbw_gbps=row.busbw_gbps * factor) for row in result.sizes))
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> Path:
+    path = baseline_path(tmp_path / "cluster.yaml")
+    record_baseline(path, RESULT)
+    return path
+
+
+def test_the_baseline_lives_beside_the_inventory(tmp_path: Path) -> None:
+    assert baseline_path(tmp_path / "cluster.yaml") == tmp_path / "cluster.nodeprov-baseline.json"
+
+
+def test_record_writes_busbw_per_size_and_refuses_a_failed_run(recorded: Path) -> None:
+    data = json.loads(recorded.read_text())
+    assert data["backend"] == "gloo" and data["world_size"] == 2
+    assert data["sizes"][-1] == {"bytes": LARGEST.bytes, "busbw_gbps": LARGEST.busbw_gbps}
+    assert [p.name for p in recorded.parent.iterdir()] == [recorded.name]  # no temp file left
+    with pytest.raises(ValueError, match="a failed run is no baseline"):
+        record_baseline(recorded, dataclasses.replace(RESULT, ok=False))
+
+
+def test_no_baseline_means_nothing_to_compare(tmp_path: Path) -> None:
+    assert compare_to_baseline(tmp_path / "none.json", RESULT, drop=0.3) is None
+
+
+def test_a_drop_within_the_allowance_passes(recorded: Path) -> None:
+    assert compare_to_baseline(recorded, RESULT, drop=0.3) is None
+    assert compare_to_baseline(recorded, slower(RESULT, 0.75), drop=0.3) is None
+    assert compare_to_baseline(recorded, slower(RESULT, 3.0), drop=0.3) is None
+
+
+def test_a_larger_drop_at_the_largest_size_fails_in_one_line(recorded: Path) -> None:
+    line = compare_to_baseline(recorded, slower(RESULT, 0.5), drop=0.3)
+    assert line is not None and "\n" not in line
+    now, before = LARGEST.busbw_gbps * 0.5, LARGEST.busbw_gbps
+    assert line.startswith(f"busbw at 1 MiB fell to {now:.2f} GB/s from {before:.2f} GB/s")
+    assert "(-50%, more than the allowed 30%)" in line
+
+
+def test_only_the_largest_common_size_counts(recorded: Path) -> None:
+    # Small messages measure latency: a slower 8-byte all-reduce alone is no drop.
+    small_slow = dataclasses.replace(RESULT, sizes=(
+        dataclasses.replace(RESULT.sizes[0], busbw_gbps=0.0), *RESULT.sizes[1:]))
+    assert compare_to_baseline(recorded, small_slow, drop=0.3) is None
+    # A run with a smaller max_bytes compares at its own largest size.
+    shorter = slower(dataclasses.replace(RESULT, sizes=RESULT.sizes[:-1]), 0.1)
+    line = compare_to_baseline(recorded, shorter, drop=0.3)
+    assert line is not None and line.startswith("busbw at 512 KiB fell")
+
+
+def test_another_cluster_shape_asks_for_a_new_baseline(recorded: Path) -> None:
+    bigger = dataclasses.replace(RESULT, nnodes=3, world_size=3)
+    line = compare_to_baseline(recorded, bigger, drop=0.3)
+    assert line == ("bandwidth baseline cluster.nodeprov-baseline.json was recorded on 2 ranks "
+                    "on 1 node (gloo) up to 1 MiB; this run is 3 ranks on 3 nodes (gloo) up to "
+                    "1 MiB: record a new baseline to compare")
+
+
+def test_an_unreadable_baseline_is_an_input_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.nodeprov-baseline.json"
+    path.write_text("{not json")
+    with pytest.raises(InputError, match="x.nodeprov-baseline.json: cannot read"):
+        load_baseline(path)
+    path.write_text('{"recorded": "today"}')
+    with pytest.raises(InputError, match="lacks or garbles 'backend'"):
+        compare_to_baseline(path, RESULT, drop=0.3)
+
+
+def test_pairwise_runs_every_pair_once_slowest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    hosts = [Host(name, name, f"10.0.0.{i}") for i, name in enumerate(("a", "b", "c"), 1)]
+    speeds = {("a", "b"): 1.0, ("a", "c"): 0.25, ("b", "c"): None}
+    calls = []
+
+    def fake_run_job(pair: list[Host], sessions: Any, facts: Any, **options: Any) -> JobOutcome:
+        key = (pair[0].name, pair[1].name)
+        calls.append((key, options))
+        speed = speeds[key]
+        if speed is None:
+            return JobOutcome(False, None, "FAIL: 2 nodes (gloo): b: venv: ...", ["b: venv"], 1.0)
+        return JobOutcome(True, slower(RESULT, speed), "PASS", [], 1.0)
+
+    monkeypatch.setattr(baseline, "run_job", fake_run_job)
+    pairs = run_pairwise(hosts, {}, {}, backend="gloo", timeout=60)
+    assert [key for key, _ in calls] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert calls[0][1] == {"backend": "gloo", "timeout": 60}
+    assert [pair.pair for pair in pairs] == [("b", "c"), ("a", "c"), ("a", "b")]
+    assert pairs[0].line() == "b + c: FAIL: 2 nodes (gloo): b: venv: ..."
+    assert pairs[1].line() == f"a + c: {LARGEST.busbw_gbps * 0.25:.2f} GB/s busbw at 1 MiB"

@@ -1,0 +1,453 @@
+"""Launching the job: backend and argv from facts, the stop logic with fake nodes, the node-side
+wrapper on this machine, and the real job on a 3-node testbed (gloo, CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_connectivity import PLAYBOOK, facts_for, open_sessions
+from typer.testing import CliRunner
+
+from nodeprov.facts import Facts
+from nodeprov.gpu import Gpu, GpuInfo
+from nodeprov.inventory import Host
+from nodeprov.job import launch
+from nodeprov.job.connectivity import Check, Matrix
+from nodeprov.job.launch import (
+    FINISH,
+    LAUNCH,
+    JobPlanError,
+    choose_backend,
+    node_failures,
+    plan_job,
+    procs_per_node,
+    run_job,
+    tail,
+)
+from nodeprov.session import Result
+from nodeprov.testbed.cluster import Testbed
+from nodeprov.testbed.lifecycle import temporary
+
+RESULT_JSON = (Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text()
+GLOO_TIMEOUT = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
+                "transport/tcp/pair.h:301] Connect timeout [none]")
+
+
+def gpus(count: int, mig: bool = False) -> GpuInfo:
+    return GpuInfo("550.54.15", (12, 4), tuple(
+        Gpu(i, "NVIDIA H100 80GB HBM3", f"GPU-{i:08d}", 81559) for i in range(count)), mig)
+
+
+HOSTS = [Host(f"node{i}", f"10.0.0.1{i}", f"10.0.0.1{i}") for i in (1, 2, 3)]
+CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
+
+
+def plan(facts: dict[str, Facts], backend: str = "auto", hosts: Sequence[Host] = HOSTS,
+         timeout: int = 120) -> launch.JobPlan:
+    return plan_job(hosts, facts, backend=backend, venv_path="/opt/nodeprov/venv",
+                    rdzv_port=29500, timeout=timeout, max_bytes=1 << 20, run_id="nodeprov-abc")
+
+
+# --- backend, processes and argv from facts ----------------------------------------------------
+
+def test_backend_is_nccl_only_when_every_node_has_gpus() -> None:
+    assert choose_backend("auto", [facts_for("a", gpu=gpus(8)), facts_for("b", gpu=gpus(2))]) \
+        == "nccl"
+    assert choose_backend("auto", [facts_for("a", gpu=gpus(8)), facts_for("b")]) == "gloo"
+    assert choose_backend("auto", [facts_for("a")]) == "gloo"
+    assert choose_backend("gloo", [facts_for("a", gpu=gpus(8))]) == "gloo"
+
+
+def test_one_process_per_gpu_one_on_cpu_and_mig_nodes() -> None:
+    assert procs_per_node(facts_for("a", gpu=gpus(8))) == 8
+    assert procs_per_node(facts_for("a")) == 1
+    assert procs_per_node(facts_for("a", gpu=gpus(7, mig=True))) == 1
+
+
+def test_nccl_on_a_node_without_gpus_is_refused_before_any_connection() -> None:
+    with pytest.raises(JobPlanError, match="node2, node3 has none"):
+        plan({"node1": facts_for("node1", gpu=gpus(2)), **{n: CPU_FACTS[n]
+                                                           for n in ("node2", "node3")}}, "nccl")
+    outcome = run_job(HOSTS, {}, CPU_FACTS, backend="nccl", venv_path="/v", rdzv_port=1,
+                      timeout=10, max_bytes=8)
+    assert not outcome.ok and outcome.verdict.startswith("FAIL: backend nccl needs GPUs")
+
+
+def test_each_node_runs_the_venvs_torchrun_with_c10d_and_no_node_rank() -> None:
+    facts = {"node1": facts_for("node1", gpu=gpus(8)), "node2": facts_for("node2", gpu=gpus(4)),
+             "node3": facts_for("node3", gpu=gpus(4, mig=True))}
+    job = plan(facts)
+    assert job.backend == "nccl" and job.nproc == {"node1": 8, "node2": 4, "node3": 1}
+    sh, dash_c, script, name, run_dir, seconds, run_id, *torchrun = job.argv["node2"]
+    assert (sh, dash_c, script, name) == ("sh", "-c", LAUNCH, "nodeprov-job")
+    assert (run_dir, seconds, run_id) == ("/var/lib/nodeprov/job/nodeprov-abc", "120",
+                                          "nodeprov-abc")
+    assert torchrun == [
+        "/opt/nodeprov/venv/bin/torchrun", "--nnodes", "3", "--nproc-per-node", "4",
+        "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.11:29500", "--rdzv-id",
+        "nodeprov-abc", "--rdzv-conf", "join_timeout=30", "--max-restarts", "0",
+        "/var/lib/nodeprov/job/allreduce.py", "--backend", "nccl", "--result",
+        "/var/lib/nodeprov/job/nodeprov-abc/result.json", "--min-bytes", "8",
+        "--max-bytes", "1048576", "--timeout", "30"]
+    assert not any("node-rank" in word or "node_rank" in word for word in job.argv["node1"])
+
+
+def test_values_reach_the_node_as_arguments_never_inside_the_script() -> None:
+    hosts = [Host("a", "fd00::1", "fd00::1"), Host("b", "fd00::2", "fd00::2")]
+    job = plan_job(hosts, {"a": facts_for("a"), "b": facts_for("b")}, backend="gloo",
+                   venv_path="/opt/it's a venv", rdzv_port=29500, timeout=8, max_bytes=4,
+                   run_id="r1")
+    argv = job.argv["a"]
+    assert argv[2] == LAUNCH and "r1" not in LAUNCH
+    assert "[fd00::1]:29500" in argv and "/opt/it's a venv/bin/torchrun" in argv
+    assert shlex.split(shlex.join(argv)) == list(argv)  # how Session.run sends it
+    assert argv[argv.index("--min-bytes") + 1] == "4"
+    assert argv[argv.index("--timeout") + 1] == "5"  # never below 5 s
+
+
+# --- which nodes failed, and why --------------------------------------------------------------
+
+def test_failures_name_node_item_cause_and_fix_and_skip_stopped_nodes() -> None:
+    launched: dict[str, Result | Exception] = {
+        "node1": Result("", "noise\n" + GLOO_TIMEOUT + "\n", 1),
+        "node2": Result("", "Traceback ...\nSignalException: Process 7 got signal: 15\n", 1),
+        "node3": Result("", "something odd\nValueError: boom\n", 1),
+        "node4": Result("", "", 124),
+        "node5": ConnectionError("node5: connection dropped"),
+    }
+    lines = node_failures(launched, stopped={"node2"}, seconds=30)
+    assert lines[0] == "node5: job: node5: connection dropped"
+    assert lines[1].startswith("node1: firewall: gloo peers could not connect")
+    assert "(nodeprov apply --limit node1 --tags firewall,nccl_env)" in lines[1]
+    assert lines[2] == "node3: job: torchrun exited 1: ValueError: boom"
+    assert lines[3].startswith("node4: job: still running after 30 s, killed on every node")
+    assert not any(line.startswith("node2") for line in lines)
+
+
+def test_tail_keeps_the_last_lines_stdout_first() -> None:
+    result = Result("out\n", "".join(f"line {i}\n" for i in range(100)), 1)
+    assert tail(result).splitlines() == [f"line {i}" for i in range(60, 100)]
+    assert tail(Result("out\n", "err\n", 1)) == "out\nerr"
+
+
+# --- the launcher's control flow, with fake nodes ----------------------------------------------
+
+class FakeNode:
+    """Answers the launcher's round trips: the launch returns ``exit_code`` at once, or (None)
+    runs until the stop step comes; the stop step prints ``result``."""
+
+    def __init__(self, exit_code: int | None, output: str = "", result: str = "",
+                 copy_error: Exception | None = None) -> None:
+        self.exit_code, self.output, self.result = exit_code, output, result
+        self.copy_error = copy_error
+        self.stopped = threading.Event()
+        self.calls: list[str] = []
+
+    def execute(self, task: str, actions: Sequence[Any]) -> None:
+        self.calls.append(f"execute {task}: " + ", ".join(str(action) for action in actions))
+        if self.copy_error:
+            raise self.copy_error
+
+    def run(self, argv: Sequence[str], **_: Any) -> Result:
+        if argv[2] == FINISH:
+            self.calls.append("finish")
+            self.stopped.set()
+            return Result(self.result, "", 0)
+        self.calls.append("launch")
+        if self.exit_code is None:
+            assert self.stopped.wait(10), "the launcher never stopped this node"
+            return Result("", "SignalException: Process 1 got signal: 15", -1)
+        return Result("", self.output, self.exit_code)
+
+
+def run_fake(nodes: dict[str, FakeNode]) -> launch.JobOutcome:
+    return run_job(HOSTS, nodes, CPU_FACTS, backend="auto",  # type: ignore[arg-type]
+                   venv_path="/opt/nodeprov/venv", rdzv_port=29500, timeout=60, max_bytes=1024)
+
+
+def test_a_passing_job_reads_the_result_and_cleans_up_every_node() -> None:
+    nodes = {name: FakeNode(0, result=RESULT_JSON) for name in CPU_FACTS}
+    outcome = run_fake(nodes)
+    assert outcome.ok and outcome.failures == [] and outcome.backend == "gloo"
+    assert outcome.verdict.startswith("PASS: 1 node, 2 ranks (gloo)")
+    assert outcome.result is not None and outcome.result.wrong == 0
+    for node in nodes.values():
+        assert node.calls[0].startswith("execute job: write /var/lib/nodeprov/job/allreduce.py")
+        assert node.calls[1:] == ["launch", "finish"]
+
+
+def test_the_first_failing_node_stops_the_job_everywhere_at_once() -> None:
+    nodes = {"node1": FakeNode(None), "node2": FakeNode(1, "ModuleNotFoundError: No module "
+                                                          "named 'torch'"),
+             "node3": FakeNode(None)}
+    started = time.monotonic()
+    outcome = run_fake(nodes)
+    assert time.monotonic() - started < 5
+    assert all(node.calls[-1] == "finish" for node in nodes.values())
+    assert not outcome.ok and outcome.result is None
+    assert outcome.failures == [
+        "node2: venv: torch is missing from the node's venv (nodeprov apply --limit node2 "
+        "--tags venv); the job said: ModuleNotFoundError: No module named 'torch'"]
+    assert outcome.verdict == "FAIL: 3 nodes (gloo): " + outcome.failures[0]
+    assert set(outcome.tails) == {"node1", "node2", "node3"}
+
+
+def test_interrupting_the_launcher_stops_the_job_on_every_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(launch, "wait", interrupted)
+    nodes = {name: FakeNode(None) for name in CPU_FACTS}
+    with pytest.raises(KeyboardInterrupt):
+        run_fake(nodes)
+    assert all(node.calls[1:] == ["launch", "finish"] for node in nodes.values())
+
+
+def test_a_node_the_job_cannot_be_copied_to_starts_nothing_anywhere() -> None:
+    nodes = {"node1": FakeNode(0), "node2": FakeNode(0, copy_error=OSError("disk full")),
+             "node3": FakeNode(0)}
+    outcome = run_fake(nodes)
+    assert outcome.failures == ["node2: job: cannot copy the job: disk full"]
+    assert all("launch" not in node.calls and node.calls[-1] == "finish"
+               for node in nodes.values())
+
+
+def test_wrong_results_fail_with_the_verdict_of_the_result() -> None:
+    wrong = json.loads(RESULT_JSON) | {"ok": False, "wrong": 3}
+    wrong["sizes"][0]["wrong"] = 3
+    nodes = {name: FakeNode(1, "exit 1", result=json.dumps(wrong)) for name in CPU_FACTS}
+    outcome = run_fake(nodes)
+    assert not outcome.ok and outcome.result is not None
+    assert outcome.verdict == ("FAIL: 1 node, 2 ranks (gloo): 3 wrong all-reduce results "
+                               "(at 8 B)")
+    assert outcome.failures[0] == "node1: job: " + outcome.verdict
+
+
+def test_a_network_failure_runs_the_matrix_to_name_the_blocked_node(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = ("node1 -> node3: TCP to 10.0.0.13:40001 (ephemeral range) timed out: firewall "
+               "on node3 blocks the node subnet (nodeprov apply --limit node3 --tags firewall)")
+    matrix = Matrix(("node1", "node3"), (Check("node1", "node3", "eph", "timeout",
+                                               "10.0.0.13:40001"),))
+    monkeypatch.setattr(launch, "check_connectivity", lambda *args, **kwargs: matrix)
+    nodes = {"node1": FakeNode(1, GLOO_TIMEOUT), "node2": FakeNode(None),
+             "node3": FakeNode(None)}
+    outcome = run_fake(nodes)
+    assert outcome.failures[0].startswith("node1: firewall: gloo peers could not connect")
+    assert outcome.failures[1:] == [blocked]
+    assert outcome.verdict == "FAIL: 3 nodes (gloo): " + blocked
+
+
+def test_ctrl_c_while_copying_still_cleans_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_on_every = launch.on_every
+    calls = []
+
+    def copy_interrupted(names: Any, work: Any) -> Any:
+        calls.append(names)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real_on_every(names, work)
+
+    monkeypatch.setattr(launch, "on_every", copy_interrupted)
+    nodes = {name: FakeNode(0) for name in CPU_FACTS}
+    with pytest.raises(KeyboardInterrupt):
+        run_fake(nodes)
+    assert all(node.calls == ["finish"] for node in nodes.values())
+
+
+# --- the node-side wrapper and stop step, on this machine ---------------------------------------
+
+def marked(run_id: str) -> list[int]:
+    """Processes carrying the run's marker, as the stop step finds them."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"NODEPROV_JOB_RUN={run_id}".encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    run_id = f"nodeprov-test-{os.getpid()}-{time.monotonic_ns()}"
+    directory = tmp_path / run_id
+    directory.mkdir()
+    yield directory, run_id
+    for pid in marked(run_id):  # never leave a test's sleeper behind
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_stop_step_kills_the_group_and_workers_in_their_own_sessions(
+        run_dir: tuple[Path, str]) -> None:
+    directory, run_id = run_dir
+    # Like torchrun: a worker in a session of its own, which the group kill alone misses.
+    fake_torchrun = ["sh", "-c", "setsid sleep 300 & exec sleep 301"]
+    job = subprocess.Popen(["sh", "-c", LAUNCH, "nodeprov-job", str(directory), "60", run_id,
+                            *fake_torchrun])
+    for _ in range(100):  # timeout (the group leader), sleep 301 and the setsid sleep 300
+        if len(marked(run_id)) >= 3 and (directory / "pid").exists():
+            break
+        time.sleep(0.05)
+    assert len(marked(run_id)) >= 3
+    sessions = {int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+                for pid in marked(run_id)}
+    assert len(sessions) == 2
+    (directory / "result.json").write_text('{"ok": true}\n')
+    finish = subprocess.run(["sh", "-c", FINISH, "stop", str(directory), run_id],
+                            capture_output=True, text=True, check=True, timeout=30)
+    assert finish.stdout == '{"ok": true}\n'
+    assert job.wait(timeout=10) != 0
+    assert marked(run_id) == [] and not directory.exists()
+
+
+def test_the_deadline_kills_a_hung_job_and_a_stopped_run_never_starts(
+        run_dir: tuple[Path, str]) -> None:
+    directory, run_id = run_dir
+    started = time.monotonic()
+    hung = subprocess.run(["sh", "-c", LAUNCH, "nodeprov-job", str(directory), "1", run_id,
+                           "sleep", "30"], timeout=30, check=False)
+    assert hung.returncode == 124 and time.monotonic() - started < 5
+    shutil.rmtree(directory)  # what the stop step leaves: a late launch must not start
+    late = subprocess.run(["sh", "-c", LAUNCH, "nodeprov-job", str(directory), "60", run_id,
+                           "sleep", "30"], capture_output=True, timeout=30, check=False)
+    assert late.returncode == 125 and marked(run_id) == []
+
+
+# --- on a testbed: the real job ---------------------------------------------------------------
+
+VENV = "/opt/nodeprov/venv"
+WORKER = "^[^ ]*python[0-9.]* -u /var/lib/nodeprov/job/allreduce.py"  # a rank, from torchrun
+INSTALL = ["sh", "-c", 'python3 -m venv "$1" && "$1/bin/pip" install -q --no-index '
+           '--find-links /opt/wheels --find-links /opt/pypi/files torch==2.13.0', "install", VENV]
+
+
+@pytest.fixture(scope="module")
+def job_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    """A private 3-node testbed with names, socket env and a torch venv on every node (the
+    shared testbed stays unconfigured for the tasks' own tests)."""
+    from nodeprov.cli import app
+
+    with temporary(nodes=3, outsider=False) as bed:
+        playbook = tmp_path_factory.mktemp("job") / "playbook.yaml"
+        playbook.write_text(PLAYBOOK)
+        applied = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook)])
+        assert applied.exit_code == 0, applied.output
+        # The nodes are offline: torch comes from the wheels under /opt, shared by every node.
+        installs = {name: threading.Thread(target=lambda n=name: results.update(
+            {n: bed.exec(n, *INSTALL, timeout=600)})) for name in bed.nodes}
+        results: dict[str, subprocess.CompletedProcess[str]] = {}
+        for thread in installs.values():
+            thread.start()
+        for thread in installs.values():
+            thread.join()
+        for name, done in results.items():
+            assert done.returncode == 0, f"{name}: {done.stderr[-2000:]}"
+        yield bed
+
+
+def leftovers(bed: Testbed) -> dict[str, str]:
+    """Any job process (torchrun, its workers) or run directory still on a node."""
+    found = {}
+    for name in bed.nodes:
+        procs = bed.exec(name, "pgrep", "-af", "torchrun|allreduce|NODEPROV").stdout.strip()
+        runs = bed.exec(name, "sh", "-c", "ls /var/lib/nodeprov/job | grep -v allreduce.py",
+                        ).stdout.strip()
+        if procs or runs:
+            found[name] = f"{procs} {runs}".strip()
+    return found
+
+
+def job_on(bed: Testbed, *, timeout: int = 60, max_bytes: int = 1 << 20) -> launch.JobOutcome:
+    hosts, sessions, facts = open_sessions(bed)
+    try:
+        return run_job(hosts, sessions, facts, backend="auto", venv_path=VENV, rdzv_port=29500,
+                       timeout=timeout, max_bytes=max_bytes)
+    finally:
+        for session in sessions.values():
+            session.close()
+
+
+@pytest.mark.integration
+def test_the_job_passes_on_three_cpu_nodes_with_gloo(job_bed: Testbed) -> None:
+    outcome = job_on(job_bed)
+    print(f"\njob on 3 CPU nodes, launch to verdict: {outcome.duration_s:.1f} s: "
+          f"{outcome.verdict}")
+    assert outcome.ok, outcome.failures
+    assert outcome.result is not None
+    assert outcome.result.nnodes == 3 and outcome.result.backend == "gloo"
+    assert sorted(outcome.result.hostnames) == ["node1", "node2", "node3"]
+    assert outcome.result.wrong == 0 and all(row.busbw_gbps > 0 for row in outcome.result.sizes)
+    assert outcome.verdict.startswith("PASS: 3 nodes, 3 ranks (gloo)")
+    assert leftovers(job_bed) == {}
+
+
+@pytest.mark.integration
+def test_a_blocked_node_fails_the_job_fast_names_its_firewall_and_leaves_nothing(
+        job_bed: Testbed) -> None:
+    rule = ["INPUT", "-s", job_bed.subnet, "-p", "tcp", "--dport", "32768:60999", "-j", "DROP"]
+    job_bed.exec("node3", "iptables", "-I", *rule, check=True)
+    try:
+        outcome = job_on(job_bed, timeout=30)
+    finally:
+        job_bed.exec("node3", "iptables", "-D", *rule, check=True)
+    print(f"\nblocked node3: failed after {outcome.duration_s:.1f} s (timeout 30 s): "
+          f"{outcome.verdict}")
+    assert not outcome.ok and outcome.duration_s < 30
+    assert not any("still running after" in line for line in outcome.failures)
+    assert any(": firewall: " in line for line in outcome.failures)
+    # The matrix the launcher ran after the failure names the blocked node itself.
+    assert any(line.startswith("node1 -> node3: TCP to ")
+               and "firewall on node3 blocks the node subnet" in line
+               and "--limit node3 --tags firewall" in line for line in outcome.failures)
+    assert leftovers(job_bed) == {}
+
+
+@pytest.mark.integration
+def test_ctrl_c_while_the_job_runs_stops_it_on_every_node(job_bed: Testbed) -> None:
+    def interrupt_once_running() -> None:
+        for _ in range(600):
+            if all(job_bed.exec(n, "pgrep", "-f", WORKER).stdout for n in job_bed.nodes):
+                os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends
+                return
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=interrupt_once_running)
+    watcher.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            job_on(job_bed, timeout=120, max_bytes=64 << 20)
+    finally:
+        watcher.join()
+    assert leftovers(job_bed) == {}
+
+
+@pytest.mark.integration
+def test_the_nodes_persisted_socket_env_reaches_the_job(job_bed: Testbed) -> None:
+    _hosts, sessions, _facts = open_sessions(job_bed)
+    try:
+        session = sessions["node2"]
+        session.run(["mkdir", "-p", "/tmp/nodeprov-env-check"])
+        # `env` in torchrun's place: what the job's processes get through SSH, sh and setsid.
+        shown = session.run(["sh", "-c", LAUNCH, "nodeprov-job", "/tmp/nodeprov-env-check", "10",
+                             "env-check", "env"])
+    finally:
+        for each in sessions.values():
+            each.close()
+    assert shown.exit_code == 0
+    env = dict(line.split("=", 1) for line in shown.stdout.splitlines() if "=" in line)
+    assert env["GLOO_SOCKET_IFNAME"] == "eth0" and env["NCCL_SOCKET_IFNAME"] == "=eth0"
+    assert env["NODEPROV_JOB_RUN"] == "env-check"
