@@ -115,19 +115,21 @@ def verify(
     limit: LimitOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    job: Annotated[bool, typer.Option(
+        "--job/--no-job", help="After the checks, run the connectivity matrix and the "
+        "verification job, and compare bandwidth with apply's baseline.")] = True,
 ) -> None:
-    """Check that every node is as apply left it; print each drift and its repair command.
+    """Check that every node is as apply left it; print each drift and its repair command,
+    then prove the cluster again with the job. Changes nothing.
 
-    Changes nothing. The same checks run with pytest:
-    pytest -p nodeprov.checks --pyargs nodeprov.checks --inventory INVENTORY
+    The same checks run with pytest: pytest --pyargs nodeprov.checks --inventory INVENTORY
     """
-    from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
-    from nodeprov.verify import print_report, run_checks
+    from nodeprov.verify import run_verify
 
     try:
-        verification = run_checks(resolve_inventory(inventory), playbook, limit=limit,
-                                  accept_new_host_keys=accept_new_host_keys)
+        code = run_verify(resolve_inventory(inventory), playbook, limit=limit,
+                          accept_new_host_keys=accept_new_host_keys, json_path=json_path,
+                          job=job)
     except NodeprovError as error:
         fail(error)
-    print_report(verification, json_path=json_path)
-    raise typer.Exit(EXIT_OK if verification.ok else EXIT_HOST_FAILED)
+    raise typer.Exit(code)

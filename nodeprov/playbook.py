@@ -22,12 +22,13 @@ from typing import Any
 from nodeprov.errors import InputError
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
+from nodeprov.prove import JobParams
 from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
 from nodeprov.tasks.registry import REGISTRY
 from nodeprov.templating import TemplateError, referenced_names, render_value
 from nodeprov.yamlfile import YamlList, YamlMap, load_yaml_file
 
-PLAY_KEYS = ("name", "hosts", "vars", "tasks")
+PLAY_KEYS = ("name", "hosts", "vars", "tasks", "job", "tags")
 TASK_KEYS = ("name", "tags")
 BUILTIN_NAMES = frozenset({"facts", "inventory_hostname", "group_names", "groups"})
 
@@ -81,10 +82,36 @@ class TaskSpec:
 
 
 @dataclass(frozen=True)
+class JobSpec:
+    """A play's ``job:``: the verification job across all the play's hosts, rendered once with
+    the first host's vars (the job is one cluster-wide run)."""
+
+    raw_params: Mapping[str, Any]
+    play_vars: Mapping[str, Any]
+    tags: tuple[str, ...]
+    source: str
+    line: int
+
+    def params_for(self, host: Host) -> JobParams:
+        variables = {**host.vars, **self.play_vars, "inventory_hostname": host.name}
+        where = f"play job ({host.name})"
+        try:
+            return parse_params(JobParams, render_value(dict(self.raw_params), variables))
+        except TemplateError as error:
+            raise InputError(f"template error: {error}", source=self.source, line=self.line,
+                             field=where) from None
+        except ParamError as error:
+            raise InputError(f"{error}; valid: {', '.join(param_names(JobParams))}",
+                             source=self.source, line=self.line,
+                             field=f"{where} {error.field}") from None
+
+
+@dataclass(frozen=True)
 class Play:
     name: str
     hosts: tuple[Host, ...]
     tasks: tuple[TaskSpec, ...]
+    job: JobSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +155,8 @@ def _load_play(play: Any, line: int, source: str, inventory: Inventory) -> Play:
     if not isinstance(play_vars, Mapping):
         raise InputError("vars: must be a mapping", source=source, line=play.line_of("vars"),
                          field=f"play {name!r} vars")
-    tasks = play.get("tasks")
+    job = _load_job(play, source, play_vars, hosts)
+    tasks = play.get("tasks", YamlList() if job else None)
     if not isinstance(tasks, YamlList):
         raise InputError("tasks: must be a list of tasks", source=source,
                          line=play.line_of("tasks"), field=f"play {name!r} tasks")
@@ -136,7 +164,28 @@ def _load_play(play: Any, line: int, source: str, inventory: Inventory) -> Play:
                   for index, task in enumerate(tasks))
     for spec in specs:
         _check_against_hosts(spec, hosts, inventory)
-    return Play(name=name, hosts=tuple(hosts), tasks=specs)
+    return Play(name=name, hosts=tuple(hosts), tasks=specs, job=job)
+
+
+def _load_job(play: YamlMap, source: str, play_vars: Mapping[str, Any],
+              hosts: Sequence[Host]) -> JobSpec | None:
+    if "job" not in play:
+        if "tags" in play:
+            raise InputError("play-level tags: go with job:; tag tasks one by one",
+                             source=source, line=play.line_of("tags"), field="tags")
+        return None
+    params = play["job"] if play["job"] is not None else YamlMap()
+    if not isinstance(params, Mapping):
+        raise InputError(f"job: must be a mapping; valid: {', '.join(param_names(JobParams))}",
+                         source=source, line=play.line_of("job"), field="job")
+    tags = play.get("tags", ())
+    tags = (tags,) if isinstance(tags, str) else tags
+    if not isinstance(tags, (list, tuple)) or not all(isinstance(tag, str) for tag in tags):
+        raise InputError("tags: must be a list of words", source=source,
+                         line=play.line_of("tags"), field="tags")
+    spec = JobSpec(dict(params), dict(play_vars), tuple(tags), source, play.line_of("job"))
+    spec.params_for(hosts[0])
+    return spec
 
 
 def _load_task(task: Any, line: int, source: str, play_vars: Mapping[str, Any]) -> TaskSpec:

@@ -1,19 +1,25 @@
 """The runner: connects to every host in parallel, plans each task just before it runs, acts.
 
-    results = run_playbook(playbook, inventory, targets, RunOptions(check=True), reporter)
+    run = run_playbook(playbook, inventory, targets, RunOptions(check=True), reporter, sessions)
 
 Phase 1 opens one SSH connection per inventory host and reads facts and every task's probe in
 one round trip (hosts outside ``--limit`` give facts only: the hosts task lists every node).
 Phase 2 walks each target host's tasks in order: plan, then (unless ``check``) execute; after a
 change the remaining probes are read again, so each plan sees what earlier tasks did. A failure
 stops that host's remaining tasks, never other hosts.
+
+Unless ``check``, each target host's first read takes the node's run lock, held to the end: a
+second apply on the same node waits, then plans from what the first one left. Ctrl-C lets each
+host finish the round trip in flight, stops it before its next task, and raises Interrupted
+with the outcome so far; a second Ctrl-C drops the connections at once.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -61,6 +67,23 @@ class HostResult:
     facts: Facts | None = None
 
 
+@dataclass(frozen=True)
+class RunOutcome:
+    """One result per target host (in order), and every inventory host's facts (None when it
+    could not be read), for what runs after the tasks."""
+
+    results: list[HostResult]
+    facts: dict[str, Facts | None]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run between round trips; ``outcome`` says where each host stopped."""
+
+    def __init__(self, outcome: RunOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
 class Reporter(Protocol):
     """Receives progress from the runner's threads (implementations must be thread-safe)."""
 
@@ -96,20 +119,27 @@ def host_tasks(playbook: Playbook, inventory: Inventory, targets: Sequence[Host]
 
 
 def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
-                 options: RunOptions, reporter: Reporter) -> list[HostResult]:
+                 options: RunOptions, reporter: Reporter,
+                 sessions: Mapping[str, Session]) -> RunOutcome:
+    """Run the tasks; ``sessions`` (one per inventory host, opened here) stay open for the
+    caller, who closes them (the verification job reuses them)."""
     runs = host_tasks(playbook, inventory, targets, options.tags)
-    sessions = {host.name: Session(host, options.ssh) for host in inventory.hosts}
     results = {host.name: HostResult(host.name) for host in inventory.hosts}
     observed: dict[str, list[str | None]] = {}
     started = time.monotonic()
+    stop = threading.Event()
 
     def connect_and_gather(host: Host) -> None:
         session, result = sessions[host.name], results[host.name]
         run = runs.get(host.name)
         probes = [_probe(run, index) for index in range(len(run.specs))] if run else []
+        if stop.is_set():
+            result.status, result.error = "failed", f"{host.name}: interrupted before connecting"
+            return
         try:
             session.open()
-            result.facts, outputs = session.gather(probes)
+            locking = run is not None and not options.check
+            result.facts, outputs = session.gather(probes, lock=locking)
             observed[host.name] = [out if probe else None
                                    for out, probe in zip(outputs, probes, strict=True)]
         except Unreachable as error:
@@ -122,20 +152,39 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         if result.error is None:
             cluster = {h.name: (h, results[h.name].facts) for h in inventory.hosts}
             _apply_tasks(run, sessions[run.host.name], result, observed[run.host.name],
-                         cluster, inventory, options.check, reporter)
+                         cluster, inventory, options.check, reporter, stop)
         result.duration = time.monotonic() - started
         result.connections = sessions[run.host.name].connections
         result.round_trips = sessions[run.host.name].round_trips
         reporter.host_done(result)
 
+    with ThreadPoolExecutor(max_workers=max(1, options.forks)) as pool:
+        _on_every(pool, connect_and_gather, inventory.hosts, stop, sessions)
+        _on_every(pool, apply_host, runs.values(), stop, sessions)
+    outcome = RunOutcome([results[name] for name in runs],
+                         {name: result.facts for name, result in results.items()})
+    if stop.is_set():
+        raise Interrupted(outcome)
+    return outcome
+
+
+def _on_every(pool: ThreadPoolExecutor, work: Callable[[Any], None], items: Iterable[Any],
+              stop: threading.Event, sessions: Mapping[str, Session]) -> None:
+    """``work`` on every item; Ctrl-C sets ``stop`` and waits for the round trips in flight,
+    a second one drops the connections under them."""
+    futures = [pool.submit(work, item) for item in items]
     try:
-        with ThreadPoolExecutor(max_workers=max(1, options.forks)) as pool:
-            list(pool.map(connect_and_gather, inventory.hosts))
-            list(pool.map(apply_host, runs.values()))
-    finally:
-        for session in sessions.values():
-            session.close()
-    return [results[name] for name in runs]
+        wait(futures)
+    except KeyboardInterrupt:
+        stop.set()
+        try:
+            wait(futures)
+        except KeyboardInterrupt:
+            for session in sessions.values():
+                session.disconnect("interrupted (Ctrl-C twice)")
+            wait(futures)
+    for future in futures:
+        future.result()
 
 
 def _probe(run: _HostRun, index: int) -> Probe | None:
@@ -145,11 +194,18 @@ def _probe(run: _HostRun, index: int) -> Probe | None:
 
 def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                  observed: list[str | None], cluster: Mapping[str, tuple[Host, Facts | None]],
-                 inventory: Inventory, check: bool, reporter: Reporter) -> None:
+                 inventory: Inventory, check: bool, reporter: Reporter,
+                 stop: threading.Event) -> None:
     facts = result.facts
     assert facts is not None
     stale = False
     for index, spec in enumerate(run.specs):
+        if stop.is_set():
+            result.status = "failed"
+            result.error = f"{run.host.name}: interrupted before task {spec.name!r}"
+            result.tasks.extend(TaskResult(s.name, s.type.name, "skipped")
+                                for s in run.specs[index:])
+            return
         started = time.monotonic()
         task = TaskResult(spec.name, spec.type.name, "ok")
         try:

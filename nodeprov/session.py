@@ -5,6 +5,10 @@
     session.execute("hosts", [Write("/etc/hosts", text)])   # one round trip
 
 Commands are argv lists joined by ``shlex.join``; inventory values reach the node as quoted data.
+A node that stops answering SSH keepalives (rebooting, frozen, cut off) fails its round trip
+within seconds (``SshOptions.keepalive_*``) instead of hanging it. ``gather(lock=True)`` (apply)
+reads under the node's run lock and holds it until ``close``: two applies never interleave
+their edits on a node, and one waits for commands a killed run left running there.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import secrets
 import shlex
 import socket
 import subprocess
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +31,24 @@ from nodeprov.inventory import Host
 from nodeprov.tasks.base import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 
 STATE_DIR = "/var/lib/nodeprov"
-LOCK_PATH = f"{STATE_DIR}/lock"
+LOCK_PATH = f"{STATE_DIR}/lock"  # held by each batch of actions, by flock, while it runs
+RUN_LOCK = "/run/lock/nodeprov.lock"  # held by an apply's session; says whose run holds it
+# Takes the run lock, waits for batches of killed runs, runs the facts, then holds the lock
+# until nodeprov closes the channel or (a dropped connection sshd has not noticed) stops
+# sending heartbeats. Exit 75 with a message on stderr when the lock is not had in time.
+_HOLD_RUN_LOCK = r"""lock=$1 wait=$2 quiet=$3 batches=$4; shift 4
+mkdir -p -- "${lock%/*}" "${batches%/*}" && exec 9>>"$lock" || exit 1
+if ! flock -w "$wait" 9; then
+  echo "another nodeprov run still holds this node after $wait s: $(cat -- "$lock")" >&2
+  exit 75
+fi
+if ! flock -w "$wait" "$batches" true 9>&-; then
+  echo "a command of an interrupted nodeprov run still runs after $wait s" >&2; exit 75
+fi
+echo "pid $$ since $(date -u +%FT%TZ) from ${SSH_CLIENT%% *}" > "$lock"
+"$@" 9>&-
+while beat=$(timeout "$quiet" head -c 1 9>&-) && [ -n "$beat" ]; do :; done
+"""
 # Runs a task's actions as one script: markers on stderr tell which action failed.
 _ACTIONS_PRELUDE = r"""set -e
 token=$1; shift
@@ -48,6 +71,10 @@ class SshOptions:
     accept_new_host_keys: bool = False
     connect_timeout: float = 10.0
     command_timeout: float = 1800.0
+    # like OpenSSH's ServerAliveInterval and ServerAliveCountMax
+    keepalive_interval: float = 5.0
+    keepalive_count_max: int = 3
+    lock_timeout: float = 600.0  # how long an apply waits for another one on the same node
 
 
 @dataclass(frozen=True)
@@ -66,6 +93,9 @@ class Session:
         self.connections = 0
         self.round_trips = 0
         self._connection: Any = None
+        self._holder: Any = None  # the channel holding the run lock
+        self._lost: str | None = None  # why the connection was dropped under a round trip
+        self._closed = threading.Event()
 
     # --- connection -----------------------------------------------------------------------------
     def open(self) -> None:
@@ -80,11 +110,42 @@ class Session:
                               f"{self.host.port}: {_describe(error)}",
                               hint="is sshd running and the address right?") from None
         self.connections += 1
+        self._closed = threading.Event()
+        threading.Thread(target=self._watch, args=(self._connection.transport,), daemon=True,
+                         name=f"keepalive {self.host.name}").start()
 
     def close(self) -> None:
+        self._closed.set()
+        if self._holder is not None:
+            self._holder.close()  # the node's holder reads EOF: the run lock is free
+            self._holder = None
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+    def disconnect(self, why: str) -> None:
+        """Drop the connection now, from any thread: the round trip in flight fails saying
+        ``why``; its command goes on on the node, and the node's locks make the next run wait."""
+        self._lost = why
+        if self._connection is not None:
+            self._connection.close()
+
+    def _watch(self, transport: Any) -> None:
+        """Send a keepalive every interval; when one goes unanswered for ``count_max``
+        intervals, close the connection, so the round trip in flight fails instead of hanging.
+        Also feeds the run lock's heartbeat."""
+        interval, count = self.options.keepalive_interval, self.options.keepalive_count_max
+        while not self._closed.wait(interval):
+            holder = self._holder
+            if holder is not None and holder.send_ready():
+                holder.send(b".")
+            reply = threading.Thread(target=transport.global_request, daemon=True,
+                                     args=("keepalive@openssh.com",))
+            reply.start()
+            reply.join(interval * count)
+            if reply.is_alive() and not self._closed.is_set():
+                self.disconnect(f"the node answered no SSH keepalive for {interval * count:g} s")
+                return
 
     def __enter__(self) -> Session:
         self.open()
@@ -97,12 +158,7 @@ class Session:
     def run(self, argv: Sequence[str], *, stdin: str | None = None, task: str = "",
             timeout: float | None = None) -> Result:
         """Run argv (with sudo when the host says become) and return its output, any exit."""
-        if self.host.become:
-            sudo = ["sudo", "-S", "-p", "", "--"] if self.host.become_password else [
-                "sudo", "-n", "--"]
-            argv = [*sudo, *argv]
-            if self.host.become_password:
-                stdin = self.host.become_password + "\n" + (stdin or "")
+        argv, stdin = self._as_root(argv, stdin)
         self.round_trips += 1
         try:
             result = self._connection.run(
@@ -111,20 +167,39 @@ class Session:
                 in_stream=io.StringIO(stdin) if stdin is not None else False,
             )
         except Exception as error:
-            raise HostError(self.host.name, task, f"connection failed during "
-                            f"{_short(argv)}: {_describe(error)}",
-                            hint="did the node reboot or the network drop?") from None
+            raise self._broken(task, argv, _describe(error)) from None
+        if self._lost:
+            raise self._broken(task, argv, "")
         return Result(result.stdout, result.stderr, result.exited)
 
-    def gather(self, probes: Sequence[Probe | None]) -> tuple[Facts, list[str]]:
-        """Facts and every probe's output, in one round trip."""
+    def _as_root(self, argv: Sequence[str], stdin: str | None) -> tuple[list[str], str | None]:
+        if not self.host.become:
+            return list(argv), stdin
+        if self.host.become_password:
+            return (["sudo", "-S", "-p", "", "--", *argv],
+                    self.host.become_password + "\n" + (stdin or ""))
+        return ["sudo", "-n", "--", *argv], stdin
+
+    def _broken(self, task: str, argv: Sequence[str], cause: str) -> HostError:
+        if self._lost:
+            return HostError(self.host.name, task, f"connection lost during {_short(argv)}: "
+                             f"{self._lost}", hint="did the node reboot, freeze or drop off "
+                             "the network?")
+        return HostError(self.host.name, task, f"connection failed during {_short(argv)}: "
+                         f"{cause}", hint="did the node reboot or the network drop?")
+
+    def gather(self, probes: Sequence[Probe | None], *,
+               lock: bool = False) -> tuple[Facts, list[str]]:
+        """Facts and every probe's output, in one round trip; with ``lock``, read under the
+        node's run lock, which the session then holds until ``close``."""
         token = secrets.token_hex(8)
         script = [FACTS_SCRIPT]
         for index, probe in enumerate(probes):
             if probe is not None:
                 script.append(f"section probe.{index}\n{shlex.join(probe.argv)} || true\n")
         script.append("section end\n")
-        result = self.run(["sh", "-c", "".join(script), "nodeprov-facts", token], task="facts")
+        argv = ["sh", "-c", "".join(script), "nodeprov-facts", token]
+        result = self._hold_run_lock(argv, token) if lock else self.run(argv, task="facts")
         if result.exit_code != 0:
             raise CommandFailed(self.host.name, "facts", "sh facts.sh", result.exit_code,
                                 result.stderr or result.stdout)
@@ -136,6 +211,36 @@ class Session:
                             hint="is this a Linux node with iproute2?") from None
         observed = [sections.get(f"probe.{index}", "") for index in range(len(probes))]
         return facts, observed
+
+    def _hold_run_lock(self, argv: Sequence[str], token: str) -> Result:
+        """Run the facts ``argv`` under the run lock, in a channel left open to hold it."""
+        quiet = self.options.keepalive_interval * self.options.keepalive_count_max * 2
+        command, stdin = self._as_root(
+            ["sh", "-c", _HOLD_RUN_LOCK, "nodeprov-lock", RUN_LOCK,
+             str(int(self.options.lock_timeout)), str(int(quiet)), LOCK_PATH, *argv], None)
+        self.round_trips += 1
+        end, output = f"\n@@{token} end\n".encode(), b""
+        try:
+            channel = self._connection.transport.open_session()
+            channel.exec_command(shlex.join(command))
+            if stdin:
+                channel.sendall(stdin.encode())
+            while end not in output:  # a dead connection ends this: the watchdog closes it
+                chunk = channel.recv(65536)
+                if not chunk:
+                    break
+                output += chunk
+        except Exception as error:
+            raise self._broken("lock", command, _describe(error)) from None
+        if end not in output:
+            if self._lost:
+                raise self._broken("lock", command, "")
+            status = channel.recv_exit_status()
+            stderr = channel.makefile_stderr().read().decode(errors="replace").strip()
+            raise HostError(self.host.name, "lock", stderr or f"taking the run lock exited "
+                            f"{status}", hint="wait for it, or stop it and run again")
+        self._holder = channel
+        return Result(output.decode(errors="replace"), "", 0)
 
     def execute(self, task: str, actions: Sequence[Action]) -> None:
         """Run a task's actions: consecutive commands and writes in one locked round trip."""
@@ -241,3 +346,23 @@ def _describe(error: BaseException) -> str:
         return "timed out"
     return str(error) or type(error).__name__
 
+
+
+def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = 32
+                ) -> tuple[dict[str, Session], dict[str, Facts], dict[str, str]]:
+    """Open a session to every host in parallel and read its facts: (open sessions, facts,
+    one-line errors of the hosts that failed). The caller closes the sessions."""
+    sessions = {host.name: Session(host, options) for host in hosts}
+
+    def open_and_read(session: Session) -> Facts | str:
+        try:
+            session.open()
+            return session.gather([])[0]
+        except HostError as error:
+            return str(error)
+
+    with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
+        read = dict(zip(sessions, pool.map(open_and_read, sessions.values()), strict=True))
+    facts = {name: found for name, found in read.items() if isinstance(found, Facts)}
+    errors = {name: found for name, found in read.items() if isinstance(found, str)}
+    return sessions, facts, errors

@@ -23,16 +23,20 @@ import time
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from rich.console import Console
 
 from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, REPAIR_SEPARATOR, failure_message
 from nodeprov.commands import default_playbook, select_hosts
-from nodeprov.errors import InputError, NodeprovError
+from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
 from nodeprov.inventory import load_inventory
+from nodeprov.job.baseline import baseline_path
+from nodeprov.job.connectivity import Matrix
 from nodeprov.playbook import load_playbook
+from nodeprov.prove import Proof, print_proof, prove_cluster
+from nodeprov.session import SshOptions, connect_all
 
 # "error": the check could not run (an unreachable node, a check that crashed)
 Outcome = Literal["passed", "failed", "error", "skipped"]
@@ -146,9 +150,8 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
     return Verification(tuple(collector.results), time.monotonic() - started)
 
 
-def print_report(verification: Verification, *, json_path: str | None = None) -> None:
-    """Drift lines and a summary on stdout (stderr when the JSON goes to stdout)."""
-    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+def print_report(console: Console, verification: Verification) -> None:
+    """Drift lines and a summary."""
     for line in verification.drift_lines():
         console.print(line, style="bold red", markup=False)
     nodes = len({result.node for result in verification.results if result.node})
@@ -157,12 +160,57 @@ def print_report(verification: Verification, *, json_path: str | None = None) ->
                   f"drifted, {verification.count('error')} could not run, "
                   f"{verification.count('skipped')} skipped in "
                   f"{verification.duration:.1f}s", markup=False)
+
+
+def report_json(verification: Verification) -> dict[str, Any]:
+    return {"ok": verification.ok, "duration": verification.duration,
+            "drift": verification.drift_lines(),
+            "checks": [asdict(result) for result in verification.results]}
+
+
+def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str | None,
+               accept_new_host_keys: bool, json_path: str | None, job: bool) -> int:
+    """The checks, then (``job``) the connectivity matrix and the job compared with the
+    bandwidth baseline apply recorded; prints the report and returns the exit code."""
+    verification = run_checks(inventory_path, playbook_path, limit=limit,
+                              accept_new_host_keys=accept_new_host_keys)
+    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    print_report(console, verification)
+    proofs = _prove_again(console, inventory_path, playbook_path,
+                          SshOptions(accept_new_host_keys=accept_new_host_keys)) if job else []
+    ok = verification.ok and all(proof.ok for proof in proofs)
     if json_path:
-        text = json.dumps({"ok": verification.ok, "duration": verification.duration,
-                           "drift": verification.drift_lines(),
-                           "checks": [asdict(result) for result in verification.results]},
-                          indent=2)
+        text = json.dumps({**report_json(verification), "ok": ok,
+                           "proofs": [proof.to_json() for proof in proofs]}, indent=2)
         if json_path == "-":
             sys.stdout.write(text + "\n")
         else:
             Path(json_path).write_text(text + "\n")
+    return EXIT_OK if ok else EXIT_HOST_FAILED
+
+
+def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | None,
+                 options: SshOptions) -> list[Proof]:
+    inventory = load_inventory(inventory_path)
+    playbook = load_playbook(playbook_path or default_playbook(), inventory)
+    proofs = []
+    for play in playbook.plays:
+        if play.job is None:
+            continue
+        sessions, facts, errors = connect_all(play.hosts, options)
+        try:
+            if errors:
+                for line in errors.values():
+                    console.print(f"job: not run: {line}", style="bold red", markup=False)
+                proofs.append(Proof(Matrix(tuple(sessions), (), tuple(errors.values())), None))
+                continue
+            console.print(f"job: connectivity matrix, then torchrun on {len(play.hosts)} "
+                          "nodes ...", markup=False, highlight=False)
+            proof = prove_cluster(play.hosts, sessions, facts, play.job.params_for(play.hosts[0]),
+                                  baseline=baseline_path(inventory.path), record=False)
+            print_proof(console, proof)
+            proofs.append(proof)
+        finally:
+            for session in sessions.values():
+                session.close()
+    return proofs

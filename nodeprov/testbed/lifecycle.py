@@ -171,6 +171,6 @@ def temporary(nodes: int = 3, outsider: bool = False, subnet: str | None = None,
 
 
 def _remove_temporary(directory: Path) -> None:
-    down(directory)
-    if directory.exists():
-        directory.rmdir()
+    down(directory)  # raises before anything is deleted if a mount is still there
+    # the folder is the fixture's own: what was written into it (a job baseline) goes too
+    shutil.rmtree(directory, ignore_errors=True)

@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, Drift, failure_message
-from nodeprov.verify import CheckResult, Collector, Verification, print_report
+from nodeprov.verify import CheckResult, Collector, Verification, print_report, report_json
 
 
 def test_drift_line_names_node_item_expected_found_and_repair() -> None:
@@ -131,23 +132,17 @@ def test_unreachable_node_is_one_line_not_one_per_check() -> None:
     assert [result.count(o) for o in ("passed", "failed", "error", "skipped")] == [1, 1, 2, 1]
 
 
-def test_report_prints_lines_and_summary_and_json_to_a_file(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    print_report(verification(), json_path=str(tmp_path / "v.json"))
+def test_report_prints_lines_and_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    print_report(Console(highlight=False, soft_wrap=True), verification())
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("node2 hosts: x (expected y); repair: ")
     assert out[-1] == ("verify: 3 nodes, 5 checks: 1 passed, 1 drifted, 2 could not run, "
                        "1 skipped in 1.2s")
-    data = json.loads((tmp_path / "v.json").read_text())
+
+
+def test_json_report_lists_drift_and_checks() -> None:
+    data = json.loads(json.dumps(report_json(verification())))
     assert data["ok"] is False and len(data["drift"]) == 2
     assert data["checks"][1] == {"check": "t::b[node2]", "node": "node2", "area": "hosts",
                                  "outcome": "failed", "message": data["drift"][0],
                                  "repair": "nodeprov apply i --limit node2", "duration": 0.0}
-
-
-def test_json_to_stdout_leaves_stdout_to_the_json(capsys: pytest.CaptureFixture[str]) -> None:
-    print_report(Verification((CheckResult("t::a[n1]", "n1", "hosts", "passed"),), 0.5),
-                 json_path="-")
-    captured = capsys.readouterr()
-    assert json.loads(captured.out)["ok"] is True
-    assert "verify: 1 nodes, 1 checks: 1 passed" in captured.err

@@ -1,0 +1,99 @@
+"""The full default playbook ends with the job; verify proves the cluster again (testbed)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nodeprov.cli import app
+from nodeprov.testbed.cluster import Testbed
+from nodeprov.testbed.lifecycle import temporary
+from tests.conftest import requires_root_namespaces
+
+pytestmark = pytest.mark.integration
+
+# Offline nodes install torch from this machine's local mirror, as an air-gapped cluster would.
+OFFLINE_PIP = {"pip_find_links": ["/opt/wheels"], "pip_index_url": "file:///opt/pypi/simple",
+               "job_max_bytes": 1 << 20, "job_timeout": 90}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Testbed]:
+    reason = requires_root_namespaces()
+    if reason:
+        pytest.skip(reason)
+    with temporary(nodes=3, extra_vars=OFFLINE_PIP) as bed:
+        yield bed
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout + result.stderr
+
+
+def test_apply_ends_with_a_passing_job_and_records_the_baseline(cluster: Testbed,
+                                                                tmp_path: Path) -> None:
+    inventory = str(cluster.inventory_path)
+    code, out = invoke("apply", inventory, "--check")
+    assert code == 0 and "job: not run in check mode" in out
+
+    code, out = invoke("apply", inventory, "--json", str(tmp_path / "first.json"))
+    assert code == 0, out
+    report = json.loads((tmp_path / "first.json").read_text())
+    proof = report["proofs"][0]
+    assert report["ok"] and proof["ok"] and proof["connectivity"]["ok"]
+    assert proof["job"]["backend"] == "gloo"
+    assert [row["wrong"] for row in proof["sizes"]] == ["0"] * len(proof["sizes"])
+    assert proof["sizes"][-1]["size"] == "1 MiB"
+    assert float(proof["sizes"][-1]["busbw (GB/s)"]) > 0
+    assert "PASS: 3 nodes, 3 ranks (gloo)" in out
+    baseline = json.loads(cluster.dir.joinpath("inventory.nodeprov-baseline.json").read_text())
+    assert baseline["nnodes"] == 3 and baseline["backend"] == "gloo"
+
+    code, out = invoke("apply", inventory, "--json", str(tmp_path / "second.json"))
+    second = json.loads((tmp_path / "second.json").read_text())
+    assert code == 0 and "3 hosts, 0 tasks changed, 0 hosts failed" in out
+    assert all(host["round_trips"] == 1 for host in second["hosts"].values())
+    assert second["proofs"][0]["ok"]
+    for node in cluster.nodes:
+        left = cluster.exec(node, "sh", "-c", "pgrep -af '[t]orchrun|[a]llreduce' || true").stdout
+        assert left.strip() == "", f"{node} still runs: {left}"
+
+
+def test_verify_proves_again_and_flags_a_bandwidth_drop(cluster: Testbed) -> None:
+    inventory = str(cluster.inventory_path)
+    code, out = invoke("verify", inventory)
+    assert code == 0, out
+    assert "PASS: 3 nodes" in out
+
+    baseline = cluster.dir / "inventory.nodeprov-baseline.json"
+    recorded = baseline.read_text()
+    inflated = json.loads(recorded)
+    for row in inflated["sizes"]:
+        row["busbw_gbps"] *= 1000
+    baseline.write_text(json.dumps(inflated))
+    try:
+        code, out = invoke("verify", inventory, "--json", "-")
+        assert code == 1
+        assert "busbw at 1 MiB fell to" in out and "more than the allowed 30%" in out
+    finally:
+        baseline.write_text(recorded)
+
+
+def test_a_blocked_node_is_named_by_the_matrix_in_seconds(cluster: Testbed) -> None:
+    low, high = cluster.exec("node3", "cat", "/proc/sys/net/ipv4/ip_local_port_range",
+                             check=True).stdout.split()
+    block = ["-s", cluster.subnet, "-p", "tcp", "--dport", f"{low}:{high}", "-j", "DROP"]
+    cluster.exec("node3", "iptables", "-I", "INPUT", *block, check=True)
+    try:
+        code, out = invoke("verify", str(cluster.inventory_path))
+        assert code == 1
+        assert "firewall on node3 blocks the node subnet" in out
+        assert "nodeprov apply --limit node3 --tags firewall" in out
+        assert "the job did not run" in out
+    finally:
+        cluster.exec("node3", "iptables", "-D", "INPUT", *block, check=True)
