@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from typing import Any
 
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -25,12 +26,22 @@ _VERSION = re.compile(r"^\d+(\.\d+){1,2}$")
 _UNSAFE_TEXT = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-def hostname(value: Any) -> str:
-    text = str(value)
-    if not _HOSTNAME.match(text):
-        raise ValueError(f"{text!r} is not a valid host name (letters, digits, '-' and '.', "
-                         "labels not starting or ending with '-')")
-    return text
+def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], str]:
+    """A validator accepting text that matches ``pattern``; the error says what would be valid."""
+    def check(value: Any) -> str:
+        text = str(value)
+        if not pattern.match(text):
+            raise ValueError(f"{text!r} is not {what}")
+        return text
+    return check
+
+
+hostname = _matching(_HOSTNAME, "a valid host name (letters, digits, '-' and '.', labels not "
+                     "starting or ending with '-')")
+interface_name = _matching(_INTERFACE, "an interface name (1-15 of A-Z a-z 0-9 _ . - : @, not "
+                           "starting with -)")
+user_name = _matching(_USER, "a user name (lowercase letters, digits, _ . -)")
+env_name = _matching(_ENV_NAME, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def address(value: Any) -> str:
@@ -71,28 +82,6 @@ def port(value: Any) -> int:
     if not 1 <= number <= 65535:
         raise ValueError(f"{number} is not a port; expected an integer from 1 to 65535")
     return number
-
-
-def interface_name(value: Any) -> str:
-    text = str(value)
-    if not _INTERFACE.match(text):
-        raise ValueError(f"{text!r} is not an interface name (1-15 of A-Z a-z 0-9 _ . - : @, "
-                         "not starting with -)")
-    return text
-
-
-def user_name(value: Any) -> str:
-    text = str(value)
-    if not _USER.match(text):
-        raise ValueError(f"{text!r} is not a user name (lowercase letters, digits, _ . -)")
-    return text
-
-
-def env_name(value: Any) -> str:
-    text = str(value)
-    if not _ENV_NAME.match(text):
-        raise ValueError(f"{text!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
-    return text
 
 
 def version(value: Any) -> str:
