@@ -30,7 +30,7 @@ def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], str]:
     """A validator accepting text that matches ``pattern``; the error says what would be valid."""
     def check(value: Any) -> str:
         text = str(value)
-        if not pattern.match(text):
+        if not pattern.fullmatch(text):  # fullmatch: "$" alone would let "eth0\n" through
             raise ValueError(f"{text!r} is not {what}")
         return text
     return check
@@ -86,7 +86,7 @@ def port(value: Any) -> int:
 
 def version(value: Any) -> str:
     text = str(value)
-    if not _VERSION.match(text):
+    if not _VERSION.fullmatch(text):
         raise ValueError(f"{text!r} is not a version; expected e.g. 2.9.1 or 3.10")
     return text
 

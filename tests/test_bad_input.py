@@ -123,3 +123,11 @@ def test_bad_input_exits_2_with_a_pointed_message(
 
 def test_corpus_is_large_enough() -> None:
     assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize("value", ["eth0\n", "eth0\nreboot"])
+def test_a_trailing_newline_is_not_an_interface_name(value: str) -> None:
+    from nodeprov import validate
+
+    with pytest.raises(ValueError, match="is not an interface name"):
+        validate.interface_name(value)
