@@ -32,6 +32,7 @@ from nodeprov.variables import PATH_VARIABLES, VARIABLES
 from nodeprov.yamlfile import YamlMap, load_yaml_file
 
 GROUP_KEYS = ("hosts", "vars", "children")
+USER_SSH_CONFIG = "~/.ssh/config"
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,9 @@ def _build_host(name: str, collected: _Collected, path: Path) -> Host:
                          "address in the subnet", source=source, line=line,
                          field=f"{name}: {key}")
     values["node_address"] = node_address
+    if "ansible_port" not in layered:
+        # the port SSH really uses, so the firewall keeps that one open
+        values["ansible_port"] = ssh_config_port(values["ssh_config_file"], address)
     return Host(
         name=name, address=address, node_address=node_address, port=values["ansible_port"],
         user=values["ansible_user"], key_file=values["ansible_ssh_private_key_file"],
@@ -243,3 +247,14 @@ def _check_unique_addresses(hosts: Iterable[Host], collected: _Collected, source
             raise InputError(f"{host.name} and {other} have the same node address "
                              f"{host.node_address}; each host needs its own", source=source,
                              line=line, field=f"{host.name}: node_address")
+
+
+def ssh_config_port(ssh_config_file: str | None, address: str) -> int:
+    """The Port an ssh_config (default ~/.ssh/config) gives ``address``, else 22."""
+    from paramiko import SSHConfig  # lazy: only inventories without ansible_port need it
+
+    path = Path(ssh_config_file or os.path.expanduser(USER_SSH_CONFIG))
+    if not path.is_file():
+        return 22
+    port = SSHConfig.from_path(str(path)).lookup(address).get("port", "22")
+    return validate.port(port)

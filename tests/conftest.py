@@ -19,6 +19,7 @@ import functools
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -88,3 +89,9 @@ def make_testbed() -> Iterator[MakeTestbed]:
             return made.enter_context(temporary(nodes=nodes, outsider=outsider, **options))
 
         yield make
+
+
+@pytest.fixture(autouse=True)
+def _no_user_ssh_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests never read the developer's ~/.ssh (their inventories name their ssh_config)."""
+    monkeypatch.setattr("nodeprov.inventory.USER_SSH_CONFIG", str(tmp_path / "no-ssh-config"))

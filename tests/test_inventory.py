@@ -107,3 +107,17 @@ def test_example_inventory_loads() -> None:
     example = Path(__file__).parent.parent / "inventory" / "example.yaml"
     inventory = load_inventory(example)
     assert len(inventory.hosts) >= 2
+
+
+def test_port_comes_from_ssh_config_unless_the_inventory_names_it(tmp_path: Path) -> None:
+    (tmp_path / "ssh_config").write_text("Host 10.0.0.11\n  Port 2201\n")
+    inventory = load_inventory(write(tmp_path, """\
+all:
+  vars: {node_subnet: 10.0.0.0/24, ssh_config_file: ssh_config}
+  hosts:
+    node1: {ansible_host: 10.0.0.11}
+    node2: {ansible_host: 10.0.0.12}
+    node3: {ansible_host: 10.0.0.13, ansible_port: 2222}
+"""))
+    ports = {host.name: (host.port, host.vars["ansible_port"]) for host in inventory.hosts}
+    assert ports == {"node1": (2201, 2201), "node2": (22, 22), "node3": (2222, 2222)}
