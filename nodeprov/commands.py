@@ -12,13 +12,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
+from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from nodeprov.inventory import Host, Inventory, load_inventory
 from nodeprov.job.baseline import baseline_path
 from nodeprov.playbook import JobSpec, load_playbook
 from nodeprov.prove import Proof, print_proof, prove_cluster
 from nodeprov.report import LiveReporter, PlainReporter, json_report, print_recap
-from nodeprov.runner import RunOptions, RunOutcome, run_playbook
+from nodeprov.runner import Interrupted, RunOptions, RunOutcome, run_playbook
 from nodeprov.session import Session, SshOptions, connect_all
 
 
@@ -44,6 +44,7 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     sessions = {host.name: Session(host, options.ssh) for host in inventory.hosts}
     proofs: list[Proof] = []
+    interrupted = False
     with ExitStack() as stack:
         for session in sessions.values():
             stack.callback(session.close)
@@ -53,8 +54,16 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
                     LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose))
             else:
                 reporter = PlainReporter(console, diff=diff, verbose=verbose)
-            run = run_playbook(playbook, inventory, targets, options, reporter, sessions)
+            try:
+                run = run_playbook(playbook, inventory, targets, options, reporter, sessions)
+            except Interrupted as stopped:
+                run = stopped.outcome
+                interrupted = True
         print_recap(console, run.results, check=check)
+        if interrupted:
+            console.print("interrupted: each node finished the command in flight; re-run to "
+                          "converge", style="bold red", markup=False, highlight=False)
+            return EXIT_INTERRUPTED
         for play in playbook.plays:
             if play.job is not None and not (options.tags and not options.tags & set(
                     play.job.tags)):

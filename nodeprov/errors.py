@@ -18,6 +18,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_HOST_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
 class NodeprovError(Exception):

@@ -68,7 +68,8 @@ class TaskSpec:
         for key, value in self.raw_params.items():
             try:
                 rendered[key] = render_value(value, variables)
-            except TemplateError as error:
+            except (TemplateError, TypeError, ValueError, ArithmeticError) as error:
+                # a filter given the wrong type raises plain Python errors while rendering
                 raise self.error(f"template error for {host.name}: {error}", key) from None
         try:
             return parse_params(self.type.params, rendered)
@@ -97,7 +98,7 @@ class JobSpec:
         where = f"play job ({host.name})"
         try:
             return parse_params(JobParams, render_value(dict(self.raw_params), variables))
-        except TemplateError as error:
+        except (TemplateError, TypeError, ArithmeticError) as error:
             raise InputError(f"template error: {error}", source=self.source, line=self.line,
                              field=where) from None
         except ParamError as error:

@@ -8,10 +8,13 @@ Phase 2 walks each target host's tasks in order: plan, then (unless ``check``) e
 change the remaining probes are read again, so each plan sees what earlier tasks did. A failure
 stops that host's remaining tasks, never other hosts.
 
-Unless ``check``, each target host's first read takes the node's run lock, held to the end: a
-second apply on the same node waits, then plans from what the first one left. Ctrl-C lets each
-host finish the round trip in flight, stops it before its next task, and raises Interrupted
-with the outcome so far; a second Ctrl-C drops the connections at once.
+Unless ``check``, each target host plans and acts under the node's run lock, held until its
+last task: a second apply on the same node waits, then plans from what the first one left.
+Phase 1 takes the lock only if it is free, so two runs never wait on each other's hosts; a host
+that found it busy waits for it in phase 2, then reads its probes again.
+
+Ctrl-C lets each host finish the round trip in flight, stops it before its next task, and
+raises Interrupted with the outcome so far; a second Ctrl-C drops the connections at once.
 """
 
 from __future__ import annotations
@@ -138,8 +141,8 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
             return
         try:
             session.open()
-            locking = run is not None and not options.check
-            result.facts, outputs = session.gather(probes, lock=locking)
+            try_lock = 0.0 if run is not None and not options.check else None
+            result.facts, outputs = session.gather(probes, lock_wait=try_lock)
             observed[host.name] = [out if probe else None
                                    for out, probe in zip(outputs, probes, strict=True)]
         except Unreachable as error:
@@ -152,7 +155,9 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         if result.error is None:
             cluster = {h.name: (h, results[h.name].facts) for h in inventory.hosts}
             _apply_tasks(run, sessions[run.host.name], result, observed[run.host.name],
-                         cluster, inventory, options.check, reporter, stop)
+                         cluster, inventory, options, reporter, stop)
+        # now, not when the caller closes: two runs must not wait on each other's other hosts
+        sessions[run.host.name].unlock()
         result.duration = time.monotonic() - started
         result.connections = sessions[run.host.name].connections
         result.round_trips = sessions[run.host.name].round_trips
@@ -194,11 +199,13 @@ def _probe(run: _HostRun, index: int) -> Probe | None:
 
 def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                  observed: list[str | None], cluster: Mapping[str, tuple[Host, Facts | None]],
-                 inventory: Inventory, check: bool, reporter: Reporter,
+                 inventory: Inventory, options: RunOptions, reporter: Reporter,
                  stop: threading.Event) -> None:
     facts = result.facts
     assert facts is not None
-    stale = False
+    check = options.check
+    # the lock was busy in phase 1: wait for it, and read again what the other run changed
+    stale = not check and not session.locked
     for index, spec in enumerate(run.specs):
         if stop.is_set():
             result.status = "failed"
@@ -213,7 +220,8 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                 run.params[index] = spec.params_for(run.host, inventory.groups, facts)
             if stale or observed[index] is None:
                 probes = [_probe(run, i) if i >= index else None for i in range(len(run.specs))]
-                facts, outputs = session.gather(probes)
+                wait = None if check or session.locked else options.ssh.lock_timeout
+                facts, outputs = session.gather(probes, lock_wait=wait)
                 observed[index:] = outputs[index:]
                 stale = False
             plan = spec.type.plan(Context(run.host, facts, cluster), run.params[index],

@@ -6,19 +6,22 @@
 
 Commands are argv lists joined by ``shlex.join``; inventory values reach the node as quoted data.
 A node that stops answering SSH keepalives (rebooting, frozen, cut off) fails its round trip
-within seconds (``SshOptions.keepalive_*``) instead of hanging it. ``gather(lock=True)`` (apply)
-reads under the node's run lock and holds it until ``close``: two applies never interleave
-their edits on a node, and one waits for commands a killed run left running there.
+within seconds (``SshOptions.keepalive_*``) instead of hanging it. ``gather(lock_wait=600)``
+(apply) reads under the node's run lock and holds it until ``unlock``: two applies never
+interleave their edits on a node, and one waits for commands a killed run left running there.
+With become, the password is typed at sudo's prompt, never put on a command line.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import secrets
 import shlex
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,20 +36,24 @@ from nodeprov.tasks.base import Action, ConfirmNewConnection, Local, Probe, Run,
 STATE_DIR = "/var/lib/nodeprov"
 LOCK_PATH = f"{STATE_DIR}/lock"  # held by each batch of actions, by flock, while it runs
 RUN_LOCK = "/run/lock/nodeprov.lock"  # held by an apply's session; says whose run holds it
-# Takes the run lock, waits for batches of killed runs, runs the facts, then holds the lock
-# until nodeprov closes the channel or (a dropped connection sshd has not noticed) stops
-# sending heartbeats. Exit 75 with a message on stderr when the lock is not had in time.
+SUDO_SECONDS = 30.0  # for sudo to check the password (PAM, LDAP) and start the command
+SUDO_PROMPT = "[nodeprov: sudo password]"
+SUDO_REFUSED = "Sorry, try again."
+# Prints "started" (sudo let it run), then "held" or "busy: why" (the run lock, and no batch
+# of a killed run still running, within $wait s), then runs the facts; held, it keeps the lock
+# until nodeprov closes the channel or stops sending heartbeats (a dropped connection that sshd
+# has not noticed).
 _HOLD_RUN_LOCK = r"""lock=$1 wait=$2 quiet=$3 batches=$4; shift 4
+echo started
 mkdir -p -- "${lock%/*}" "${batches%/*}" && exec 9>>"$lock" || exit 1
 if ! flock -w "$wait" 9; then
-  echo "another nodeprov run still holds this node after $wait s: $(cat -- "$lock")" >&2
-  exit 75
-fi
-if ! flock -w "$wait" "$batches" true 9>&-; then
-  echo "a command of an interrupted nodeprov run still runs after $wait s" >&2; exit 75
+  echo "busy: another nodeprov run holds this node ($(cat -- "$lock"))"; exec "$@" 9>&-
+elif ! flock -w "$wait" "$batches" true 9>&-; then
+  echo "busy: a command of an interrupted nodeprov run still runs"; exec "$@" 9>&-
 fi
 echo "pid $$ since $(date -u +%FT%TZ) from ${SSH_CLIENT%% *}" > "$lock"
-"$@" 9>&-
+echo held
+"$@" 9>&- </dev/null
 while beat=$(timeout "$quiet" head -c 1 9>&-) && [ -n "$beat" ]; do :; done
 """
 # Runs a task's actions as one script: markers on stderr tell which action failed.
@@ -114,11 +121,15 @@ class Session:
         threading.Thread(target=self._watch, args=(self._connection.transport,), daemon=True,
                          name=f"keepalive {self.host.name}").start()
 
+    def unlock(self) -> None:
+        """Free the node's run lock (the node's holder reads EOF), if this session holds it."""
+        if self._holder is not None:
+            self._holder.close()
+            self._holder = None
+
     def close(self) -> None:
         self._closed.set()
-        if self._holder is not None:
-            self._holder.close()  # the node's holder reads EOF: the run lock is free
-            self._holder = None
+        self.unlock()
         if self._connection is not None:
             self._connection.close()
             self._connection = None
@@ -156,42 +167,60 @@ class Session:
 
     # --- round trips ----------------------------------------------------------------------------
     def run(self, argv: Sequence[str], *, stdin: str | None = None, task: str = "",
-            timeout: float | None = None) -> Result:
-        """Run argv (with sudo when the host says become) and return its output, any exit."""
-        argv, stdin = self._as_root(argv, stdin)
+            timeout: float | None = None, what: str = "") -> Result:
+        """Run argv (with sudo when the host says become) and return its output, any exit;
+        ``what`` names it in errors (default: argv)."""
+        what = what or _short(argv)
         self.round_trips += 1
         try:
             result = self._connection.run(
-                shlex.join(argv), hide=True, warn=True,
+                shlex.join(self._as_root(argv)), hide=True, warn=True,
                 timeout=timeout or self.options.command_timeout,
                 in_stream=io.StringIO(stdin) if stdin is not None else False,
+                watchers=self._sudo_responders(),
             )
         except Exception as error:
-            raise self._broken(task, argv, _describe(error)) from None
+            if type(getattr(error, "reason", None)).__name__ == "ResponseNotAccepted":
+                raise HostError(self.host.name, task, f"sudo refused the password ({what})",
+                                hint="is ansible_become_password right?") from None
+            raise self._broken(task, what, _describe(error)) from None
         if self._lost:
-            raise self._broken(task, argv, "")
-        return Result(result.stdout, result.stderr, result.exited)
+            raise self._broken(task, what, "")
+        return Result(result.stdout, result.stderr.replace(SUDO_PROMPT, ""), result.exited)
 
-    def _as_root(self, argv: Sequence[str], stdin: str | None) -> tuple[list[str], str | None]:
+    def _as_root(self, argv: Sequence[str]) -> list[str]:
+        """argv under sudo when the host says become: the password is typed at sudo's prompt
+        only, so a sudo that asks for none never passes it on to the command."""
         if not self.host.become:
-            return list(argv), stdin
+            return list(argv)
         if self.host.become_password:
-            return (["sudo", "-S", "-p", "", "--", *argv],
-                    self.host.become_password + "\n" + (stdin or ""))
-        return ["sudo", "-n", "--", *argv], stdin
+            return ["sudo", "-S", "-p", SUDO_PROMPT, "--", *argv]
+        return ["sudo", "-n", "--", *argv]
 
-    def _broken(self, task: str, argv: Sequence[str], cause: str) -> HostError:
+    def _sudo_responders(self) -> list[Any]:
+        from invoke.watchers import FailingResponder  # lazy, like Fabric
+
+        password = self.host.become_password
+        return [FailingResponder(re.escape(SUDO_PROMPT), password + "\n", SUDO_REFUSED)] if (
+            self.host.become and password) else []
+
+    def _broken(self, task: str, what: str, cause: str) -> HostError:
         if self._lost:
-            return HostError(self.host.name, task, f"connection lost during {_short(argv)}: "
+            return HostError(self.host.name, task, f"connection lost during {what}: "
                              f"{self._lost}", hint="did the node reboot, freeze or drop off "
                              "the network?")
-        return HostError(self.host.name, task, f"connection failed during {_short(argv)}: "
-                         f"{cause}", hint="did the node reboot or the network drop?")
+        return HostError(self.host.name, task, f"connection failed during {what}: {cause}",
+                         hint="did the node reboot or the network drop?")
+
+    @property
+    def locked(self) -> bool:
+        return self._holder is not None
 
     def gather(self, probes: Sequence[Probe | None], *,
-               lock: bool = False) -> tuple[Facts, list[str]]:
-        """Facts and every probe's output, in one round trip; with ``lock``, read under the
-        node's run lock, which the session then holds until ``close``."""
+               lock_wait: float | None = None) -> tuple[Facts, list[str]]:
+        """Facts and every probe's output, in one round trip. With ``lock_wait``, read under
+        the node's run lock, had within that many seconds and then held until ``unlock``
+        (``locked`` says if it was had; with 0, a busy lock is no error)."""
         token = secrets.token_hex(8)
         script = [FACTS_SCRIPT]
         for index, probe in enumerate(probes):
@@ -199,7 +228,8 @@ class Session:
                 script.append(f"section probe.{index}\n{shlex.join(probe.argv)} || true\n")
         script.append("section end\n")
         argv = ["sh", "-c", "".join(script), "nodeprov-facts", token]
-        result = self._hold_run_lock(argv, token) if lock else self.run(argv, task="facts")
+        result = (self.run(argv, task="facts", what="facts") if lock_wait is None
+                  else self._hold_run_lock(argv, token, lock_wait))
         if result.exit_code != 0:
             raise CommandFailed(self.host.name, "facts", "sh facts.sh", result.exit_code,
                                 result.stderr or result.stdout)
@@ -212,35 +242,58 @@ class Session:
         observed = [sections.get(f"probe.{index}", "") for index in range(len(probes))]
         return facts, observed
 
-    def _hold_run_lock(self, argv: Sequence[str], token: str) -> Result:
+    def _hold_run_lock(self, argv: Sequence[str], token: str, wait: float) -> Result:
         """Run the facts ``argv`` under the run lock, in a channel left open to hold it."""
         quiet = self.options.keepalive_interval * self.options.keepalive_count_max * 2
-        command, stdin = self._as_root(
-            ["sh", "-c", _HOLD_RUN_LOCK, "nodeprov-lock", RUN_LOCK,
-             str(int(self.options.lock_timeout)), str(int(quiet)), LOCK_PATH, *argv], None)
+        command = self._as_root(["sh", "-c", _HOLD_RUN_LOCK, "nodeprov-lock", RUN_LOCK,
+                                 f"{wait:g}", f"{quiet:g}", LOCK_PATH, *argv])
         self.round_trips += 1
-        end, output = f"\n@@{token} end\n".encode(), b""
+        started, end, output, errors = b"started\n", f"\n@@{token} end\n".encode(), b"", b""
+        prompt, answered = SUDO_PROMPT.encode(), 0
         try:
             channel = self._connection.transport.open_session()
             channel.exec_command(shlex.join(command))
-            if stdin:
-                channel.sendall(stdin.encode())
-            while end not in output:  # a dead connection ends this: the watchdog closes it
-                chunk = channel.recv(65536)
+            channel.settimeout(1.0)
+            # a sudo that never starts the command (a refused password) is given up on
+            sudo_deadline = time.monotonic() + SUDO_SECONDS
+            while end not in output and not self._lost and (
+                    output.startswith(started) or time.monotonic() < sudo_deadline):
+                while channel.recv_stderr_ready():
+                    errors += channel.recv_stderr(65536)
+                if errors.count(prompt) > answered:
+                    if answered or not self.host.become_password:
+                        break  # it asks again: the password was refused
+                    channel.sendall(self.host.become_password.encode() + b"\n")
+                    answered += 1
+                try:
+                    chunk = channel.recv(65536)
+                except TimeoutError:
+                    continue
                 if not chunk:
                     break
                 output += chunk
         except Exception as error:
-            raise self._broken("lock", command, _describe(error)) from None
+            raise self._broken("facts", "facts", _describe(error)) from None
         if end not in output:
             if self._lost:
-                raise self._broken("lock", command, "")
-            status = channel.recv_exit_status()
-            stderr = channel.makefile_stderr().read().decode(errors="replace").strip()
-            raise HostError(self.host.name, "lock", stderr or f"taking the run lock exited "
-                            f"{status}", hint="wait for it, or stop it and run again")
-        self._holder = channel
-        return Result(output.decode(errors="replace"), "", 0)
+                raise self._broken("facts", "facts", "")
+            channel.close()
+            if answered and not output.startswith(started):
+                raise HostError(self.host.name, "facts", "sudo refused the password (facts)",
+                                hint="is ansible_become_password right?")
+            stderr = errors.replace(prompt, b"").decode(errors="replace")
+            raise CommandFailed(self.host.name, "facts", "sh facts.sh under the run lock",
+                                channel.exit_status, stderr or output.decode(errors="replace"))
+        state, _, facts = output.decode(errors="replace").removeprefix("started\n").partition("\n")
+        if state == "held":
+            self._holder = channel
+            channel.settimeout(None)
+            return Result(facts, "", 0)
+        channel.close()
+        if wait:
+            raise HostError(self.host.name, "lock", f"{state.removeprefix('busy: ')}, after "
+                            f"{wait:g} s", hint="wait for it to end, or stop it, and run again")
+        return Result(facts, "", 0)
 
     def execute(self, task: str, actions: Sequence[Action]) -> None:
         """Run a task's actions: consecutive commands and writes in one locked round trip."""
@@ -279,7 +332,7 @@ class Session:
                 "sh", "-c", "".join(lines), "nodeprov", token]
         result = self.run(["sh", "-c", 'mkdir -p "$1" && shift && exec "$@"', "nodeprov-lock",
                            STATE_DIR, *argv],
-                          stdin=stdin, task=task)
+                          stdin=stdin, task=task, what=_short(list(map(str, batch))))
         if result.exit_code != 0:
             failed, output = _failed_step(result.stderr, token)
             action = batch[failed] if failed is not None else batch[0]

@@ -99,6 +99,5 @@ def test_failure_names_the_failing_action(tmp_path: Any) -> None:
 def test_become_sends_password_on_stdin_only(tmp_path: Any) -> None:
     session, shell = session_for(tmp_path, become=True, become_password="s3cret")
     session.run(["true"])
-    assert shell.commands[0].startswith("sudo -S -p '' -- true")
-    assert "s3cret" not in shell.commands[0]
-    assert shell.stdins[0] == "s3cret\n"
+    assert shell.commands[0].startswith("sudo -S -p '[nodeprov: sudo password]' -- true")
+    assert "s3cret" not in shell.commands[0] and shell.stdins[0] is None

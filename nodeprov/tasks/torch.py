@@ -95,7 +95,9 @@ def _check_requirement(spec: str) -> None:
     try:
         name = canonicalize_name(Requirement(spec).name)
     except InvalidRequirement as error:
-        raise ValueError(f"packages: {spec!r} is not a pip requirement: {error}") from None
+        # packaging's message draws a caret diagram below its first line: one line is enough
+        first_line = str(error).splitlines()[0] if str(error) else "invalid"
+        raise ValueError(f"packages: {spec!r} is not a pip requirement: {first_line}") from None
     if name == "torch":
         raise ValueError("packages: torch comes from version and cuda; remove it from packages")
 

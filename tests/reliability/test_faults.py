@@ -1,0 +1,120 @@
+"""Faults on some nodes never stop the others: an unreachable node, a task failing on a node,
+a node that stops answering mid-task (reported within seconds, never waited for forever); the
+recap names each and the re-run it suggests finishes the job (issue #8)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from nodeprov import files
+from tests.conftest import MakeTestbed
+from tests.reliability.helpers import apply, apply_args, apply_command, managed_files
+
+pytestmark = pytest.mark.integration
+
+NAMES_AND_ENV = """\
+- name: names and NCCL env
+  hosts: all
+  tasks:
+    - name: hosts
+      hosts: {fix_conflicts: "{{ hosts_fix_conflicts }}"}
+    - name: NCCL env
+      nccl_env: {subnet: "{{ node_subnet }}", ifname: "{{ nccl_socket_ifname }}",
+                 extra: "{{ nccl_env }}"}
+"""
+REFUSE_SSH = ("INPUT", "-p", "tcp", "--dport", "22", "-j", "REJECT", "--reject-with", "tcp-reset")
+READ_ONLY = ("touch /etc/nccl.conf && mount --bind /etc/nccl.conf /etc/nccl.conf "
+             "&& mount -o remount,bind,ro /etc/nccl.conf")
+
+
+def test_an_unreachable_and_a_failing_node_stop_no_other_and_the_suggested_rerun_works(
+        make_testbed: MakeTestbed, tmp_path: Path) -> None:
+    bed = make_testbed(nodes=3)
+    args = apply_args(bed, tmp_path, NAMES_AND_ENV)
+    bed.exec("node2", "iptables", "-I", *REFUSE_SSH, check=True)
+    bed.exec("node3", "sh", "-c", READ_ONLY, check=True)
+
+    failed = apply(*args)
+    assert failed.code == 1
+    assert failed.statuses() == {"node1": "changed", "node2": "unreachable", "node3": "failed"}
+    done = managed_files(bed, "node1")
+    assert len(files.block_lines(done["/etc/hosts"] or "", "hosts") or []) == 3
+    assert files.block_lines(done["/etc/nccl.conf"] or "", "nccl") == ["NCCL_SOCKET_IFNAME==eth0"]
+    assert "FAILED node2: cannot connect to " in failed.output
+    assert re.search(r"FAILED node3: nccl_env: 'write /etc/nccl.conf' exited \d+: .*Read-only "
+                     "file system", failed.output), failed.output
+    node3 = [task["status"] for task in failed.report["hosts"]["node3"]["tasks"]]
+    assert node3 == ["changed", "failed"]  # the task before the failing one was done
+    suggested = re.search(r"re-run only those: nodeprov apply (--limit \S+)", failed.output)
+    assert suggested is not None and suggested[1] == "--limit node2,node3"
+
+    bed.exec("node2", "iptables", "-D", *REFUSE_SSH, check=True)
+    bed.exec("node3", "umount", "/etc/nccl.conf", check=True)
+    rerun = apply(*args, *suggested[1].split())
+    assert rerun.code == 0, rerun.output
+    assert rerun.statuses() == {"node2": "changed", "node3": "changed"}
+    everything = apply(*args)
+    assert everything.code == 0 and set(everything.statuses().values()) == {"ok"}, (
+        everything.output)
+
+
+SLOW_SYNC = "#!/bin/sh\ntouch /tmp/nodeprov-test-slow\nexec sleep 20\n"
+NOTICE = """\
+- name: notice
+  hosts: all
+  tasks:
+    - name: notice
+      block: {path: /etc/motd, name: notice, lines: ["{{ motd_line }}"]}
+"""
+FREEZE = {  # a node cut off the network, and a node whose sshd no longer runs
+    "node1": ("iptables", "-I", "INPUT", "-j", "DROP"),
+    "node2": ("pkill", "-STOP", "-f", "^sshd: root"),
+}
+THAW = {"node1": ("iptables", "-D", "INPUT", "-j", "DROP"),
+        "node2": ("pkill", "-CONT", "-f", "^sshd: root")}
+
+
+def test_nodes_that_stop_answering_mid_task_are_reported_within_seconds(
+        make_testbed: MakeTestbed, tmp_path: Path) -> None:
+    bed = make_testbed(nodes=3)
+    args = apply_args(bed, tmp_path, NOTICE)
+    for node in FREEZE:  # their write hangs in `sync` (20 s) until they are frozen
+        bed.exec(node, "sh", "-c", 'cat > "$1" && chmod 755 "$1"', "fake", "/usr/local/bin/sync",
+                 input=SLOW_SYNC, check=True)
+    with subprocess.Popen(apply_command(*args), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as process:
+        for node in FREEZE:
+            for _ in range(300):
+                if bed.exec(node, "test", "-e", "/tmp/nodeprov-test-slow").returncode == 0:
+                    break
+                time.sleep(0.1)
+            bed.exec(node, *FREEZE[node], check=True)
+        frozen = time.monotonic()
+        try:
+            output = " ".join(process.communicate(timeout=90)[0].split())
+        finally:
+            process.kill()
+        took = time.monotonic() - frozen
+    for node in FREEZE:
+        bed.exec(node, *THAW[node], check=True)
+    print(f"\nfrozen nodes reported {took:.1f} s after freezing them")
+    assert process.returncode == 1, output
+    assert took < 40, output  # keepalive every 5 s, 3 missed: about 20 s
+    for node in FREEZE:
+        assert (f"FAILED {node}: block: connection lost during write /etc/motd: the node "
+                "answered no SSH keepalive for 15 s") in output, output
+    assert files.block_lines(bed.exec("node3", "cat", "/etc/motd").stdout, "notice") == ["hello"]
+
+    # thawed, the nodes finish what they were doing; a re-run waits for it, then converges
+    for node in FREEZE:
+        bed.exec(node, "rm", "/usr/local/bin/sync", check=True)
+    rerun = apply(*args)
+    assert rerun.code == 0, rerun.output
+    for node in bed.nodes:
+        assert files.block_lines(bed.exec(node, "cat", "/etc/motd").stdout, "notice") == [
+            "hello"]
