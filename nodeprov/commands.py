@@ -59,7 +59,9 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
             except Interrupted as stopped:
                 run = stopped.outcome
                 interrupted = True
-        print_recap(console, run.results, check=check)
+        rerun = [str(inventory_path), *(["-p", str(playbook_path)] if playbook_path else []),
+                 *(["--tags", tags] if tags else [])]
+        print_recap(console, run.results, check=check, rerun=rerun)
         if interrupted:
             console.print("interrupted: each node finished the command in flight; re-run to "
                           "converge", style="bold red", markup=False, highlight=False)

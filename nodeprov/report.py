@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -100,7 +101,8 @@ def _print_task(console: Console, host: str, result: TaskResult, diff: bool,
             console.print(text, markup=False, highlight=False, end="")
 
 
-def print_recap(console: Console, results: Sequence[HostResult], *, check: bool) -> None:
+def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
+                rerun: Sequence[str] = ()) -> None:
     """The per-host table, then each failure's one-line cause and the re-run command."""
     title = "recap (check mode: nothing was changed)" if check else "recap"
     table = Table(title=title, title_justify="left")
@@ -118,7 +120,8 @@ def print_recap(console: Console, results: Sequence[HostResult], *, check: bool)
         console.print(f"FAILED {result.error}", style="bold red", markup=False, highlight=False)
     if failed:
         names = ",".join(r.name for r in failed)
-        console.print(f"fix the cause, then re-run only those: nodeprov apply --limit {names}",
+        command = shlex.join(["nodeprov", "apply", *rerun, "--limit", names])
+        console.print(f"fix the cause, then re-run only those: {command}",
                       markup=False, highlight=False)
     changed = sum(t.status == "changed" for r in results for t in r.tasks)
     verb = "would change" if check else "changed"

@@ -86,7 +86,8 @@ def test_unreachable_node_does_not_stop_the_others(make_testbed: MakeTestbed,
     code, out, _ = apply(str(cluster.inventory_path), "-p", str(playbook), "--tags", "motd")
     assert code == 1
     assert "node2 | unreachable | node2: cannot connect to" in out
-    assert "re-run only those: nodeprov apply --limit node2" in out
+    assert (f"re-run only those: nodeprov apply {cluster.inventory_path} -p {playbook} "
+            "--tags motd --limit node2") in out
     for node in ("node1", "node3"):
         assert "node " + node in cluster.exec(node, "cat", "/etc/motd").stdout
 

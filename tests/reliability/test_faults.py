@@ -50,7 +50,8 @@ def test_an_unreachable_and_a_failing_node_stop_no_other_and_the_suggested_rerun
                      "file system", failed.output), failed.output
     node3 = [task["status"] for task in failed.report["hosts"]["node3"]["tasks"]]
     assert node3 == ["changed", "failed"]  # the task before the failing one was done
-    suggested = re.search(r"re-run only those: nodeprov apply (--limit \S+)", failed.output)
+    suggested = re.search(r"re-run only those: nodeprov apply \S+ (?:-p \S+ )?(--limit \S+)",
+                          failed.output)
     assert suggested is not None and suggested[1] == "--limit node2,node3"
 
     bed.exec("node2", "iptables", "-D", *REFUSE_SSH, check=True)
