@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 # Offline nodes install torch from this machine's local mirror, as an air-gapped cluster would.
 OFFLINE_PIP = {"pip_find_links": ["/opt/wheels"], "pip_index_url": "file:///opt/pypi/simple",
-               "job_max_bytes": 1 << 20, "job_timeout": 90}
+               "job_max_bytes": 1 << 20, "job_timeout": 240}  # slack for a busy machine
 
 
 @pytest.fixture(scope="module")
