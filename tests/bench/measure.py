@@ -1,0 +1,130 @@
+"""Timing one command: wall time, the machine's CPU (/proc/stat), the benchmark's own CPU.
+
+    with OwnCpu() as own:                  # this process and all it starts, nodes included
+        sample = timed(["nodeprov", "apply", ...], own=own)
+    sample.wall_s, sample.machine_cpu_s, sample.own_cpu_s, sample.background_cores
+
+The machine's CPU counts everything, other people's processes too; the own CPU comes from a
+cpuacct cgroup that this process joins before it starts the testbeds, so it holds the tools,
+their ssh clients and every node's sshd and commands, and nothing else. Where no such cgroup
+can be made it is None.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+QUIET_CORES = 0.3  # a machine busier than this (other people's jobs) skews a timing
+
+
+def busy_jiffies() -> int:
+    """user + nice + system + irq + softirq of all CPUs, from /proc/stat's first line."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
+    return user + nice + system + irq + softirq
+
+
+class OwnCpu:
+    """A cpuacct cgroup holding this process and everything it starts from now on."""
+
+    def __init__(self) -> None:
+        self.path: Path | None = None
+
+    def __enter__(self) -> OwnCpu:
+        path = CPUACCT / f"nodeprov-bench-{os.getpid()}"
+        try:
+            path.mkdir()
+            (path / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:  # no cgroup v1 cpuacct here, or not root: own CPU is not measured
+            if path.exists():
+                path.rmdir()
+            return self
+        self.path = path
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.path is None:
+            return
+        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))
+        for _ in range(50):  # leftover processes (ssh masters) leave or die first
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+    def seconds(self) -> float | None:
+        if self.path is None:
+            return None
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+
+def background_cores(seconds: float = 1.0, own: OwnCpu | None = None) -> float:
+    """Cores busy over ``seconds`` with work that is not ours (other people's tests)."""
+    machine, mine = busy_jiffies(), own.seconds() if own else None
+    time.sleep(seconds)
+    busy = (busy_jiffies() - machine) / CLOCK_TICKS
+    if mine is not None and own is not None:
+        busy -= (own.seconds() or 0.0) - mine
+    return max(busy, 0.0) / seconds
+
+
+def wait_quiet(own: OwnCpu | None, patience: float = 20.0) -> float:
+    """Wait (up to ``patience`` seconds) for a quiet machine; the background load last seen."""
+    deadline = time.monotonic() + patience
+    load = background_cores(own=own)
+    while load > QUIET_CORES and time.monotonic() < deadline:
+        load = background_cores(own=own)
+    return load
+
+
+@dataclass(frozen=True)
+class Sample:
+    wall_s: float
+    machine_cpu_s: float
+    own_cpu_s: float | None
+    background_cores: float
+    exit_code: int
+    output: str
+
+
+def timed(argv: Sequence[str], *, own: OwnCpu | None, env: Mapping[str, str] | None = None,
+          cwd: Path | None = None, quiet_wait: bool = True, timeout: float = 1800) -> Sample:
+    """Run ``argv`` to the end once the machine is quiet; its output is stdout then stderr.
+    A run past ``timeout`` is killed and reads as exit code -9."""
+    load = wait_quiet(own) if quiet_wait else 0.0
+    own_before = own.seconds() if own else None
+    machine_before = busy_jiffies()
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(list(argv), env=dict(env) if env is not None else None, cwd=cwd,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=timeout)
+        exit_code, output = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as expired:
+        exit_code, output = -9, f"killed after {timeout} s: {expired.output!r}"
+    wall = time.perf_counter() - started
+    machine = (busy_jiffies() - machine_before) / CLOCK_TICKS
+    own_after = own.seconds() if own else None
+    own_cpu = own_after - own_before if own_after is not None and own_before is not None else None
+    return Sample(wall, machine, own_cpu, load, exit_code, output)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def spread(values: Sequence[float], digits: int = 2) -> str:
+    """``median (min-max)``, or the one value."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return (f"{median(values):.{digits}f} ({min(values):.{digits}f}-"
+            f"{max(values):.{digits}f})")
