@@ -104,7 +104,8 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
         kernel=text("kernel"),
         arch=text("arch"),
         python_path=python_lines[0] if python_lines else None,
-        python_version=python_lines[1] if len(python_lines) > 1 else None,
+        python_version=(python_lines[1].removeprefix("Python ")
+                        if len(python_lines) > 1 else None),
         interfaces=parse_ip_addr_json(text("interfaces")),
         ephemeral_port_range=parse_port_range(text("ephemeral_ports")),
         ufw_installed=bool(ufw_lines),

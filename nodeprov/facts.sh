@@ -8,7 +8,7 @@ section fqdn; timeout 5 hostname -f 2>/dev/null
 section os_release; cat /etc/os-release 2>/dev/null
 section kernel; uname -r
 section arch; uname -m
-section python; command -v python3 && python3 -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null
+section python; command -v python3 && python3 --version 2>&1  # exits before the interpreter starts: ~1 ms
 section interfaces; ip -j addr show 2>/dev/null
 section ephemeral_ports; cat /proc/sys/net/ipv4/ip_local_port_range
 section ufw; command -v ufw && grep -s '^ENABLED=' /etc/ufw/ufw.conf \

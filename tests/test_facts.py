@@ -40,3 +40,9 @@ def test_ip_json_with_ipv6_disabled_and_port_range() -> None:
     assert lo.up and not ens5.up and ens5.ipv6 == ()
     assert ens5.addresses_in("10.0.0.0/24") == ["10.0.0.11/24"]
     assert parse_port_range("1024\t65000\n") == (1024, 65000)
+
+
+def test_python_version_as_python3_dash_dash_version_prints_it() -> None:
+    sections = {"python": "/usr/bin/python3\nPython 3.11.2\n", "ephemeral_ports": "32768 60999"}
+    facts = parse_facts(sections)
+    assert (facts.python_path, facts.python_version) == ("/usr/bin/python3", "3.11.2")
