@@ -53,7 +53,14 @@ def _inside(source: str, network: ipaddress.IPv4Network | ipaddress.IPv6Network)
 
 @pytest.fixture()
 def state(observed: str, context: Context) -> ufw.State:
-    return firewall.read_state(observed, context.facts)[0]
+    return firewall.read_state(observed, context.facts).state
+
+
+def test_no_lockout_guard_left_armed(observed: str, context: Context, drift: Drift) -> None:
+    guard = firewall.read_state(observed, context.facts).armed_guard
+    assert guard is None, drift.line(
+        f"a lockout guard (pid {guard}) an interrupted apply left armed will disable ufw",
+        "no guard waiting")
 
 
 @pytest.fixture()

@@ -43,8 +43,18 @@ from nodeprov.ufw import Rule
 SSH, NCCL, RDZV = "nodeprov: ssh", "nodeprov: nccl ephemeral", "nodeprov: rdzv"
 HELPER = f"{STATE_DIR}/ufw-helper.sh"
 REVERTED = f"{STATE_DIR}/ufw-reverted"
-_READ_ALL = ('absent=$1; shift; for path in "$@"; do printf "\\n@@ufw %s\\n" "$path"; '
-             'cat -- "$path" 2>/dev/null || echo "$absent"; done')
+GUARD_PID = f"{STATE_DIR}/ufw-guard.pid"
+# argv: absent guard_pidfile files... Each file's text, then, under the pid file's name, the pid
+# of a lockout guard still waiting to revert (one a killed run left armed), if any.
+_READ_ALL = r"""absent=$1; guard=$2; shift 2
+for path in "$@"; do
+  printf '\n@@ufw %s\n' "$path"; cat -- "$path" 2>/dev/null || echo "$absent"
+done
+printf '\n@@ufw %s\n' "$guard"
+pid=$(cat -- "$guard" 2>/dev/null) &&
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q 'ufw-helper.sh revert' && echo "$pid"
+true
+"""
 _INSTALL = {
     "apt-get": ("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "ufw"),
     "dnf": ("dnf", "install", "-y", "ufw"),
@@ -118,16 +128,28 @@ class FirewallParams:
 
 
 def probe(params: FirewallParams) -> Probe:
-    return Probe(("sh", "-c", _READ_ALL, "nodeprov-ufw", ABSENT, *ufw.FILES, REVERTED))
+    return Probe(("sh", "-c", _READ_ALL, "nodeprov-ufw", ABSENT, GUARD_PID, *ufw.FILES,
+                  REVERTED))
 
 
-def read_state(observed: str, facts: Facts) -> tuple[ufw.State, str | None]:
-    """ufw's state from the probe's output and the facts, and when the guard last reverted."""
+@dataclass(frozen=True)
+class Observed:
+    """What the probe saw: ufw's state, when the guard last reverted, the pid of a guard that
+    still waits to revert (a killed run left it armed)."""
+
+    state: ufw.State
+    reverted_at: str | None
+    armed_guard: str | None
+
+
+def read_state(observed: str, facts: Facts) -> Observed:
+    """The probe's output and the facts, read."""
     texts = {path: None if text.strip() == ABSENT else text
              for path, text in split_sections(observed, "ufw").items()}
-    reverted = texts.pop(REVERTED, None)
+    reverted, guard = texts.pop(REVERTED, None), texts.pop(GUARD_PID, None)
     state = ufw.parse_state(texts, installed=facts.ufw_installed, active=facts.ufw_active)
-    return state, reverted.strip() if reverted else None
+    return Observed(state, reverted.strip() if reverted else None,
+                    guard.strip() if guard and guard.strip() else None)
 
 
 def wanted_rules(ctx: Context, params: FirewallParams, ipv6: bool) -> list[Rule]:
@@ -139,7 +161,8 @@ def wanted_rules(ctx: Context, params: FirewallParams, ipv6: bool) -> list[Rule]
 
 
 def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
-    state, reverted_at = read_state(observed, ctx.facts)
+    seen = read_state(observed, ctx.facts)
+    state = seen.state
     wanted = wanted_rules(ctx, params, state.ipv6)
     users = {r.match: r for r in state.rules if not _ours(r) and r.action in ("allow", "limit")}
     missing = [r for r in wanted if r not in state.rules and r.match not in users]
@@ -159,18 +182,21 @@ def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
     if others:
         changes.append(_change(f"remove {len(others)} stale nodeprov ufw rule(s)",
                                [ufw.delete_argv(r) for r in others], _diff("-", others)))
-    guarded = _guarded(state, risky, params, ssh_port)
+    ssh = f"tcp/{ssh_port} from {params.ssh_allow_from}"  # what a new connection must pass
+    guarded = _guarded(state, risky, params.revert_seconds, ssh)
     if guarded:
-        changes.append(guarded)
+        changes.append(guarded)  # arming stops a guard left armed first
     else:
         notes.append("ufw active: default deny incoming, allow outgoing")
-    warnings = [f"the lockout guard disabled ufw at {reverted_at} after an unconfirmed change: "
-                "check ssh_port and ssh_allow_from"] if reverted_at and not state.active else []
+        if seen.armed_guard:
+            changes.append(_disarm_left_guard(seen.armed_guard, ssh))
+    warnings = [f"the lockout guard disabled ufw at {seen.reverted_at} after an unconfirmed "
+                "change: check ssh_port and ssh_allow_from"
+                ] if seen.reverted_at and not state.active else []
     return Plan(tuple(changes), tuple(notes), tuple(warnings))
 
 
-def _guarded(state: ufw.State, risky: list[Rule], params: FirewallParams,
-             ssh_port: str) -> Change | None:
+def _guarded(state: ufw.State, risky: list[Rule], seconds: int, ssh: str) -> Change | None:
     """What can lock us out, run between arming the guard and confirming a new connection."""
     steps = [ufw.delete_argv(r) for r in risky]
     parts, diff = [f"remove SSH rule {r.brief}" for r in risky], _diff("-", risky)
@@ -188,11 +214,18 @@ def _guarded(state: ufw.State, risky: list[Rule], params: FirewallParams,
         diff += f"~ ufw: {was} -> active\n"
     if not steps:
         return None
-    what, seconds = "; ".join(parts), params.revert_seconds
-    ssh = f"tcp/{ssh_port} from {params.ssh_allow_from}"
+    what = "; ".join(parts)
     confirm = ConfirmNewConnection(f"{what}, SSH allowed on {ssh}")
     return _change(f"{what} (reverted in {seconds}s unless a new SSH connection works)",
                    [("arm", str(seconds)), *steps, confirm, ("disarm", ssh)], diff)
+
+
+def _disarm_left_guard(pid: str, ssh: str) -> Change:
+    """A run killed between enabling ufw and disarming left its guard waiting to disable ufw:
+    disarm it, once a new connection shows that what the killed run did lets SSH in."""
+    confirm = ConfirmNewConnection(f"the rules a killed run left, SSH allowed on {ssh}")
+    return _change(f"disarm the lockout guard an interrupted run left armed (pid {pid})",
+                   [confirm, ("disarm", ssh)], f"~ lockout guard (pid {pid}): armed -> disarmed\n")
 
 
 def _install(facts: Facts) -> Change:

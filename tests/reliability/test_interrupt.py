@@ -117,9 +117,6 @@ def check_whole_and_open(bed: Testbed, where: str, pristine: dict[str, dict[str,
         assert bed.ssh(node, "true", timeout=30).returncode == 0, f"{where}: {node}: ssh"
         rules = ufw_status(bed, node)
         assert rules == ["Status: inactive"] or SSH_RULE in rules, f"{where}: {rules}"
-        # Until a re-run disarms the lockout guard a killed run left armed (the xfail test
-        # below), disarm it here: it would disable ufw under a later check.
-        bed.exec(node, "sh", "/var/lib/nodeprov/ufw-helper.sh", "disarm", "-")
 
 
 FIREWALL = """\
@@ -131,10 +128,6 @@ FIREWALL = """\
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the firewall task does not notice a lockout guard left "
-                   "armed by a killed run: the re-run reports ufw in sync and the guard disables "
-                   "ufw 30 s later (fix: probe ufw-guard.pid; if the guard runs, plan "
-                   "ConfirmNewConnection + disarm)")
 def test_a_rerun_disarms_the_lockout_guard_a_killed_run_left_armed(make_testbed: MakeTestbed,
                                                                   tmp_path: Path) -> None:
     bed = make_testbed(nodes=1)
@@ -153,7 +146,10 @@ def test_a_rerun_disarms_the_lockout_guard_a_killed_run_left_armed(make_testbed:
     again = apply(*args)
     try:
         assert again.code == 0, again.output
+        assert "disarm the lockout guard an interrupted run left armed" in again.output
         assert nodeprov_processes(bed, "node1") == "", "the guard is still armed"
+        assert SSH_RULE in ufw_status(bed, "node1")
+        assert "1 hosts, 0 tasks changed" in apply(*args).output
     finally:
         bed.exec("node1", "sh", "/var/lib/nodeprov/ufw-helper.sh", "disarm", "-")
 

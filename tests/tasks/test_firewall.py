@@ -30,7 +30,14 @@ from nodeprov.tasks.base import (
     Write,
     parse_params,
 )
-from nodeprov.tasks.firewall import HELPER, HELPER_SCRIPT, FirewallParams, plan, probe
+from nodeprov.tasks.firewall import (
+    GUARD_PID,
+    HELPER,
+    HELPER_SCRIPT,
+    FirewallParams,
+    plan,
+    probe,
+)
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.ufw import Rule
 
@@ -251,6 +258,54 @@ def test_a_revert_by_the_guard_is_reported_until_ufw_is_active_again() -> None:
     assert [c.summary.split(" (")[0] for c in result.changes] == ["enable ufw"]
     assert "enabled but not loaded" not in result.changes[0].diff
 
+
+
+def with_armed_guard(case: str, pid: str = "4242") -> str:
+    return f"{recorded(case)}\n@@ufw {GUARD_PID}\n{pid}\n"
+
+
+def test_a_guard_a_killed_run_left_armed_is_disarmed_after_a_new_connection() -> None:
+    context = Context(Host("node1", "10.0.0.11", "10.0.0.11"), FACTS, {})
+    params = parse_params(FirewallParams, {"subnet": "10.0.0.0/24"})
+    (disarm,) = plan(context, params, with_armed_guard("in-sync")).changes
+    assert disarm.summary == "disarm the lockout guard an interrupted run left armed (pid 4242)"
+    assert steps(disarm) == [ConfirmNewConnection, DISARM]
+    assert disarm.diff == "~ lockout guard (pid 4242): armed -> disarmed\n"
+    # a guard that is gone (the probe prints no pid for a dead or foreign process) is no change
+    assert plan(context, params, with_armed_guard("in-sync", pid="")).in_sync
+
+
+def test_a_new_guarded_change_replaces_a_guard_left_armed() -> None:
+    context = Context(Host("node1", "10.0.0.11", "10.0.0.11"),
+                      dataclasses.replace(FACTS, ufw_active=False), {})
+    params = parse_params(FirewallParams, {"subnet": "10.0.0.0/24"})
+    changes = plan(context, params, with_armed_guard("fresh")).changes
+    # the helper's `arm` stops the old guard before starting its own: one guard, one disarm
+    assert [steps(c)[0] for c in changes] == [SSH_ANY, ARM]
+
+
+def test_probe_reports_only_a_live_guard_of_ours(tmp_path: Path) -> None:
+    argv = list(probe(parse_params(FirewallParams, {"subnet": "10.0.0.0/24"})).argv)
+    pidfile = tmp_path / "ufw-guard.pid"
+    argv[argv.index(GUARD_PID)] = str(pidfile)
+
+    def guard_seen() -> str:
+        output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        return split_sections(output, "ufw")[str(pidfile)].strip()
+
+    assert guard_seen() == ""  # no pid file
+    helper = tmp_path / "ufw-helper.sh"
+    helper.write_text("sleep 30\n")
+    with subprocess.Popen(["sh", str(helper), "revert", "30"]) as revert, \
+            subprocess.Popen(["sleep", "30"]) as stranger:
+        try:
+            pidfile.write_text(f"{revert.pid}\n")
+            assert guard_seen() == str(revert.pid)
+            pidfile.write_text(f"{stranger.pid}\n")  # the pid was reused by another process
+            assert guard_seen() == ""
+        finally:
+            revert.kill()
+            stranger.kill()
 
 @pytest.mark.parametrize(("field", "value"), [
     ("rdzv_port", 0), ("rdzv_port", "22; reboot"), ("ssh_port", 70000), ("subnet", "junk"),
