@@ -17,8 +17,10 @@ from tests.conftest import requires_root_namespaces
 pytestmark = pytest.mark.integration
 
 # Offline nodes install torch from this machine's local mirror, as an air-gapped cluster would.
-OFFLINE_PIP = {"pip_find_links": ["/opt/wheels"], "pip_index_url": "file:///opt/pypi/simple",
-               "job_max_bytes": 1 << 20, "job_timeout": 240}  # slack for a busy machine
+# Slack for a busy machine: a long deadline, and a drop of up to 90% is noise (a CPU-bound
+# testbed's busbw halves when other work runs; the test inflates the baseline 1000-fold).
+CLUSTER_VARS = {"pip_find_links": ["/opt/wheels"], "pip_index_url": "file:///opt/pypi/simple",
+                "job_max_bytes": 1 << 20, "job_timeout": 240, "bandwidth_drop": 0.9}
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def cluster() -> Iterator[Testbed]:
     reason = requires_root_namespaces()
     if reason:
         pytest.skip(reason)
-    with temporary(nodes=3, extra_vars=OFFLINE_PIP) as bed:
+    with temporary(nodes=3, extra_vars=CLUSTER_VARS) as bed:
         yield bed
 
 
@@ -79,7 +81,7 @@ def test_verify_proves_again_and_flags_a_bandwidth_drop(cluster: Testbed) -> Non
     try:
         code, out = invoke("verify", inventory, "--json", "-")
         assert code == 1
-        assert "busbw at 1 MiB fell to" in out and "more than the allowed 30%" in out
+        assert "busbw at 1 MiB fell to" in out and "more than the allowed 90%" in out
     finally:
         baseline.write_text(recorded)
 

@@ -8,7 +8,8 @@ only torch and the standard library, so a person can run it by hand the same way
         allreduce.py --backend nccl --result /tmp/nodeprov-job.json
 
 Other options (defaults): --min-bytes 8 --max-bytes 67108864 --factor 4 --warmup 5 --iters 20
---timeout 60 (seconds before process-group setup or a collective gives up).
+--seconds-per-size 0.5 (fewer iterations where ops are slow) --timeout 60 (seconds before
+process-group setup or a collective gives up).
 
 Local rank 0 of every node writes the same JSON result to --result and prints it as one line,
 ``NODEPROV_RESULT {...}``. Bus bandwidth is nccl-tests' definition: algbw * 2(n-1)/n.
@@ -40,6 +41,7 @@ with warnings.catch_warnings():
 
 RESULT_PREFIX = "NODEPROV_RESULT "
 ELEMENT_BYTES = 4  # float32: sums of small integers stay exact, so results compare with ==
+MIN_ITERS = 3  # timed ops per size however slow: one op alone is too noisy to report
 HOSTNAME_BYTES = 256
 
 
@@ -116,6 +118,23 @@ def ddp_step(device: torch.device, rank: int) -> dict[str, Any]:
     return {"ok": max_abs_diff == 0.0, "max_abs_diff": max_abs_diff}
 
 
+def iterations(per_op: float, options: argparse.Namespace) -> tuple[int, int]:
+    """Warmup ops after the first one, and timed ops, for a size whose first op took ``per_op``
+    seconds: at most --warmup and --iters, cut to about --seconds-per-size (but never below
+    MIN_ITERS timed ops), so large messages on a slow link do not stretch the sweep to minutes.
+
+    >>> iterations(0.001, argparse.Namespace(warmup=5, iters=20, seconds_per_size=0.5))
+    (4, 20)
+    >>> iterations(0.3, argparse.Namespace(warmup=5, iters=20, seconds_per_size=0.5))
+    (0, 3)
+    """
+    if not options.seconds_per_size:
+        return options.warmup - 1, options.iters
+    fits = int(options.seconds_per_size / max(per_op, 1e-9))
+    return (max(0, min(options.warmup - 1, fits // 4)),
+            max(MIN_ITERS, min(options.iters, fits)))
+
+
 def measure(size_bytes: int, options: argparse.Namespace, device: torch.device, rank: int,
             world_size: int) -> dict[str, Any]:
     """All-reduce one message size: the slowest rank's mean time, and every result checked."""
@@ -123,24 +142,32 @@ def measure(size_bytes: int, options: argparse.Namespace, device: torch.device, 
     buffer = torch.empty(count, dtype=torch.float32, device=device)
     expected = float(expected_sum(world_size))
     wrong = torch.zeros(1, dtype=torch.int64, device=device)
-    elapsed = 0.0
-    for step in range(options.warmup + options.iters):
+
+    def timed_op() -> float:
         buffer.fill_(rank + 1)  # all_reduce works in place, so every op starts from fresh values
         # Each op is timed alone: the refill and the check around it are not network time.
         synchronize(device)
         start = time.perf_counter()
         dist.all_reduce(buffer)
         synchronize(device)
-        if step >= options.warmup:
-            elapsed += time.perf_counter() - start
-        wrong += count_wrong(buffer, expected)
+        seconds = time.perf_counter() - start
+        wrong.add_(count_wrong(buffer, expected))
+        return seconds
+
+    # The first op warms up and sizes the rest; every rank sees the same slowest time, so all
+    # run the same number of collectives.
+    warmup, iters = iterations(slowest(timed_op(), device), options)
+    for _ in range(warmup):
+        timed_op()
+    elapsed = sum(timed_op() for _ in range(iters))
 
     dist.all_reduce(wrong)
-    seconds = slowest(elapsed, device) / options.iters
+    seconds = slowest(elapsed, device) / iters
     algbw = size_bytes / seconds / 1e9
     return {
         "bytes": size_bytes,
         "count": count,
+        "iters": iters,
         "time_us": seconds * 1e6,
         "algbw_gbps": algbw,
         "busbw_gbps": bus_bandwidth(algbw, world_size),
@@ -216,14 +243,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             return value
         return check
 
+    def non_negative(text: str) -> float:
+        value = float(text)
+        if not value >= 0:  # also NaN
+            raise argparse.ArgumentTypeError(f"{text} is not a number of seconds >= 0")
+        return value
+
     parser = argparse.ArgumentParser(description="All-reduce verification job (run by torchrun).")
     parser.add_argument("--backend", choices=("nccl", "gloo"), required=True)
     parser.add_argument("--result", required=True, help="JSON result file, written on every node")
     parser.add_argument("--min-bytes", type=at_least(1), default=8)
     parser.add_argument("--max-bytes", type=at_least(1), default=64 * 1024 * 1024)
     parser.add_argument("--factor", type=at_least(2), default=4)
-    parser.add_argument("--warmup", type=at_least(0), default=5)
+    parser.add_argument("--warmup", type=at_least(1), default=5)
     parser.add_argument("--iters", type=at_least(1), default=20)
+    parser.add_argument("--seconds-per-size", type=non_negative, default=0.5,
+                        help="about how long each size may take (fewer iterations on a slow "
+                        "link, at least 3); 0: always --iters")
     parser.add_argument("--timeout", type=at_least(1), default=60,
                         help="seconds before process-group setup or a collective gives up")
     options = parser.parse_args(argv)
@@ -252,4 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     # record() lets torchrun's failure summary show this rank's exception, not only its exit code.
-    sys.exit(record(main)())
+    status = record(main)()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Past this point only interpreter teardown remains, where torch's gloo objects sometimes
+    # abort ("terminate called without an active exception", SIGABRT; seen about once in ten
+    # 3-node runs) after the work is done and the result written: skip it.
+    os._exit(status or 0)

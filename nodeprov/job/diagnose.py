@@ -41,6 +41,12 @@ _NET_FIX = "nodeprov apply --limit {node} --tags firewall,nccl_env"
 
 _RULES = (
     _Rule(
+        "job",
+        re.compile(r"another nodeprov job is running on this node"),
+        "another nodeprov job (an apply's or a verify's) holds this node and the rendezvous port",
+        "wait for it to finish, then run again",
+    ),
+    _Rule(
         "venv",
         # The venv's own torchrun is missing, or python cannot import torch.
         re.compile(r"torchrun: (?:No such file or directory|(?:command )?not found)"

@@ -38,15 +38,23 @@ if TYPE_CHECKING:
 JOB_DIR = f"{STATE_DIR}/job"
 SCRIPT_PATH = f"{JOB_DIR}/allreduce.py"
 TAIL_LINES = 40
+NETWORK_ITEMS = ("firewall", "hosts")  # diagnosis items the connectivity matrix can pin down
 KILL_AFTER = 5  # seconds between timeout's TERM and KILL: LAUNCH's --kill-after
 TIMED_OUT = (124, 128 + 9)  # timeout(1): the deadline passed; the command needed a KILL
-# argv: run_dir seconds run_id torchrun... The run dir is gone when the launcher already stopped
-# this run (Ctrl-C right after the start): then nothing starts. The pid file holds the process
-# group (timeout is its leader); the marker finds the workers, which torchrun puts in sessions
-# of their own.
-LAUNCH = r"""cd -- "$1" || exit 125
-export NODEPROV_JOB_RUN="$3"
-seconds=$2; shift 3
+JOB_LOCK = "/run/lock/nodeprov-job.lock"  # one job per node: a second would share its ports
+# argv: lock run_dir seconds run_id torchrun... The run dir is gone when the launcher already
+# stopped this run (Ctrl-C right after the start): then nothing starts. The job lock's fd passes
+# down to every process of the job, so the lock is free only once the last one is gone. The pid
+# file holds the process group (timeout is its leader); the marker finds the workers, which
+# torchrun puts in sessions of their own.
+LAUNCH = r"""cd -- "$2" || exit 125
+exec 8>>"$1"
+if ! flock -n 8; then
+  echo "another nodeprov job is running on this node ($(cat -- "$1"))" >&2; exit 75
+fi
+echo "run $4 since $(date -u +%FT%TZ) from ${SSH_CLIENT%% *}" > "$1"
+export NODEPROV_JOB_RUN="$4"
+seconds=$3; shift 4
 exec setsid -w sh -c 'echo $$ > pid; exec timeout --kill-after=5 "$@"' nodeprov-job "$seconds" "$@"
 """
 # argv: run_dir run_id. Stops whatever of the run still runs, prints its result, removes it.
@@ -139,10 +147,11 @@ def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str,
     run_dir = f"{JOB_DIR}/{run_id}"
     nproc = {host.name: procs_per_node(facts[host.name]) for host in hosts}
     argv = {
-        host.name: ("sh", "-c", LAUNCH, "nodeprov-job", run_dir, str(timeout), run_id,
-                    *torchrun_argv(venv_path=venv_path, nnodes=len(hosts), nproc=nproc[host.name],
-                                   endpoint=endpoint, run_id=run_id, backend=chosen,
-                                   run_dir=run_dir, max_bytes=max_bytes, seconds=timeout))
+        host.name: ("sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK, run_dir, str(timeout), run_id,
+                    *torchrun_argv(venv_path=venv_path, nnodes=len(hosts),
+                                   nproc=nproc[host.name], endpoint=endpoint, run_id=run_id,
+                                   backend=chosen, run_dir=run_dir, max_bytes=max_bytes,
+                                   seconds=timeout))
         for host in hosts
     }
     return JobPlan(run_id, chosen, nproc, argv)
@@ -154,14 +163,23 @@ def tail(result: Result, lines: int = TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def last_words(output: str) -> str:
+    """The last line that says something: torchrun's failure summary ends in a rule of ``=``.
+
+    >>> last_words("  traceback : Signal 6 (SIGABRT) received by PID 7\\n=====\\n")
+    'traceback : Signal 6 (SIGABRT) received by PID 7'
+    """
+    said = (line.strip() for line in reversed(output.splitlines()))
+    return next((line for line in said if line.strip("=-")), "no output")
+
+
 def node_failures(launched: Mapping[str, Result | Exception], *, stopped: set[str],
                   seconds: int) -> list[str]:
     """One line per node that failed by itself (nodes the launcher stopped are left out),
     diagnosed from its output tail where a rule knows it."""
     lines = [f"{name}: job: {outcome}" for name, outcome in launched.items()
              if isinstance(outcome, Exception)]
-    failed = {name: outcome for name, outcome in launched.items() if isinstance(outcome, Result)
-              and outcome.exit_code != 0 and name not in stopped}
+    failed = _failed_by_themselves(launched, stopped)
     diagnosed = dict(diagnose_nodes({name: tail(result) for name, result in failed.items()}))
     for name, result in failed.items():
         found = diagnosed.get(name)
@@ -172,10 +190,25 @@ def node_failures(launched: Mapping[str, Result | Exception], *, stopped: set[st
             lines.append(f"{name}: job: still running after {seconds} s, killed on every node "
                          f"(a hung collective? raise job_timeout if the sweep is just slow)")
         else:
-            last = next((line for line in reversed(tail(result).splitlines()) if line.strip()),
-                        "no output")
-            lines.append(f"{name}: job: torchrun exited {result.exit_code}: {last.strip()}")
+            lines.append(f"{name}: job: torchrun exited {result.exit_code}: "
+                         f"{last_words(tail(result))}")
     return lines
+
+
+def _failed_by_themselves(launched: Mapping[str, Result | Exception],
+                          stopped: set[str]) -> dict[str, Result]:
+    return {name: outcome for name, outcome in launched.items() if isinstance(outcome, Result)
+            and outcome.exit_code != 0 and name not in stopped}
+
+
+def network_may_explain(launched: Mapping[str, Result | Exception], stopped: set[str]) -> bool:
+    """Whether a node failed in a way the network between nodes may explain: a diagnosed
+    firewall or name problem, or a failure no rule knows (a peer that closed the rendezvous, a
+    hung collective). A missing torch or a busy node is explained without the matrix."""
+    failed = _failed_by_themselves(launched, stopped)
+    diagnosed = dict(diagnose_nodes({name: tail(result) for name, result in failed.items()}))
+    return any(name not in diagnosed or diagnosed[name].item in NETWORK_ITEMS
+               for name in failed)
 
 
 @dataclass
@@ -260,8 +293,9 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
         failures.append(f"{hosts[0].name}: job: {verdict(result)}")
     failures += node_failures(launch.launched, stopped=launch.stopped, seconds=timeout)
     culprits: list[str] = []
-    if any(": firewall: " in line or ": hosts: " in line for line in failures):
-        # The job's messages rarely name the blocked peer; the matrix does.
+    if result is None and network_may_explain(launch.launched, launch.stopped):
+        # The job's messages rarely name the blocked peer (the first node to fail may only say
+        # that a peer closed the rendezvous); the matrix does.
         culprits = check_connectivity(hosts, sessions, facts, rdzv_port).problems()
         failures += culprits
     failures += unreadable

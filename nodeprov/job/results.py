@@ -15,15 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 RESULT_PREFIX = "NODEPROV_RESULT "  # the line allreduce.py prints alongside the file
-TABLE_HEADER = ("size", "elements", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "wrong")
+TABLE_HEADER = ("size", "elements", "iters", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
+                "wrong")
 
 
 @dataclass(frozen=True)
 class SizeResult:
-    """One message size of the sweep; ``wrong`` counts wrong elements over all ranks and ops."""
+    """One message size of the sweep: ``iters`` timed ops (fewer where ops are slow), ``wrong``
+    elements over all ranks and ops."""
 
     bytes: int
     count: int
+    iters: int
     time_us: float
     algbw_gbps: float
     busbw_gbps: float
@@ -68,6 +71,7 @@ def _size(row: Any, index: int) -> SizeResult:
     return SizeResult(
         bytes=_get(row, "bytes", int, where),
         count=_get(row, "count", int, where),
+        iters=_get(row, "iters", int, where),
         time_us=float(_get(row, "time_us", number, where)),
         algbw_gbps=float(_get(row, "algbw_gbps", number, where)),
         busbw_gbps=float(_get(row, "busbw_gbps", number, where)),
@@ -123,8 +127,8 @@ def human_bytes(size: int) -> str:
 def table_rows(result: JobResult) -> list[tuple[str, ...]]:
     """One row of strings per message size, in TABLE_HEADER's order."""
     return [
-        (human_bytes(row.bytes), str(row.count), f"{row.time_us:.1f}", f"{row.algbw_gbps:.3f}",
-         f"{row.busbw_gbps:.3f}", str(row.wrong))
+        (human_bytes(row.bytes), str(row.count), str(row.iters), f"{row.time_us:.1f}",
+         f"{row.algbw_gbps:.3f}", f"{row.busbw_gbps:.3f}", str(row.wrong))
         for row in result.sizes
     ]
 

@@ -82,8 +82,20 @@ def test_count_wrong_counts_every_wrong_element() -> None:
     assert int(allreduce.count_wrong(wrong, 3.0)) == 2
 
 
+def test_iterations_fit_the_time_box_but_never_drop_below_three() -> None:
+    options = allreduce.parse_args(["--backend", "gloo", "--result", "r.json"])
+    assert (options.warmup, options.iters, options.seconds_per_size) == (5, 20, 0.5)
+    assert allreduce.iterations(0.0001, options) == (4, 20)  # fast ops: the full count
+    assert allreduce.iterations(0.05, options) == (2, 10)  # 10 ops fit in 0.5 s
+    assert allreduce.iterations(2.0, options) == (0, allreduce.MIN_ITERS)
+    unboxed = allreduce.parse_args(["--backend", "gloo", "--result", "r.json",
+                                    "--seconds-per-size", "0"])
+    assert allreduce.iterations(2.0, unboxed) == (4, 20)
+
+
 def test_bad_options_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    for args in (["--min-bytes", "64", "--max-bytes", "8"], ["--factor", "1"]):
+    for args in (["--min-bytes", "64", "--max-bytes", "8"], ["--factor", "1"], ["--warmup", "0"],
+                 ["--seconds-per-size", "-1"], ["--seconds-per-size", "nan"]):
         with pytest.raises(SystemExit) as exit_info:
             allreduce.parse_args(["--backend", "gloo", "--result", "r.json", *args])
         assert exit_info.value.code == 2
@@ -120,6 +132,7 @@ def test_two_ranks_sweep_every_size(two_ranks: dict[str, Any]) -> None:
     assert [row["bytes"] for row in rows] == [8 * 4**k for k in range(9)] + [1024 * 1024]
     for row in rows:
         assert row["count"] * 4 == row["bytes"]
+        assert allreduce.MIN_ITERS <= row["iters"] <= 5
         assert row["wrong"] == 0
         assert row["time_us"] > 0 and row["busbw_gbps"] > 0
         assert row["algbw_gbps"] == pytest.approx(row["bytes"] / row["time_us"] / 1e3)

@@ -24,8 +24,10 @@ from nodeprov.gpu import Gpu, GpuInfo
 from nodeprov.inventory import Host
 from nodeprov.job import launch
 from nodeprov.job.connectivity import Check, Matrix
+from nodeprov.job.diagnose import diagnose
 from nodeprov.job.launch import (
     FINISH,
+    JOB_LOCK,
     LAUNCH,
     JobPlanError,
     choose_backend,
@@ -89,8 +91,8 @@ def test_each_node_runs_the_venvs_torchrun_with_c10d_and_no_node_rank() -> None:
              "node3": facts_for("node3", gpu=gpus(4, mig=True))}
     job = plan(facts)
     assert job.backend == "nccl" and job.nproc == {"node1": 8, "node2": 4, "node3": 1}
-    sh, dash_c, script, name, run_dir, seconds, run_id, *torchrun = job.argv["node2"]
-    assert (sh, dash_c, script, name) == ("sh", "-c", LAUNCH, "nodeprov-job")
+    sh, dash_c, script, name, lock, run_dir, seconds, run_id, *torchrun = job.argv["node2"]
+    assert (sh, dash_c, script, name, lock) == ("sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK)
     assert (run_dir, seconds, run_id) == ("/var/lib/nodeprov/job/nodeprov-abc", "120",
                                           "nodeprov-abc")
     assert torchrun == [
@@ -133,6 +135,31 @@ def test_failures_name_node_item_cause_and_fix_and_skip_stopped_nodes() -> None:
     assert lines[2] == "node3: job: torchrun exited 1: ValueError: boom"
     assert lines[3].startswith("node4: job: still running after 30 s, killed on every node")
     assert not any(line.startswith("node2") for line in lines)
+
+
+# What torchrun printed on a testbed node when a rank aborted at exit (trimmed).
+CHILD_FAILED = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+=====================================================
+/var/lib/nodeprov/job/allreduce.py FAILED
+-----------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  host      : node3
+  rank      : 2 (local_rank: 0)
+  exitcode  : -6 (pid: 2531)  (SIGABRT)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 2531
+=====================================================
+"""
+
+
+def test_a_failure_no_rule_knows_quotes_torchruns_root_cause_not_its_rule_line() -> None:
+    lines = node_failures({"node3": Result("", CHILD_FAILED, 1)}, stopped=set(), seconds=30)
+    assert lines == ["node3: job: torchrun exited 1: traceback : Signal 6 (SIGABRT) received "
+                     "by PID 2531"]
+    assert node_failures({"node3": Result("", "", 1)}, stopped=set(), seconds=30) == [
+        "node3: job: torchrun exited 1: no output"]
 
 
 def test_tail_keeps_the_last_lines_stdout_first() -> None:
@@ -250,6 +277,42 @@ def test_a_network_failure_runs_the_matrix_to_name_the_blocked_node(
     assert outcome.verdict == "FAIL: 3 nodes (gloo): " + blocked
 
 
+@pytest.fixture
+def matrix_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records each connectivity matrix the launcher runs; the matrix finds nothing broken."""
+    runs: list[str] = []
+
+    def no_problem(hosts: Sequence[Host], *args: Any) -> Matrix:
+        runs.append(",".join(host.name for host in hosts))
+        return Matrix(tuple(host.name for host in hosts), ())
+
+    monkeypatch.setattr(launch, "check_connectivity", no_problem)
+    return runs
+
+
+CLOSED = "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n"
+BUSY = "another nodeprov job is running on this node (run nodeprov-1 since 2026-11-22T16:13:35Z)"
+
+
+@pytest.mark.parametrize(("first", "runs_matrix"), [
+    (FakeNode(1, CLOSED), True),  # no rule knows it: a peer may be blocked
+    (FakeNode(1, GLOO_TIMEOUT), True),
+    (FakeNode(1, "ModuleNotFoundError: No module named 'torch'"), False),
+    (FakeNode(75, BUSY), False),  # the matrix's listeners would collide with the other job
+])
+def test_the_matrix_runs_when_the_network_may_explain_a_failure(
+        first: FakeNode, runs_matrix: bool, matrix_runs: list[str]) -> None:
+    outcome = run_fake({"node1": first, "node2": FakeNode(None), "node3": FakeNode(None)})
+    assert not outcome.ok
+    assert matrix_runs == (["node1,node2,node3"] if runs_matrix else [])
+
+
+def test_wrong_results_need_no_matrix(matrix_runs: list[str]) -> None:
+    wrong = json.loads(RESULT_JSON) | {"ok": False, "wrong": 3}
+    nodes = {name: FakeNode(1, "exit 1", result=json.dumps(wrong)) for name in CPU_FACTS}
+    assert not run_fake(nodes).ok and matrix_runs == []
+
+
 def test_ctrl_c_while_copying_still_cleans_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
     real_on_every = launch.on_every
     calls = []
@@ -291,13 +354,47 @@ def run_dir(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         os.kill(pid, signal.SIGKILL)
 
 
+def launch_argv(directory: Path, seconds: str, run_id: str, *command: str) -> list[str]:
+    """LAUNCH as a node runs it, with a job lock beside the run directory."""
+    return ["sh", "-c", LAUNCH, "nodeprov-job", str(directory.parent / "job.lock"),
+            str(directory), seconds, run_id, *command]
+
+
+def test_a_second_job_on_a_node_fails_at_once_naming_the_first(
+        run_dir: tuple[Path, str]) -> None:
+    directory, run_id = run_dir
+    # The job's last process holds the lock: here a worker in a session of its own.
+    first = subprocess.Popen(launch_argv(directory, "60", run_id, "sh", "-c",
+                                    "setsid sleep 300 & exec sleep 1"))
+    for _ in range(100):
+        if len(marked(run_id)) >= 2:
+            break
+        time.sleep(0.05)
+    other = directory.parent / "other"
+    other.mkdir()
+    second = subprocess.run(launch_argv(other, "60", "second", "true"), capture_output=True,
+                            text=True, timeout=30, check=False)
+    assert second.returncode == 75
+    assert f"another nodeprov job is running on this node (run {run_id} since " in second.stderr
+    found = diagnose(second.stderr, "node1")
+    assert found is not None and found.item == "job"
+    assert first.wait(timeout=10) == 0  # its `sleep 1` ended; the worker still holds the lock
+    assert subprocess.run(launch_argv(other, "60", "third", "true"), timeout=30).returncode == 75
+    for pid in marked(run_id):
+        os.kill(pid, signal.SIGKILL)
+    for _ in range(100):
+        if not marked(run_id):
+            break
+        time.sleep(0.05)
+    assert subprocess.run(launch_argv(other, "60", "fourth", "true"), timeout=30).returncode == 0
+
+
 def test_stop_step_kills_the_group_and_workers_in_their_own_sessions(
         run_dir: tuple[Path, str]) -> None:
     directory, run_id = run_dir
     # Like torchrun: a worker in a session of its own, which the group kill alone misses.
     fake_torchrun = ["sh", "-c", "setsid sleep 300 & exec sleep 301"]
-    job = subprocess.Popen(["sh", "-c", LAUNCH, "nodeprov-job", str(directory), "60", run_id,
-                            *fake_torchrun])
+    job = subprocess.Popen(launch_argv(directory, "60", run_id, *fake_torchrun))
     for _ in range(100):  # timeout (the group leader), sleep 301 and the setsid sleep 300
         if len(marked(run_id)) >= 3 and (directory / "pid").exists():
             break
@@ -318,12 +415,12 @@ def test_the_deadline_kills_a_hung_job_and_a_stopped_run_never_starts(
         run_dir: tuple[Path, str]) -> None:
     directory, run_id = run_dir
     started = time.monotonic()
-    hung = subprocess.run(["sh", "-c", LAUNCH, "nodeprov-job", str(directory), "1", run_id,
-                           "sleep", "30"], timeout=30, check=False)
+    hung = subprocess.run(launch_argv(directory, "1", run_id, "sleep", "30"), timeout=30,
+                          check=False)
     assert hung.returncode == 124 and time.monotonic() - started < 5
     shutil.rmtree(directory)  # what the stop step leaves: a late launch must not start
-    late = subprocess.run(["sh", "-c", LAUNCH, "nodeprov-job", str(directory), "60", run_id,
-                           "sleep", "30"], capture_output=True, timeout=30, check=False)
+    late = subprocess.run(launch_argv(directory, "60", run_id, "sleep", "30"), capture_output=True,
+                          timeout=30, check=False)
     assert late.returncode == 125 and marked(run_id) == []
 
 
@@ -442,8 +539,8 @@ def test_the_nodes_persisted_socket_env_reaches_the_job(job_bed: Testbed) -> Non
         session = sessions["node2"]
         session.run(["mkdir", "-p", "/tmp/nodeprov-env-check"])
         # `env` in torchrun's place: what the job's processes get through SSH, sh and setsid.
-        shown = session.run(["sh", "-c", LAUNCH, "nodeprov-job", "/tmp/nodeprov-env-check", "10",
-                             "env-check", "env"])
+        shown = session.run(["sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK,
+                             "/tmp/nodeprov-env-check", "10", "env-check", "env"])
     finally:
         for each in sessions.values():
             each.close()
