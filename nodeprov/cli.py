@@ -118,6 +118,9 @@ def verify(
     job: Annotated[bool, typer.Option(
         "--job/--no-job", help="After the checks, run the connectivity matrix and the "
         "verification job, and compare bandwidth with apply's baseline.")] = True,
+    pairwise: Annotated[bool, typer.Option(
+        "--pairwise", help="Also run the job on every pair of nodes, one pair at a time, "
+        "slowest pair first, to find a slow link (N(N-1)/2 short jobs).")] = False,
 ) -> None:
     """Check that every node is as apply left it; print each drift and its repair command,
     then prove the cluster again with the job. Changes nothing.
@@ -127,9 +130,11 @@ def verify(
     from nodeprov.verify import run_verify
 
     try:
+        if pairwise and not job:
+            raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
         code = run_verify(resolve_inventory(inventory), playbook, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                          job=job)
+                          job=job, pairwise=pairwise)
     except NodeprovError as error:
         fail(error)
     raise typer.Exit(code)

@@ -8,18 +8,20 @@ from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from nodeprov.inventory import Host, Inventory, load_inventory
-from nodeprov.job.baseline import baseline_path
 from nodeprov.playbook import JobSpec, load_playbook
-from nodeprov.prove import Proof, print_proof, prove_cluster
 from nodeprov.report import LiveReporter, PlainReporter, json_report, print_recap
 from nodeprov.runner import Interrupted, RunOptions, RunOutcome, run_playbook
 from nodeprov.session import Session, SshOptions, connect_all
+
+if TYPE_CHECKING:
+    from nodeprov.prove import Proof
 
 
 def default_playbook() -> Path:
@@ -84,6 +86,10 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
 def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: RunOutcome,
            sessions: Mapping[str, Session], inventory: Inventory, check: bool) -> list[Proof]:
     """The play's verification job, when every one of its hosts came through the tasks."""
+    # lazy: the job's modules load only for a playbook with a job: play
+    from nodeprov.job.baseline import baseline_path
+    from nodeprov.prove import print_proof, prove_cluster
+
     if check:
         console.print("job: not run in check mode", markup=False, highlight=False)
         return []

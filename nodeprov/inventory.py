@@ -24,12 +24,15 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodeprov import validate
 from nodeprov.errors import InputError
 from nodeprov.variables import PATH_VARIABLES, VARIABLES
 from nodeprov.yamlfile import YamlMap, load_yaml_file
+
+if TYPE_CHECKING:
+    from paramiko import SSHConfig
 
 GROUP_KEYS = ("hosts", "vars", "children")
 USER_SSH_CONFIG = "~/.ssh/config"
@@ -117,7 +120,9 @@ def load_inventory(path: Path) -> Inventory:
     if not collected.host_vars:
         raise InputError("no hosts; add hosts under all: hosts:", source=source, line=1,
                          field="all.hosts")
-    hosts = tuple(_build_host(name, collected, path) for name in collected.host_vars)
+    ssh_configs = SshConfigs()
+    hosts = tuple(_build_host(name, collected, path, ssh_configs)
+                  for name in collected.host_vars)
     _check_unique_addresses(hosts, collected, source)
     groups = {name: tuple(members) for name, members in collected.groups.items()}
     return Inventory(path=path, hosts=hosts, groups=groups)
@@ -175,7 +180,7 @@ def _walk_group(name: str, group: YamlMap, depth: int, trail: tuple[str, ...],
                 members.append(member)
 
 
-def _build_host(name: str, collected: _Collected, path: Path) -> Host:
+def _build_host(name: str, collected: _Collected, path: Path, ssh_configs: SshConfigs) -> Host:
     source = str(path)
     # (value, line) per var, from the widest scope to the narrowest, so later wins.
     layered: dict[str, tuple[Any, int]] = {}
@@ -222,7 +227,7 @@ def _build_host(name: str, collected: _Collected, path: Path) -> Host:
     values["node_address"] = node_address
     if "ansible_port" not in layered:
         # the port SSH really uses, so the firewall keeps that one open
-        values["ansible_port"] = ssh_config_port(values["ssh_config_file"], address)
+        values["ansible_port"] = ssh_configs.port(values["ssh_config_file"], address)
     return Host(
         name=name, address=address, node_address=node_address, port=values["ansible_port"],
         user=values["ansible_user"], key_file=values["ansible_ssh_private_key_file"],
@@ -249,12 +254,20 @@ def _check_unique_addresses(hosts: Iterable[Host], collected: _Collected, source
                              line=line, field=f"{host.name}: node_address")
 
 
-def ssh_config_port(ssh_config_file: str | None, address: str) -> int:
-    """The Port an ssh_config (default ~/.ssh/config) gives ``address``, else 22."""
-    from paramiko import SSHConfig  # lazy: only inventories without ansible_port need it
+class SshConfigs:
+    """Ports from ssh_config files (default ~/.ssh/config), each file read once.
 
-    path = Path(ssh_config_file or os.path.expanduser(USER_SSH_CONFIG))
-    if not path.is_file():
-        return 22
-    port = SSHConfig.from_path(str(path)).lookup(address).get("port", "22")
-    return validate.port(port)
+        SshConfigs().port(None, "10.0.0.11")   # its Port in ~/.ssh/config, else 22
+    """
+
+    def __init__(self) -> None:
+        self._parsed: dict[Path, SSHConfig | None] = {}
+
+    def port(self, ssh_config_file: str | None, address: str) -> int:
+        from paramiko import SSHConfig  # lazy: only inventories without ansible_port need it
+
+        path = Path(ssh_config_file or os.path.expanduser(USER_SSH_CONFIG))
+        if path not in self._parsed:
+            self._parsed[path] = SSHConfig.from_path(str(path)) if path.is_file() else None
+        config = self._parsed[path]
+        return 22 if config is None else validate.port(config.lookup(address).get("port", "22"))

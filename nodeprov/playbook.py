@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from nodeprov import validate
 from nodeprov.errors import InputError
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
-from nodeprov.prove import JobParams
 from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
 from nodeprov.tasks.registry import REGISTRY
-from nodeprov.templating import TemplateError, referenced_names, render_value
+from nodeprov.templating import TemplateError, Templates
 from nodeprov.yamlfile import YamlList, YamlMap, load_yaml_file
 
 PLAY_KEYS = ("name", "hosts", "vars", "tasks", "job", "tags")
@@ -45,6 +45,7 @@ class TaskSpec:
     source: str
     line: int
     param_lines: Mapping[str, int]
+    templates: Templates = field(compare=False, repr=False)
 
     def variables(self, host: Host, groups: Mapping[str, Sequence[str]],
                   facts: Facts | None) -> dict[str, Any]:
@@ -58,7 +59,7 @@ class TaskSpec:
 
     @property
     def needs_facts(self) -> bool:
-        return "facts" in referenced_names(dict(self.raw_params))
+        return "facts" in self.templates.referenced_names(dict(self.raw_params))
 
     def params_for(self, host: Host, groups: Mapping[str, Sequence[str]],
                    facts: Facts | None) -> Any:
@@ -67,7 +68,7 @@ class TaskSpec:
         rendered: dict[str, Any] = {}
         for key, value in self.raw_params.items():
             try:
-                rendered[key] = render_value(value, variables)
+                rendered[key] = self.templates.render(value, variables)
             except (TemplateError, TypeError, ValueError, ArithmeticError) as error:
                 # a filter given the wrong type raises plain Python errors while rendering
                 raise self.error(f"template error for {host.name}: {error}", key) from None
@@ -83,6 +84,28 @@ class TaskSpec:
 
 
 @dataclass(frozen=True)
+class JobParams:
+    """The ``job:`` of a play (site.yaml fills each from the inventory's job_* vars)."""
+
+    venv_path: str = "/opt/nodeprov/venv"
+    rdzv_port: int = 29500
+    backend: Literal["auto", "nccl", "gloo"] = "auto"
+    timeout: int = 120
+    max_bytes: int = 64 * 1024 * 1024
+    bandwidth_drop: float = 0.3
+
+    def __post_init__(self) -> None:
+        validate.absolute_path(self.venv_path)
+        validate.port(self.rdzv_port)
+        if self.timeout < 10:
+            raise ValueError(f"timeout {self.timeout} is too short; give at least 10 seconds")
+        if not 8 <= self.max_bytes <= 1 << 34:
+            raise ValueError(f"max_bytes {self.max_bytes} must be from 8 to 16 GiB")
+        if not 0 < self.bandwidth_drop < 1:
+            raise ValueError(f"bandwidth_drop {self.bandwidth_drop} must be between 0 and 1")
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """A play's ``job:``: the verification job across all the play's hosts, rendered once with
     the first host's vars (the job is one cluster-wide run)."""
@@ -92,12 +115,14 @@ class JobSpec:
     tags: tuple[str, ...]
     source: str
     line: int
+    templates: Templates = field(compare=False, repr=False)
 
     def params_for(self, host: Host) -> JobParams:
         variables = {**host.vars, **self.play_vars, "inventory_hostname": host.name}
         where = f"play job ({host.name})"
         try:
-            return parse_params(JobParams, render_value(dict(self.raw_params), variables))
+            rendered = self.templates.render(dict(self.raw_params), variables)
+            return parse_params(JobParams, rendered)
         except (TemplateError, TypeError, ArithmeticError) as error:
             raise InputError(f"template error: {error}", source=self.source, line=self.line,
                              field=where) from None
@@ -129,12 +154,14 @@ def load_playbook(path: Path, inventory: Inventory) -> Playbook:
     if not isinstance(data, YamlList):
         raise InputError("a playbook is a list of plays (- name: ..., hosts: ..., tasks: ...)",
                          source=source, line=1)
-    plays = tuple(_load_play(play, data.line_of(index), source, inventory)
+    templates = Templates()  # one per playbook: every host renders the same few sources
+    plays = tuple(_load_play(play, data.line_of(index), source, inventory, templates)
                   for index, play in enumerate(data))
     return Playbook(path=path, plays=plays)
 
 
-def _load_play(play: Any, line: int, source: str, inventory: Inventory) -> Play:
+def _load_play(play: Any, line: int, source: str, inventory: Inventory,
+               templates: Templates) -> Play:
     if not isinstance(play, YamlMap):
         raise InputError("a play is a mapping with name, hosts and tasks", source=source,
                          line=line)
@@ -156,12 +183,12 @@ def _load_play(play: Any, line: int, source: str, inventory: Inventory) -> Play:
     if not isinstance(play_vars, Mapping):
         raise InputError("vars: must be a mapping", source=source, line=play.line_of("vars"),
                          field=f"play {name!r} vars")
-    job = _load_job(play, source, play_vars, hosts)
+    job = _load_job(play, source, play_vars, hosts, templates)
     tasks = play.get("tasks", YamlList() if job else None)
     if not isinstance(tasks, YamlList):
         raise InputError("tasks: must be a list of tasks", source=source,
                          line=play.line_of("tasks"), field=f"play {name!r} tasks")
-    specs = tuple(_load_task(task, tasks.line_of(index), source, play_vars)
+    specs = tuple(_load_task(task, tasks.line_of(index), source, play_vars, templates)
                   for index, task in enumerate(tasks))
     for spec in specs:
         _check_against_hosts(spec, hosts, inventory)
@@ -169,7 +196,7 @@ def _load_play(play: Any, line: int, source: str, inventory: Inventory) -> Play:
 
 
 def _load_job(play: YamlMap, source: str, play_vars: Mapping[str, Any],
-              hosts: Sequence[Host]) -> JobSpec | None:
+              hosts: Sequence[Host], templates: Templates) -> JobSpec | None:
     if "job" not in play:
         if "tags" in play:
             raise InputError("play-level tags: go with job:; tag tasks one by one",
@@ -184,12 +211,14 @@ def _load_job(play: YamlMap, source: str, play_vars: Mapping[str, Any],
     if not isinstance(tags, (list, tuple)) or not all(isinstance(tag, str) for tag in tags):
         raise InputError("tags: must be a list of words", source=source,
                          line=play.line_of("tags"), field="tags")
-    spec = JobSpec(dict(params), dict(play_vars), tuple(tags), source, play.line_of("job"))
+    spec = JobSpec(dict(params), dict(play_vars), tuple(tags), source, play.line_of("job"),
+                   templates)
     spec.params_for(hosts[0])
     return spec
 
 
-def _load_task(task: Any, line: int, source: str, play_vars: Mapping[str, Any]) -> TaskSpec:
+def _load_task(task: Any, line: int, source: str, play_vars: Mapping[str, Any],
+               templates: Templates) -> TaskSpec:
     if not isinstance(task, YamlMap):
         raise InputError("a task is a mapping: name, one task type with its parameters, tags",
                          source=source, line=line)
@@ -224,6 +253,7 @@ def _load_task(task: Any, line: int, source: str, play_vars: Mapping[str, Any]) 
         name=name, type=task_type, raw_params=dict(params), tags=tuple(tags),
         play_vars=dict(play_vars), source=source, line=task.line,
         param_lines=dict(params.key_lines) if isinstance(params, YamlMap) else {},
+        templates=templates,
     )
 
 
@@ -231,7 +261,7 @@ def _check_against_hosts(spec: TaskSpec, hosts: Sequence[Host], inventory: Inven
     """Undefined template variables, and values that are known before connecting."""
     for key, value in spec.raw_params.items():
         try:
-            names = referenced_names(value)
+            names = spec.templates.referenced_names(value)
         except TemplateError as error:
             raise spec.error(f"template syntax error: {error}", key) from None
         for host in hosts:

@@ -1,8 +1,9 @@
 """What a person sees: progress lines or a live table, the recap, and the JSON report.
 
 The JSON report (``--json PATH``) is ``{"ok": bool, "check": bool, "hosts": {name: {"status",
-"error", "duration", "connections", "round_trips", "tasks": [{"name", "type", "status",
-"changes", "diffs", "notes", "warnings", "error", "duration"}]}}}``; README documents it.
+"error", "duration", "connections", "round_trips", "facts", "tasks": [{"name", "type",
+"status", "changes", "diffs", "notes", "warnings", "error", "duration"}]}}}``; README documents
+it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 
 from nodeprov.runner import HostResult, TaskResult
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim",
           "unreachable": "bold red"}
+_COUNTED = ("ok", "changed", "failed", "skipped")  # task statuses the recap counts per host
+_RECAP_COLUMNS = ("host", "status", *_COUNTED, "time")
 
 
 class PlainReporter:
@@ -49,6 +51,8 @@ class LiveReporter(PlainReporter):
 
     def __init__(self, console: Console, hosts: Sequence[str], *, diff: bool = False,
                  verbose: bool = False) -> None:
+        from rich.live import Live  # lazy: only a terminal gets the live table
+
         super().__init__(console, diff=diff, verbose=verbose)
         self._rows = {host: {"ok": 0, "changed": 0, "failed": 0, "last": "connecting"}
                       for host in hosts}
@@ -103,18 +107,26 @@ def _print_task(console: Console, host: str, result: TaskResult, diff: bool,
 
 def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
                 rerun: Sequence[str] = ()) -> None:
-    """The per-host table, then each failure's one-line cause and the re-run command."""
+    """The per-host counts (a table on a terminal, one line per host elsewhere), then each
+    failure's one-line cause and the re-run command."""
     title = "recap (check mode: nothing was changed)" if check else "recap"
-    table = Table(title=title, title_justify="left")
-    for column in ("host", "status", "ok", "changed", "failed", "skipped", "time"):
-        table.add_column(column)
-    for result in results:
-        counts = {status: sum(t.status == status for t in result.tasks)
-                  for status in ("ok", "changed", "failed", "skipped")}
-        table.add_row(result.name, f"[{_STYLE[result.status]}]{result.status}[/]",
-                      *(str(counts[s]) for s in ("ok", "changed", "failed", "skipped")),
-                      f"{result.duration:.1f}s")
-    console.print(table)
+    rows = [(result.name, result.status,
+             *(str(sum(t.status == status for t in result.tasks)) for status in _COUNTED),
+             f"{result.duration:.1f}s") for result in results]
+    if console.is_terminal:
+        table = Table(title=title, title_justify="left")
+        for column in _RECAP_COLUMNS:
+            table.add_column(column)
+        for name, status, *rest in rows:
+            table.add_row(name, f"[{_STYLE[status]}]{status}[/]", *rest)
+        console.print(table)
+    else:
+        console.print(title, markup=False, highlight=False)
+        for name, status, *counts, duration in rows:
+            numbers = " ".join(f"{column}={count}"
+                               for column, count in zip(_COUNTED, counts, strict=True))
+            console.print(f"{name} | {status} | {numbers} | {duration}",
+                          style=_STYLE[status], markup=False, highlight=False)
     failed = [r for r in results if r.status in ("failed", "unreachable")]
     for result in failed:
         console.print(f"FAILED {result.error}", style="bold red", markup=False, highlight=False)
@@ -131,11 +143,16 @@ def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
 
 def json_report(results: Sequence[HostResult], *, check: bool,
                 extra: dict[str, Any] | None = None) -> str:
-    hosts = {}
-    for result in results:
-        entry = dataclasses.asdict(result)
-        entry.pop("name")
-        entry["facts"] = result.facts.summary() if result.facts else None
-        hosts[result.name] = entry
+    """The ``--json`` document (shape in the module docstring); each host's facts as their
+    one-line-per-fact summary."""
+    hosts = {result.name: _host_entry(result) for result in results}
     ok = all(r.status in ("ok", "changed") for r in results)
     return json.dumps({"ok": ok, "check": check, "hosts": hosts, **(extra or {})}, indent=2)
+
+
+def _host_entry(result: HostResult) -> dict[str, Any]:
+    # field by field: dataclasses.asdict would deep-copy the full Facts only to drop them
+    return {"status": result.status, "tasks": [dataclasses.asdict(t) for t in result.tasks],
+            "error": result.error, "duration": result.duration,
+            "connections": result.connections, "round_trips": result.round_trips,
+            "facts": result.facts.summary() if result.facts else None}

@@ -1,12 +1,16 @@
 """Jinja2 rendering of task parameters with a host's vars and facts (StrictUndefined).
 
-    >>> render_value("{{ rdzv_port }}", {"rdzv_port": 29500})
+A playbook renders the same few templates for every host, so ``Templates`` compiles each
+distinct source once and keeps it for the run:
+
+    >>> templates = Templates()
+    >>> templates.render("{{ rdzv_port }}", {"rdzv_port": 29500})
     29500
-    >>> render_value(["{{ a }}", "x"], {"a": "y"})
+    >>> templates.render(["{{ a }}", "x"], {"a": "y"})
     ['y', 'x']
-    >>> render_value("{{ v }}", {"v": "3.10"})
+    >>> templates.render("{{ v }}", {"v": "3.10"})
     '3.10'
-    >>> render_value("{{ a }}.{{ b }}", {"a": 3, "b": 10})
+    >>> templates.render("{{ a }}.{{ b }}", {"a": 3, "b": 10})
     '3.10'
 """
 
@@ -16,9 +20,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from jinja2 import Environment, StrictUndefined, TemplateError, Undefined, meta
+from jinja2 import Environment, StrictUndefined, Template, TemplateError, Undefined, meta
+from jinja2.environment import TemplateExpression
 
-_ENVIRONMENT = Environment(undefined=StrictUndefined, autoescape=False)
 # "{{ expr }}" alone keeps the value's type (29500 stays an int, a list a list); anything else
 # renders to text. No literal_eval of text: "3.10" must not become the float 3.1.
 _SINGLE_EXPRESSION = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}$", re.DOTALL)
@@ -28,33 +32,61 @@ def is_template(value: Any) -> bool:
     return isinstance(value, str) and ("{{" in value or "{%" in value)
 
 
-def render_value(value: Any, variables: Mapping[str, Any]) -> Any:
-    """Render every template string inside ``value`` (native types kept: 29500 stays an int)."""
-    if is_template(value):
-        single = _SINGLE_EXPRESSION.match(value.strip())
-        if single is None:
-            return _ENVIRONMENT.from_string(value).render(variables)
-        result = _ENVIRONMENT.compile_expression(single["expr"].strip(),
-                                                 undefined_to_none=False)(**variables)
-        if isinstance(result, Undefined):
-            str(result)  # an undefined name comes back unrendered: make it raise
-        return result
-    if isinstance(value, Mapping):
-        return {key: render_value(item, variables) for key, item in value.items()}
-    if isinstance(value, list):
-        return [render_value(item, variables) for item in value]
-    return value
+class Templates:
+    """Renders template strings, compiling each distinct source once (safe across threads: at
+    worst two threads compile the same source, and either result is kept)."""
+
+    def __init__(self) -> None:
+        self._environment = Environment(undefined=StrictUndefined, autoescape=False)
+        self._templates: dict[str, Template] = {}
+        self._expressions: dict[str, TemplateExpression] = {}
+        self._names: dict[str, frozenset[str]] = {}
+
+    def render(self, value: Any, variables: Mapping[str, Any]) -> Any:
+        """Render every template string inside ``value`` (native types kept: 29500 stays an
+        int)."""
+        if is_template(value):
+            single = _SINGLE_EXPRESSION.match(value.strip())
+            if single is None:
+                return self._template(value).render(variables)
+            result = self._expression(single["expr"].strip())(**variables)
+            if isinstance(result, Undefined):
+                str(result)  # an undefined name comes back unrendered: make it raise
+            return result
+        if isinstance(value, Mapping):
+            return {key: self.render(item, variables) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.render(item, variables) for item in value]
+        return value
+
+    def referenced_names(self, value: Any) -> set[str]:
+        """Top-level variable names a value's templates use (raises TemplateError on bad
+        syntax).
+
+            >>> sorted(Templates().referenced_names({"a": "{{ x }}", "b": ["{{ facts.y }}"]}))
+            ['facts', 'x']
+        """
+        if is_template(value):
+            if value not in self._names:
+                self._names[value] = frozenset(
+                    meta.find_undeclared_variables(self._environment.parse(value)))
+            return set(self._names[value])
+        if isinstance(value, Mapping):
+            return set().union(*(self.referenced_names(item) for item in value.values()))
+        if isinstance(value, list):
+            return set().union(*(self.referenced_names(item) for item in value))
+        return set()
+
+    def _template(self, source: str) -> Template:
+        if source not in self._templates:
+            self._templates[source] = self._environment.from_string(source)
+        return self._templates[source]
+
+    def _expression(self, source: str) -> TemplateExpression:
+        if source not in self._expressions:
+            self._expressions[source] = self._environment.compile_expression(
+                source, undefined_to_none=False)
+        return self._expressions[source]
 
 
-def referenced_names(value: Any) -> set[str]:
-    """Top-level variable names a value's templates use (raises TemplateError on bad syntax)."""
-    if is_template(value):
-        return set(meta.find_undeclared_variables(_ENVIRONMENT.parse(value)))
-    if isinstance(value, Mapping):
-        return set().union(*(referenced_names(item) for item in value.values()))
-    if isinstance(value, list):
-        return set().union(*(referenced_names(item) for item in value))
-    return set()
-
-
-__all__ = ["TemplateError", "is_template", "referenced_names", "render_value"]
+__all__ = ["TemplateError", "Templates", "is_template"]

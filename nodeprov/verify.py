@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 from rich.console import Console
@@ -32,11 +32,11 @@ from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, REPAIR_SEPARATOR, fail
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
 from nodeprov.inventory import load_inventory
-from nodeprov.job.baseline import baseline_path
-from nodeprov.job.connectivity import Matrix
 from nodeprov.playbook import load_playbook
-from nodeprov.prove import Proof, print_proof, prove_cluster
 from nodeprov.session import SshOptions, connect_all
+
+if TYPE_CHECKING:
+    from nodeprov.prove import Proof
 
 # "error": the check could not run (an unreachable node, a check that crashed)
 Outcome = Literal["passed", "failed", "error", "skipped"]
@@ -169,15 +169,18 @@ def report_json(verification: Verification) -> dict[str, Any]:
 
 
 def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str | None,
-               accept_new_host_keys: bool, json_path: str | None, job: bool) -> int:
+               accept_new_host_keys: bool, json_path: str | None, job: bool,
+               pairwise: bool = False) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
-    bandwidth baseline apply recorded; prints the report and returns the exit code."""
+    bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes);
+    prints the report and returns the exit code."""
     verification = run_checks(inventory_path, playbook_path, limit=limit,
                               accept_new_host_keys=accept_new_host_keys)
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     print_report(console, verification)
     proofs = _prove_again(console, inventory_path, playbook_path,
-                          SshOptions(accept_new_host_keys=accept_new_host_keys)) if job else []
+                          SshOptions(accept_new_host_keys=accept_new_host_keys),
+                          pairwise) if job else []
     ok = verification.ok and all(proof.ok for proof in proofs)
     if json_path:
         text = json.dumps({**report_json(verification), "ok": ok,
@@ -190,7 +193,12 @@ def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str |
 
 
 def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | None,
-                 options: SshOptions) -> list[Proof]:
+                 options: SshOptions, pairwise: bool) -> list[Proof]:
+    # lazy: the job's modules load only when the job runs (not for --no-job)
+    from nodeprov.job.baseline import baseline_path
+    from nodeprov.job.connectivity import Matrix
+    from nodeprov.prove import Proof, print_proof, prove_cluster
+
     inventory = load_inventory(inventory_path)
     playbook = load_playbook(playbook_path or default_playbook(), inventory)
     proofs = []
@@ -204,10 +212,12 @@ def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | N
                     console.print(f"job: not run: {line}", style="bold red", markup=False)
                 proofs.append(Proof(Matrix(tuple(sessions), (), tuple(errors.values())), None))
                 continue
+            pairs = " and on every pair of them" if pairwise else ""
             console.print(f"job: connectivity matrix, then torchrun on {len(play.hosts)} "
-                          "nodes ...", markup=False, highlight=False)
+                          f"nodes{pairs} ...", markup=False, highlight=False)
             proof = prove_cluster(play.hosts, sessions, facts, play.job.params_for(play.hosts[0]),
-                                  baseline=baseline_path(inventory.path), record=False)
+                                  baseline=baseline_path(inventory.path), record=False,
+                                  pairwise=pairwise)
             print_proof(console, proof)
             proofs.append(proof)
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -49,10 +50,21 @@ def test_no_inventory_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         result.stderr)
 
 
-def test_help_does_not_import_fabric() -> None:
-    code = ("import sys; from nodeprov.cli import app; "
-            "print(sorted(m for m in ('fabric', 'paramiko', 'invoke', 'jinja2') "
-            "if m in sys.modules))")
+def loaded_after(statement: str, prefixes: tuple[str, ...]) -> list[str]:
+    """Modules starting with ``prefixes`` that a fresh interpreter has loaded after running
+    ``statement``."""
+    code = (f"import sys; {statement}; "
+            f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert out.strip() == "[]"
+    return list(ast.literal_eval(out))
+
+
+def test_help_does_not_import_fabric() -> None:
+    assert loaded_after("from nodeprov.cli import app",
+                        ("fabric", "paramiko", "invoke", "jinja2")) == []
+
+
+def test_apply_and_verify_load_the_job_modules_only_for_the_job() -> None:
+    assert loaded_after("import nodeprov.commands, nodeprov.verify",
+                        ("nodeprov.job", "nodeprov.prove", "rich.live")) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from paramiko import SSHConfig
 
 from nodeprov.errors import InputError
 from nodeprov.inventory import load_inventory
@@ -121,3 +122,25 @@ all:
 """))
     ports = {host.name: (host.port, host.vars["ansible_port"]) for host in inventory.hosts}
     assert ports == {"node1": (2201, 2201), "node2": (22, 22), "node3": (2222, 2222)}
+
+
+def test_each_ssh_config_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ssh_config").write_text("Host 10.0.0.1?\n  Port 2201\n")
+    read: list[str] = []
+    original = SSHConfig.from_path
+
+    def counting(path: str) -> SSHConfig:
+        read.append(path)
+        return original(path)
+
+    monkeypatch.setattr(SSHConfig, "from_path", staticmethod(counting))
+    inventory = load_inventory(write(tmp_path, """\
+all:
+  vars: {node_subnet: 10.0.0.0/24, ssh_config_file: ssh_config}
+  hosts:
+    node1: {ansible_host: 10.0.0.11}
+    node2: {ansible_host: 10.0.0.12}
+    node3: {ansible_host: 10.0.0.23, ssh_config_file: null}
+"""))
+    assert [host.port for host in inventory.hosts] == [2201, 2201, 22]
+    assert read == [str(tmp_path / "ssh_config")]  # the default (absent here) is never parsed

@@ -86,6 +86,24 @@ def test_verify_proves_again_and_flags_a_bandwidth_drop(cluster: Testbed) -> Non
         baseline.write_text(recorded)
 
 
+def test_verify_pairwise_runs_the_job_on_every_pair_slowest_first(cluster: Testbed,
+                                                                  tmp_path: Path) -> None:
+    report_path = tmp_path / "verify.json"
+    code, out = invoke("verify", str(cluster.inventory_path), "--pairwise", "--json",
+                       str(report_path))
+    assert code == 0, out
+    report = json.loads(report_path.read_text())
+    pairs = report["proofs"][0]["pairs"]
+    assert sorted(tuple(pair["nodes"]) for pair in pairs) == [
+        ("node1", "node2"), ("node1", "node3"), ("node2", "node3")]
+    speeds = [pair["busbw_gbps"] for pair in pairs]
+    assert all(pair["ok"] for pair in pairs) and speeds == sorted(speeds) and speeds[0] > 0
+    assert "pairs, slowest first:" in out and "GB/s busbw at 1 MiB" in out
+
+    code, out = invoke("verify", str(cluster.inventory_path), "--pairwise", "--no-job")
+    assert code == 2 and "drop --no-job" in out
+
+
 def test_a_blocked_node_is_named_by_the_matrix_in_seconds(cluster: Testbed) -> None:
     low, high = cluster.exec("node3", "cat", "/proc/sys/net/ipv4/ip_local_port_range",
                              check=True).stdout.split()

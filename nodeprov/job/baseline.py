@@ -116,8 +116,8 @@ def compare_to_baseline(path: Path, result: JobResult, drop: float) -> str | Non
     fell = 1 - now / before if before else 0.0
     return (f"busbw at {human_bytes(size)} fell to {now:.2f} GB/s from {before:.2f} GB/s in the "
             f"baseline of {baseline.recorded} (-{fell:.0%}, more than the allowed {drop:.0%}): a "
-            "slower link, a changed NCCL setting or a busy node; run the pairwise sweep to find "
-            "the slow link")
+            "slower link, a changed NCCL setting or a busy node; `nodeprov verify --pairwise` "
+            "finds the slow link")
 
 
 @dataclass(frozen=True)
