@@ -49,9 +49,10 @@ class Rule:
 
     @property
     def match(self) -> tuple[str, ...]:
-        """What the rule matches, without its action and comment (ufw's own notion of same)."""
+        """What the rule matches, without its action and comment (ufw's own notion of same:
+        a route rule is never the same as an incoming one)."""
         return (self.proto, self.port, self.src, self.dst, self.direction, str(self.v6),
-                self.sport, *self.apps)
+                self.sport, *self.apps, str(self.action.startswith("route:")))
 
     @property
     def brief(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from nodeprov import ufw
+from nodeprov import ufw, ufw_files
 from nodeprov.facts import Facts, split_sections
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
@@ -55,6 +56,9 @@ RDZV = ("ufw", "allow", "proto", "tcp", "from", "10.0.0.0/24", "to", "any", "por
         "comment", "nodeprov: rdzv")
 WRITE_HELPER = Write(HELPER, HELPER_SCRIPT)
 ARM, ENABLE, DISARM = (("arm", "30"), ("ufw", "--force", "enable"), ("disarm", "tcp/22 from any"))
+START, NEED_IP6TABLES = ("start",), ("need-ip6tables",)
+# The files ufw's command line writes, and the fast path with them
+RULE_FILES = (ufw.CONF, ufw.RULES, ufw.RULES6)
 
 
 def recorded(case: str) -> str:
@@ -75,8 +79,8 @@ def plan_for(case: str, *, port: int = 22, **params: Any) -> Plan:
 
 
 def steps(change: Change) -> list[Any]:
-    """What the change runs through the helper script, after writing it; the confirmation
-    reduced to its type."""
+    """What the change runs through the helper script, after writing it; writes as "write
+    PATH", the confirmation reduced to its type."""
     assert change.actions[0] == WRITE_HELPER
     found: list[Any] = []
     for action in change.actions[1:]:
@@ -84,8 +88,12 @@ def steps(change: Change) -> list[Any]:
             assert action.argv[:2] == ("sh", HELPER)
             found.append(action.argv[2:])
         else:
-            found.append(type(action))
+            found.append(str(action) if isinstance(action, Write) else type(action))
     return found
+
+
+def written(change: Change) -> dict[str, str]:
+    return {a.path: a.content for a in change.actions if isinstance(a, Write) and a.path != HELPER}
 
 
 # --- parsing and rendering -----------------------------------------------------------------------
@@ -145,21 +153,88 @@ def test_ipv6_off_ignores_the_dormant_user6_rules() -> None:
 
 # --- plans from recorded states ------------------------------------------------------------------
 
-def test_fresh_node_adds_ssh_first_then_enables_under_the_guard() -> None:
-    result = plan_for("fresh", ufw_active=False)
-    add, enable = result.changes
-    assert add.summary == "add 3 ufw rule(s)"
-    assert steps(add) == [SSH_ANY, NCCL, RDZV]
-    assert add.diff == ("+ allow tcp 22 from any (nodeprov: ssh)\n"
-                        "+ allow tcp 22 from any (v6) (nodeprov: ssh)\n"
-                        "+ allow tcp 32768:60999 from 10.0.0.0/24 (nodeprov: nccl ephemeral)\n"
-                        "+ allow tcp 29500 from 10.0.0.0/24 (nodeprov: rdzv)\n")
-    assert enable.summary == "enable ufw (reverted in 30s unless a new SSH connection works)"
-    assert steps(enable) == [ARM, ENABLE, ConfirmNewConnection, DISARM]
-    assert enable.diff == "~ ufw: inactive -> active\n"
+def test_fresh_node_gets_ufws_files_then_loads_them_under_the_guard() -> None:
+    (enable,) = plan_for("fresh", ufw_active=False).changes
+    assert enable.summary == ("add 3 ufw rule(s); enable ufw (reverted in 30s unless a new SSH "
+                              "connection works)")
+    # the rule files change nothing live while ufw is inactive; ENABLED=yes and loading them do
+    assert steps(enable) == [NEED_IP6TABLES, f"write {ufw.RULES}", f"write {ufw.RULES6}", ARM,
+                             f"write {ufw.CONF}", START, ConfirmNewConnection, DISARM]
+    assert enable.diff == ("+ allow tcp 22 from any (nodeprov: ssh)\n"
+                           "+ allow tcp 22 from any (v6) (nodeprov: ssh)\n"
+                           "+ allow tcp 32768:60999 from 10.0.0.0/24 (nodeprov: nccl ephemeral)\n"
+                           "+ allow tcp 29500 from 10.0.0.0/24 (nodeprov: rdzv)\n"
+                           "~ ufw: inactive -> active\n")
     confirm = enable.actions[-2]
     assert isinstance(confirm, ConfirmNewConnection)
-    assert confirm.why == "enable ufw, SSH allowed on tcp/22 from any"
+    assert confirm.why == "add 3 ufw rule(s); enable ufw, SSH allowed on tcp/22 from any"
+
+
+@pytest.mark.parametrize(("before", "after", "commands"), [
+    # after: recorded after `ufw allow` x 3 and `ufw --force enable` (record.sh)
+    ("fresh", "in-sync", [f"write {ufw.RULES}", f"write {ufw.RULES6}", ARM]),
+    # IPV6=no: ufw's enable empties user6.rules, and the fast path does as it does
+    ("fresh-ipv6-off", "ipv6-off", [f"write {ufw.RULES}", f"write {ufw.RULES6}", ARM]),
+    # the user's rules of every shape kept, a stale rule of ours gone, the policy set by ufw
+    # (user6.rules is as ufw would write it already: no write)
+    ("mixed", "mixed-enabled", [NEED_IP6TABLES, f"write {ufw.RULES}", ARM,
+                                ("ufw", "default", "deny", "incoming")]),
+])
+def test_the_files_written_are_those_ufws_command_line_leaves(before: str, after: str,
+                                                              commands: list[Any]) -> None:
+    (enable,) = plan_for(before, ufw_active=False).changes
+    assert steps(enable)[-len(commands) - 4:-4] == commands
+    assert steps(enable)[-4:] == [f"write {ufw.CONF}", START, ConfirmNewConnection, DISARM]
+    now, then = split_sections(recorded(before), "ufw"), split_sections(recorded(after), "ufw")
+    assert {path: written(enable).get(path, now[path]) for path in RULE_FILES} == {
+        path: then[path] for path in RULE_FILES}
+
+
+@pytest.mark.parametrize("case", ["in-sync", "mixed-enabled", "ipv6-off", "logging-off",
+                                  "logging-medium", "logging-high", "logging-full"])
+def test_rule_files_render_as_ufw_wrote_them_at_every_log_level(case: str) -> None:
+    texts = split_sections(recorded(case), "ufw")
+    level = ufw.parse_settings(texts[ufw.CONF])["LOGLEVEL"]
+    defaults = ufw.parse_settings(texts[ufw.DEFAULTS])
+    policies = {direction: ufw.POLICY_WORDS[defaults[f"DEFAULT_{chain}_POLICY"]]
+                for direction, chain in zip(ufw_files.DIRECTIONS, ("INPUT", "OUTPUT", "FORWARD"),
+                                            strict=True)}
+    ipv6 = defaults["IPV6"] == "yes"
+    for path, v6 in ((ufw.RULES, False), (ufw.RULES6, True)):
+        rules = ufw_files.read_rules(texts[path], v6=v6)
+        assert rules is not None
+        assert ufw_files.render_rules(rules, v6=v6, level=level if ipv6 or not v6 else None,
+                                      policies=policies) == texts[path]
+
+
+def test_rules_ufw_would_rewrite_leave_it_to_ufws_command_line() -> None:
+    # ufw 0.2x wrote tuples of 6 fields; ufw rewrites them, so it must do the change
+    old = recorded("fresh").replace("### RULES ###\n",
+                                    "### RULES ###\n### tuple ### allow tcp 22 0.0.0.0/0 any "
+                                    "0.0.0.0/0\n-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n")
+    context = Context(Host("node1", "10.0.0.11", "10.0.0.11"),
+                      dataclasses.replace(FACTS, ufw_active=False), {})
+    add, enable = plan(context, parse_params(FirewallParams, {"subnet": "10.0.0.0/24"}),
+                       old).changes
+    assert steps(add) == [SSH_ANY, NCCL, RDZV]
+    assert steps(enable) == [ARM, ENABLE, ConfirmNewConnection, DISARM]
+
+
+def test_enabled_at_boot_but_not_loaded_is_loaded_without_rewriting_ufw_conf() -> None:
+    (enable,) = plan_for("in-sync", ufw_active=False).changes
+    assert enable.summary.startswith("enable ufw (reverted in 30s")
+    assert steps(enable) == [NEED_IP6TABLES, ARM, START, ConfirmNewConnection, DISARM]
+    assert enable.diff == "~ ufw: enabled but not loaded -> active\n"
+
+
+def test_a_missing_log_level_is_set_to_low_as_ufw_enable_sets_it() -> None:
+    observed = recorded("in-sync").replace("LOGLEVEL=low\n", "")
+    context = Context(Host("node1", "10.0.0.11", "10.0.0.11"),
+                      dataclasses.replace(FACTS, ufw_active=False), {})
+    (enable,) = plan(context, parse_params(FirewallParams, {"subnet": "10.0.0.0/24"}),
+                     observed).changes
+    assert written(enable) == {ufw.CONF: section("in-sync", ufw.CONF).replace(
+        "LOGLEVEL=low\n", "") + "LOGLEVEL=low\n"}
 
 
 def test_in_sync_node_is_a_noop_that_says_why() -> None:
@@ -246,9 +321,11 @@ def test_missing_ufw_is_installed_first_with_the_helper() -> None:
 
 
 def test_ssh_port_defaults_to_the_connection_port_and_revert_seconds_is_used() -> None:
-    add, enable = plan_for("fresh", port=2222, revert_seconds=5, ufw_active=False).changes
+    add, _ = plan_for("ssh-cidr", port=2222).changes
     assert steps(add)[0] == (*SSH_ANY[:9], "2222", *SSH_ANY[10:])
-    assert steps(enable)[0] == ("arm", "5")
+    (enable,) = plan_for("fresh", port=2222, revert_seconds=5, ufw_active=False).changes
+    assert "+ allow tcp 2222 from any (nodeprov: ssh)\n" in enable.diff
+    assert ("arm", "5") in steps(enable)
 
 
 def test_a_revert_by_the_guard_is_reported_until_ufw_is_active_again() -> None:
@@ -279,9 +356,9 @@ def test_a_new_guarded_change_replaces_a_guard_left_armed() -> None:
     context = Context(Host("node1", "10.0.0.11", "10.0.0.11"),
                       dataclasses.replace(FACTS, ufw_active=False), {})
     params = parse_params(FirewallParams, {"subnet": "10.0.0.0/24"})
-    changes = plan(context, params, with_armed_guard("fresh")).changes
+    (change,) = plan(context, params, with_armed_guard("fresh")).changes
     # the helper's `arm` stops the old guard before starting its own: one guard, one disarm
-    assert [steps(c)[0] for c in changes] == [SSH_ANY, ARM]
+    assert steps(change).count(ARM) == 1 and steps(change).count(DISARM) == 1
 
 
 def test_probe_reports_only_a_live_guard_of_ours(tmp_path: Path) -> None:
@@ -402,6 +479,24 @@ def test_helper_names_ipv6_when_ufw_fails_on_ip6tables(guard: tuple[Path, dict[s
     assert failed.stderr.startswith("ERROR: initcaps\n[Errno 2] ip6tables")
     assert failed.stderr.splitlines()[-1].startswith("ufw's IPv6 rules failed: disable_ipv6=")
     assert failed.stderr.rstrip().endswith("with IPv6 off set IPV6=no (the ipv6 task does)")
+
+
+def test_helper_loads_nothing_while_ip6tables_fails_as_ufw_refuses_to(
+        guard: tuple[Path, dict[str, str]]) -> None:
+    script, env = guard
+    ip6tables = script.parent / "bin" / "ip6tables"
+    ip6tables.write_text("#!/bin/sh\necho 'ip6tables v1.8.9 (nf_tables): cannot initialize "
+                         "ip6tables table filter: Address family not supported by protocol'\n"
+                         "exit 3\n")
+    ip6tables.chmod(0o755)
+    failed = subprocess.run(["sh", str(script), "need-ip6tables"], env=env, capture_output=True,
+                            text=True, timeout=10)
+    assert failed.returncode == 1
+    assert failed.stderr.startswith("ip6tables v1.8.9 (nf_tables): cannot initialize")
+    assert failed.stderr.rstrip().endswith("with IPv6 off set IPV6=no (the ipv6 task does)")
+    ip6tables.write_text("#!/bin/sh\nexit 0\n")
+    assert subprocess.run(["sh", str(script), "need-ip6tables"], env=env,
+                          timeout=10).returncode == 0
 
 
 def test_helper_says_what_to_check_when_the_install_fails(guard: tuple[Path, dict[str, str]]
@@ -545,6 +640,44 @@ def test_firewall_on_the_shared_testbed(testbed: Testbed, tmp_path: Path) -> Non
     finally:
         reset_ufw(testbed)
     assert ufw_status(testbed, "node1") == ["Status: inactive"]
+
+
+def ufw_made(bed: Testbed, node: str) -> dict[str, Any]:
+    """What ufw left on a node: its files, ``ufw status verbose``, the loaded rules (counters
+    and the dump's dated comments left out)."""
+    dumps = {tool: [re.sub(r"\[\d+:\d+\]", "[0:0]", line) for line in
+                    bed.exec(node, tool, check=True).stdout.splitlines()
+                    if not line.startswith("#")]
+             for tool in ("iptables-save", "ip6tables-save")}
+    texts = {path: bed.exec(node, "cat", path, check=True).stdout
+             for path in (ufw.CONF, ufw.DEFAULTS, ufw.RULES, ufw.RULES6)}
+    return {**texts, **dumps, "status": ufw_status(bed, node)}
+
+
+@pytest.mark.integration
+def test_loading_ufws_files_leaves_what_ufws_command_line_leaves(
+        make_testbed: Callable[..., Testbed], tmp_path: Path) -> None:
+    bed = make_testbed(nodes=2)
+    # node1 the old way: the commands the task ran before it wrote ufw's files itself
+    low, high = bed.exec("node1", "cat", "/proc/sys/net/ipv4/ip_local_port_range").stdout.split()
+    for argv in (SSH_ANY, (*NCCL[:5], bed.subnet, *NCCL[6:9], f"{low}:{high}", *NCCL[10:]),
+                 (*RDZV[:5], bed.subnet, *RDZV[6:]), ENABLE):
+        bed.exec("node1", *argv, check=True)
+    playbook = write_playbook(tmp_path, ssh_allow_from="any")
+    task = nodeprov(bed, playbook, "--limit", "node2")["hosts"]["node2"]["tasks"][0]
+    assert task["changes"] == ["add 3 ufw rule(s); enable ufw (reverted in 30s unless a new SSH "
+                               "connection works)"]
+    assert ufw_made(bed, "node2") == ufw_made(bed, "node1")
+    assert statuses(nodeprov(bed, playbook)) == {"node1": "ok", "node2": "ok"}
+
+    # ufw's command line goes on from what we wrote as from what it wrote itself
+    for node in bed.nodes:
+        bed.exec(node, "ufw", "allow", "8080/tcp", check=True)
+        bed.exec(node, RDZV[0], "delete", *RDZV[1:5], bed.subnet, *RDZV[6:10], check=True)
+    assert ufw_made(bed, "node2") == ufw_made(bed, "node1")
+    assert "8080/tcp ALLOW IN Anywhere" in ufw_status(bed, "node2")
+    assert statuses(nodeprov(bed, playbook)) == {"node1": "changed", "node2": "changed"}
+    assert ufw_made(bed, "node2") == ufw_made(bed, "node1")
 
 
 @pytest.mark.integration

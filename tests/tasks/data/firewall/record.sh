@@ -43,7 +43,7 @@ record reverted "$ours
 ufw --force enable
 ufw --force disable
 mkdir -p /var/lib/nodeprov && echo 'Sat Nov 22 13:30:00 UTC 2025' > /var/lib/nodeprov/ufw-reverted"
-record mixed "ufw allow proto tcp from any to any port 22 comment 'nodeprov: ssh'
+mixed="ufw allow proto tcp from any to any port 22 comment 'nodeprov: ssh'
 ufw limit ssh/tcp
 ufw allow 53
 ufw deny from 10.2.0.5 to any port 25 proto tcp
@@ -54,4 +54,30 @@ ufw allow out 443/tcp comment 'out web'
 ufw allow proto udp from fd00::/64 to any port 4000:4010 comment 'v6 only'
 ufw allow proto tcp from 10.0.0.5/32 to any port 2222
 ufw default reject incoming"
+record mixed "$mixed"
+# the ipv6 task's part done, ufw untouched: what the fast path starts from
+record fresh-ipv6-off "sed -i s/^IPV6=yes/IPV6=no/ /etc/default/ufw
+sysctl -q -w net.ipv6.conf.all.disable_ipv6=1"
+# what the firewall task's commands make of mixed (its plan as if ufw's command line did it all)
+record mixed-enabled "$mixed
+ufw allow proto tcp from 10.0.0.0/24 to any port 32768:60999 comment 'nodeprov: nccl ephemeral'
+ufw allow proto tcp from 10.0.0.0/24 to any port 29500 comment 'nodeprov: rdzv'
+ufw delete allow in on eth0 log proto udp from 10.0.0.0/8 port 53 to 0.0.0.0/0 port 5353
+ufw default deny incoming
+ufw --force enable"
+# every log level, and default policies that change what is logged
+record logging-off "ufw logging off
+$ours
+ufw --force enable"
+record logging-medium "ufw logging medium
+$ours
+ufw --force enable"
+record logging-high "ufw logging high
+ufw default allow routed
+$ours
+ufw --force enable"
+record logging-full "ufw logging full
+ufw default reject outgoing
+$ours
+ufw --force enable"
 ls -l "$here"
