@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi
+from nodeprov.tasks.base import Probe
 
 FACTS_SCRIPT = resources.files("nodeprov").joinpath("facts.sh").read_text()
 
@@ -74,6 +76,32 @@ class Facts:
                 "active" if self.ufw_active else "inactive"),
             "gpu": gpu,
         }
+
+
+def read_script(probes: Sequence[Probe | None]) -> str:
+    """One sh script, its token as $1: facts.sh, each probe's output as section ``probe.N``,
+    then ``end``. A probe ``sh -c SCRIPT NAME ARGS..`` runs as a shell function in a subshell
+    (a fork, no new sh; ``exit`` ends only the subshell), seeing the facts' shell variables
+    besides its own; one whose script uses ``$0`` runs as its own sh.
+
+        run(["sh", "-c", read_script([probe_a, None, probe_b]), "nodeprov-facts", token])
+    """
+    script = [FACTS_SCRIPT]
+    for index, probe in enumerate(probes):
+        if probe is None:
+            continue
+        argv = probe.argv
+        if argv[:2] == ("sh", "-c") and len(argv) >= 4 and "$0" not in argv[2] and (
+                "${0" not in argv[2]):
+            name = f"nodeprov_probe{index}"
+            # ":" first: a script of comments only still makes a valid function
+            script.append(f"{name}() {{ :\n{argv[2]}\n}}\n")
+            command = f"( {shlex.join((name, *argv[4:]))} )"
+        else:
+            command = shlex.join(argv)
+        script.append(f"section probe.{index}\n{command} || true\n")
+    script.append("section end\n")
+    return "".join(script)
 
 
 def split_sections(stdout: str, token: str) -> dict[str, str]:

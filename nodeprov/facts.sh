@@ -1,18 +1,29 @@
 # nodeprov facts: everything nodeprov reads about a node, in one round trip.
 # Usage: sh facts.sh TOKEN   (prints sections, each after a line "@@TOKEN name")
 # Read-only. Runs with POSIX sh on any Linux; missing tools leave their section empty.
+# Small files are read with shell builtins: every program started costs the node ~1 ms.
 token=$1
 section() { printf '\n@@%s %s\n' "$token" "$1"; }
-section hostname; hostname 2>/dev/null || cat /proc/sys/kernel/hostname
+show() { while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done < "$1"; }
+section hostname; show /proc/sys/kernel/hostname 2>/dev/null || hostname
 section fqdn; timeout 5 hostname -f 2>/dev/null
-section os_release; cat /etc/os-release 2>/dev/null
-section kernel; uname -r
-section arch; uname -m
+section os_release; show /etc/os-release 2>/dev/null
+section kernel; show /proc/sys/kernel/osrelease 2>/dev/null || uname -r
+section arch; show /proc/sys/kernel/arch 2>/dev/null || uname -m  # the file: Linux 6.1+
 section python; command -v python3 && python3 --version 2>&1  # exits before the interpreter starts: ~1 ms
 section interfaces; ip -j addr show 2>/dev/null
+# cat: a number sysctl reads as EOF past its first read(2), and sh's read takes a byte each
 section ephemeral_ports; cat /proc/sys/net/ipv4/ip_local_port_range
-section ufw; command -v ufw && grep -s '^ENABLED=' /etc/ufw/ufw.conf \
-  && { iptables -w 5 -n -L ufw-user-input >/dev/null 2>&1 && echo chains=yes || echo chains=no; }
+# active = ENABLED=yes and ufw's chains loaded (iptables asked only then)
+section ufw; if command -v ufw; then
+  enabled=
+  while IFS= read -r line || [ -n "$line" ]; do
+    case $line in ENABLED=*) printf '%s\n' "$line"; [ "$line" != ENABLED=yes ] || enabled=1 ;; esac
+  done 2>/dev/null < /etc/ufw/ufw.conf
+  if [ -z "$enabled" ]; then :
+  elif iptables -w 5 -n -L ufw-user-input >/dev/null 2>&1; then echo chains=yes
+  else echo chains=no; fi
+fi
 section systemd; [ -d /run/systemd/system ] && echo yes
 section package_manager; for tool in apt-get dnf yum zypper; do command -v "$tool" && break; done
 # A hung nvidia-smi must not pass for "no GPU": say so, and the parser refuses it.

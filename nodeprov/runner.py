@@ -4,9 +4,10 @@
 
 Phase 1 opens one SSH connection per inventory host and reads facts and every task's probe in
 one round trip (hosts outside ``--limit`` give facts only: the hosts task lists every node).
-Phase 2 walks each target host's tasks in order: plan, then (unless ``check``) execute; after a
-change the remaining probes are read again, so each plan sees what earlier tasks did. A failure
-stops that host's remaining tasks, never other hosts.
+Phase 2 walks each target host's tasks in order: plan, then (unless ``check``) execute; the
+facts and the remaining probes are read again in the round trip of a task's changes, right
+after them, so each plan sees what earlier tasks did. A failure stops that host's remaining
+tasks, never other hosts.
 
 Unless ``check``, each target host plans and acts under the node's run lock, held until its
 last task: a second apply on the same node waits, then plans from what the first one left.
@@ -219,18 +220,25 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
             if spec.needs_facts:
                 run.params[index] = spec.params_for(run.host, inventory.groups, facts)
             if stale or observed[index] is None:
-                probes = [_probe(run, i) if i >= index else None for i in range(len(run.specs))]
+                probes = _probes_from(run, index)
                 wait = None if check or session.locked else options.ssh.lock_timeout
                 facts, outputs = session.gather(probes, lock_wait=wait)
-                observed[index:] = outputs[index:]
+                _observe(observed, probes, outputs)
                 stale = False
             plan = spec.type.plan(Context(run.host, facts, cluster), run.params[index],
                                   observed[index] or "")
             _record_plan(task, plan)
             if not plan.in_sync and not check:
-                for change in plan.changes:
-                    session.execute(spec.type.name, change.actions)
-                stale = True
+                # the changes in one go, then the facts and the next tasks' probes read again
+                # in the same round trip
+                probes = _probes_from(run, index + 1)
+                read = session.execute(spec.type.name, [action for change in plan.changes
+                                                        for action in change.actions],
+                                       then_read=probes if index + 1 < len(run.specs) else None)
+                stale = read is None
+                if read is not None:
+                    facts, outputs = read
+                    _observe(observed, probes, outputs)
         except TaskFailed as error:
             task.status, task.error = "failed", f"{run.host.name}: {spec.type.name}: {error}"
         except (HostError, InputError) as error:
@@ -251,6 +259,20 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
             return
         if task.status == "changed":
             result.status = "changed"
+
+
+def _probes_from(run: _HostRun, first: int) -> list[Probe | None]:
+    """The probes of tasks ``first`` on whose parameters are known (None for the others)."""
+    return [_probe(run, i) if i >= first else None for i in range(len(run.specs))]
+
+
+def _observe(observed: list[str | None], probes: Sequence[Probe | None],
+             outputs: Sequence[str]) -> None:
+    """Keep what the probes read; a task whose probe was not known (its parameters need the
+    facts) stays None, so it is read at its turn."""
+    for index, probe in enumerate(probes):
+        if probe is not None:
+            observed[index] = outputs[index]
 
 
 def _record_plan(task: TaskResult, plan: Plan) -> None:

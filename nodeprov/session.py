@@ -3,6 +3,7 @@
     session = Session(host, SshOptions())
     facts, observed = session.gather([probe_a, probe_b])   # one round trip
     session.execute("hosts", [Write("/etc/hosts", text)])   # one round trip
+    read = session.execute("hosts", actions, then_read=[None, probe_b])  # (facts, observed)
 
 Commands are argv lists joined by ``shlex.join``; inventory values reach the node as quoted data.
 A node that stops answering SSH keepalives (rebooting, frozen, cut off) fails its round trip
@@ -21,7 +22,6 @@ import shlex
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,36 +29,28 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
-from nodeprov.facts import FACTS_SCRIPT, Facts, parse_facts, split_sections
+from nodeprov.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.inventory import Host
+from nodeprov.nodelock import (
+    LOCK_PATH,
+    RUN_LOCK,
+    STATE_DIR,
+    RunLock,
+    holder_argv,
+    keepalive,
+    under_batch_lock,
+)
 from nodeprov.tasks.base import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 
-STATE_DIR = "/var/lib/nodeprov"
-LOCK_PATH = f"{STATE_DIR}/lock"  # held by each batch of actions, by flock, while it runs
-RUN_LOCK = "/run/lock/nodeprov.lock"  # held by an apply's session; says whose run holds it
-SUDO_SECONDS = 30.0  # for sudo to check the password (PAM, LDAP) and start the command
+__all__ = ["LOCK_PATH", "RUN_LOCK", "STATE_DIR", "Result", "Session", "SshOptions",
+           "connect_all"]
+
 SUDO_PROMPT = "[nodeprov: sudo password]"
 SUDO_REFUSED = "Sorry, try again."
-# Prints "started" (sudo let it run), then "held" or "busy: why" (the run lock, and no batch
-# of a killed run still running, within $wait s), then runs the facts; held, it keeps the lock
-# until nodeprov closes the channel or stops sending heartbeats (a dropped connection that sshd
-# has not noticed).
-_HOLD_RUN_LOCK = r"""lock=$1 wait=$2 quiet=$3 batches=$4; shift 4
-echo started
-mkdir -p -- "${lock%/*}" "${batches%/*}" && exec 9>>"$lock" || exit 1
-if ! flock -w "$wait" 9; then
-  echo "busy: another nodeprov run holds this node ($(cat -- "$lock"))"; exec "$@" 9>&-
-elif ! flock -w "$wait" "$batches" true 9>&-; then
-  echo "busy: a command of an interrupted nodeprov run still runs"; exec "$@" 9>&-
-fi
-echo "pid $$ since $(date -u +%FT%TZ) from ${SSH_CLIENT%% *}" > "$lock"
-echo held
-"$@" 9>&- </dev/null
-while beat=$(timeout "$quiet" head -c 1 9>&-) && [ -n "$beat" ]; do :; done
-"""
-# Runs a task's actions as one script: markers on stderr tell which action failed.
+# Runs a task's actions as one script: markers on stderr tell which action failed. With a read
+# script after them, it prints the facts and probes as they are after the actions.
 _ACTIONS_PRELUDE = r"""set -e
-token=$1; shift
+token=$1
 step() { printf '\n@@%s step %s\n' "$token" "$1" >&2; }
 nodeprov_write() {
   dir=$(dirname -- "$1"); mkdir -p -- "$dir"
@@ -100,7 +92,7 @@ class Session:
         self.connections = 0
         self.round_trips = 0
         self._connection: Any = None
-        self._holder: Any = None  # the channel holding the run lock
+        self._run_lock = RunLock(host.name)
         self._lost: str | None = None  # why the connection was dropped under a round trip
         self._closed = threading.Event()
 
@@ -118,14 +110,15 @@ class Session:
                               hint="is sshd running and the address right?") from None
         self.connections += 1
         self._closed = threading.Event()
-        threading.Thread(target=self._watch, args=(self._connection.transport,), daemon=True,
-                         name=f"keepalive {self.host.name}").start()
+        # a node that stops answering fails the round trip in flight instead of hanging it
+        threading.Thread(target=keepalive, daemon=True, name=f"keepalive {self.host.name}",
+                         args=(self._connection.transport, self.options.keepalive_interval,
+                               self.options.keepalive_count_max, self._closed,
+                               self._run_lock.beat, self.disconnect)).start()
 
     def unlock(self) -> None:
         """Free the node's run lock (the node's holder reads EOF), if this session holds it."""
-        if self._holder is not None:
-            self._holder.close()
-            self._holder = None
+        self._run_lock.free()
 
     def close(self) -> None:
         self._closed.set()
@@ -140,23 +133,6 @@ class Session:
         self._lost = why
         if self._connection is not None:
             self._connection.close()
-
-    def _watch(self, transport: Any) -> None:
-        """Send a keepalive every interval; when one goes unanswered for ``count_max``
-        intervals, close the connection, so the round trip in flight fails instead of hanging.
-        Also feeds the run lock's heartbeat."""
-        interval, count = self.options.keepalive_interval, self.options.keepalive_count_max
-        while not self._closed.wait(interval):
-            holder = self._holder
-            if holder is not None and holder.send_ready():
-                holder.send(b".")
-            reply = threading.Thread(target=transport.global_request, daemon=True,
-                                     args=("keepalive@openssh.com",))
-            reply.start()
-            reply.join(interval * count)
-            if reply.is_alive() and not self._closed.is_set():
-                self.disconnect(f"the node answered no SSH keepalive for {interval * count:g} s")
-                return
 
     def __enter__(self) -> Session:
         self.open()
@@ -214,7 +190,7 @@ class Session:
 
     @property
     def locked(self) -> bool:
-        return self._holder is not None
+        return self._run_lock.held
 
     def gather(self, probes: Sequence[Probe | None], *,
                lock_wait: float | None = None) -> tuple[Facts, list[str]]:
@@ -222,101 +198,71 @@ class Session:
         the node's run lock, had within that many seconds and then held until ``unlock``
         (``locked`` says if it was had; with 0, a busy lock is no error)."""
         token = secrets.token_hex(8)
-        script = [FACTS_SCRIPT]
-        for index, probe in enumerate(probes):
-            if probe is not None:
-                script.append(f"section probe.{index}\n{shlex.join(probe.argv)} || true\n")
-        script.append("section end\n")
-        argv = ["sh", "-c", "".join(script), "nodeprov-facts", token]
-        result = (self.run(argv, task="facts", what="facts") if lock_wait is None
-                  else self._hold_run_lock(argv, token, lock_wait))
-        if result.exit_code != 0:
-            raise CommandFailed(self.host.name, "facts", "sh facts.sh", result.exit_code,
-                                result.stderr or result.stdout)
-        sections = split_sections(result.stdout, token)
+        script = read_script(probes)
+        if lock_wait is None:
+            result = self.run(["sh", "-c", script, "nodeprov-facts", token], task="facts",
+                              what="facts")
+            if result.exit_code != 0:
+                raise CommandFailed(self.host.name, "facts", "sh facts.sh", result.exit_code,
+                                    result.stderr or result.stdout)
+            return self._read(result.stdout, token, len(probes))
+        quiet = self.options.keepalive_interval * self.options.keepalive_count_max * 2
+        command = shlex.join(self._as_root(holder_argv(script, token, lock_wait, quiet)))
+        self.round_trips += 1
+        try:
+            stdout = self._run_lock.take(
+                self._connection.transport, command, token, lock_wait,
+                password=self.host.become_password or "",
+                prompt=SUDO_PROMPT, lost=lambda: self._lost is not None)
+        except HostError:
+            raise
+        except Exception as error:
+            raise self._broken("facts", "facts", _describe(error)) from None
+        return self._read(stdout, token, len(probes))
+
+    def _read(self, stdout: str, token: str, count: int) -> tuple[Facts, list[str]]:
+        """Facts and the ``count`` probes' output from what ``read_script`` printed."""
+        sections = split_sections(stdout, token)
         try:
             facts = parse_facts(sections)
         except (ValueError, KeyError) as error:
             raise HostError(self.host.name, "facts", f"cannot read the node's facts: {error}",
                             hint="is this a Linux node with iproute2?") from None
-        observed = [sections.get(f"probe.{index}", "") for index in range(len(probes))]
-        return facts, observed
+        return facts, [sections.get(f"probe.{index}", "") for index in range(count)]
 
-    def _hold_run_lock(self, argv: Sequence[str], token: str, wait: float) -> Result:
-        """Run the facts ``argv`` under the run lock, in a channel left open to hold it."""
-        quiet = self.options.keepalive_interval * self.options.keepalive_count_max * 2
-        command = self._as_root(["sh", "-c", _HOLD_RUN_LOCK, "nodeprov-lock", RUN_LOCK,
-                                 f"{wait:g}", f"{quiet:g}", LOCK_PATH, *argv])
-        self.round_trips += 1
-        started, end, output, errors = b"started\n", f"\n@@{token} end\n".encode(), b"", b""
-        prompt, answered = SUDO_PROMPT.encode(), 0
-        try:
-            channel = self._connection.transport.open_session()
-            channel.exec_command(shlex.join(command))
-            channel.settimeout(1.0)
-            # a sudo that never starts the command (a refused password) is given up on
-            sudo_deadline = time.monotonic() + SUDO_SECONDS
-            while end not in output and not self._lost and (
-                    output.startswith(started) or time.monotonic() < sudo_deadline):
-                while channel.recv_stderr_ready():
-                    errors += channel.recv_stderr(65536)
-                if errors.count(prompt) > answered:
-                    if answered or not self.host.become_password:
-                        break  # it asks again: the password was refused
-                    channel.sendall(self.host.become_password.encode() + b"\n")
-                    answered += 1
-                try:
-                    chunk = channel.recv(65536)
-                except TimeoutError:
-                    continue
-                if not chunk:
-                    break
-                output += chunk
-        except Exception as error:
-            raise self._broken("facts", "facts", _describe(error)) from None
-        if end not in output:
-            if self._lost:
-                raise self._broken("facts", "facts", "")
-            channel.close()
-            if answered and not output.startswith(started):
-                raise HostError(self.host.name, "facts", "sudo refused the password (facts)",
-                                hint="is ansible_become_password right?")
-            stderr = errors.replace(prompt, b"").decode(errors="replace")
-            raise CommandFailed(self.host.name, "facts", "sh facts.sh under the run lock",
-                                channel.exit_status, stderr or output.decode(errors="replace"))
-        state, _, facts = output.decode(errors="replace").removeprefix("started\n").partition("\n")
-        if state == "held":
-            self._holder = channel
-            channel.settimeout(None)
-            return Result(facts, "", 0)
-        channel.close()
-        if wait:
-            raise HostError(self.host.name, "lock", f"{state.removeprefix('busy: ')}, after "
-                            f"{wait:g} s", hint="wait for it to end, or stop it, and run again")
-        return Result(facts, "", 0)
+    def execute(self, task: str, actions: Sequence[Action], *,
+                then_read: Sequence[Probe | None] | None = None
+                ) -> tuple[Facts, list[str]] | None:
+        """Run a task's actions: consecutive commands and writes in one locked round trip.
+        With ``then_read``, what ``gather(then_read)`` would return, read in the round trip of
+        the last batch right after it; None when the actions end otherwise (an upload) or the
+        read failed: ``gather`` then reads, and reports why.
 
-    def execute(self, task: str, actions: Sequence[Action]) -> None:
-        """Run a task's actions: consecutive commands and writes in one locked round trip."""
-        batch: list[Run | Write] = []
+            facts, observed = session.execute("hosts", [Write(path, text)], then_read=probes)
+        """
+        groups: list[list[Action]] = []
         for action in actions:
-            if isinstance(action, Write) or (isinstance(action, Run) and action.stdin is None):
-                batch.append(action)
-                continue
-            self._run_batch(task, batch)
-            batch = []
-            if isinstance(action, Upload):
-                self._upload(task, action)
-            elif isinstance(action, Local):
-                self._run_local(task, action)
-            elif isinstance(action, ConfirmNewConnection):
-                self._confirm_new_connection(task, action)
-            elif isinstance(action, Run):
-                self._run_batch(task, [action])
-        self._run_batch(task, batch)
+            if groups and _batchable(action) and _batchable(groups[-1][-1]):
+                groups[-1].append(action)
+            else:
+                groups.append([action])  # a Run with stdin is a batch of its own
+        read = None
+        for position, group in enumerate(groups):
+            first = group[0]
+            if isinstance(first, Upload):
+                self._upload(task, first)
+            elif isinstance(first, Local):
+                self._run_local(task, first)
+            elif isinstance(first, ConfirmNewConnection):
+                self._confirm_new_connection(task, first)
+            else:
+                batch = [action for action in group if isinstance(action, (Run, Write))]
+                read = self._run_batch(task, batch,
+                                       then_read if position == len(groups) - 1 else None)
+        return read
 
-    def _run_batch(self, task: str, batch: Sequence[Run | Write]) -> None:
-        if not batch:
-            return
+    def _run_batch(self, task: str, batch: Sequence[Run | Write],
+                   then_read: Sequence[Probe | None] | None) -> tuple[Facts, list[str]] | None:
         token = secrets.token_hex(8)
         lines = [_ACTIONS_PRELUDE]
         for index, action in enumerate(batch):
@@ -326,18 +272,20 @@ class Session:
             else:
                 command = shlex.join(action.argv)
             lines.append(f"step {index}\n{command}\n")
+        if then_read is not None:
+            read = read_script(then_read)
+            lines.append(f"step {len(batch)}\nset +e\n{{\n{read}}} </dev/null\n")
         stdin = next((a.stdin for a in batch if isinstance(a, Run) and a.stdin), None)
-        # -o: the lock fd must not leak into detached children (the firewall's revert guard)
-        argv = ["flock", "-o", "-w", "600", LOCK_PATH,
-                "sh", "-c", "".join(lines), "nodeprov", token]
-        result = self.run(["sh", "-c", 'mkdir -p "$1" && shift && exec "$@"', "nodeprov-lock",
-                           STATE_DIR, *argv],
+        result = self.run(under_batch_lock(["sh", "-c", "".join(lines), "nodeprov", token]),
                           stdin=stdin, task=task, what=_short(list(map(str, batch))))
         if result.exit_code != 0:
             failed, output = _failed_step(result.stderr, token)
+            if failed == len(batch):
+                return None  # the actions were done, the read failed: gather reads (and says)
             action = batch[failed] if failed is not None else batch[0]
             raise CommandFailed(self.host.name, task, str(action), result.exit_code,
                                 (result.stdout + output).strip())
+        return None if then_read is None else self._read(result.stdout, token, len(then_read))
 
     def _upload(self, task: str, action: Upload) -> None:
         local = Path(action.local_path)
@@ -378,6 +326,10 @@ class Session:
         finally:
             self.connections += probe.connections
             self.round_trips += probe.round_trips
+
+
+def _batchable(action: Action) -> bool:
+    return isinstance(action, Write) or (isinstance(action, Run) and action.stdin is None)
 
 
 def _failed_step(stderr: str, token: str) -> tuple[int | None, str]:

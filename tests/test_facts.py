@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import platform
+import socket
+import subprocess
 from pathlib import Path
 
-from nodeprov.facts import parse_facts, parse_ip_addr_json, parse_port_range, split_sections
+from nodeprov.facts import (
+    FACTS_SCRIPT,
+    parse_facts,
+    parse_ip_addr_json,
+    parse_port_range,
+    split_sections,
+)
 
 DATA = Path(__file__).parent / "data" / "facts"
 
@@ -46,3 +55,15 @@ def test_python_version_as_python3_dash_dash_version_prints_it() -> None:
     sections = {"python": "/usr/bin/python3\nPython 3.11.2\n", "ephemeral_ports": "32768 60999"}
     facts = parse_facts(sections)
     assert (facts.python_path, facts.python_version) == ("/usr/bin/python3", "3.11.2")
+
+
+def test_the_script_reads_this_machine_as_its_tools_do() -> None:
+    """facts.sh reads small files with shell builtins: the same values as the tools."""
+    done = subprocess.run(["sh", "-c", FACTS_SCRIPT, "facts", "T"], capture_output=True,
+                          text=True, timeout=60, check=True)
+    facts = parse_facts(split_sections(done.stdout, "T"))
+    assert facts.hostname == socket.gethostname()
+    assert (facts.kernel, facts.arch) == (platform.release(), platform.machine())
+    assert facts.os_name == platform.freedesktop_os_release()["PRETTY_NAME"]
+    assert facts.ephemeral_port_range == parse_port_range(
+        Path("/proc/sys/net/ipv4/ip_local_port_range").read_text())

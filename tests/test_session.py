@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from nodeprov import files
 from nodeprov.errors import CommandFailed
 from nodeprov.inventory import Host
 from nodeprov.session import Session, SshOptions
-from nodeprov.tasks.base import Probe, Run, Write
+from nodeprov.tasks.base import Local, Probe, Run, Write
 
 
 @dataclass
@@ -69,6 +70,37 @@ def test_facts_and_probes_in_one_round_trip(tmp_path: Any) -> None:
     assert observed == ["no trailing newline", "", "a\n\nb\n"]
 
 
+def test_sh_probes_run_as_functions_in_the_facts_shell(tmp_path: Any) -> None:
+    session, shell = session_for(tmp_path)
+    probes = [Probe(("sh", "-c", 'printf "%s|" "$@"; exit 3', "name", "a b", "$(no)")),
+              Probe(("sh", "-c", 'echo "$0"', "zero")),  # $0: its own sh
+              Probe(("sh", "-c", "echo no name")),
+              Probe(("sh", "-c", "# nothing", "empty"))]
+    _, observed = session.gather(probes)
+    assert observed == ["a b|$(no)|", "zero\n", "no name\n", ""]
+    script = shlex.split(shell.commands[0])[2]
+    assert "nodeprov_probe0() {" in script and "nodeprov_probe1" not in script
+    assert "nodeprov_probe2" not in script and "nodeprov_probe3() {" in script
+
+
+def test_a_change_and_the_probes_after_it_in_one_round_trip(tmp_path: Any) -> None:
+    target = tmp_path / "motd"
+    session, shell = session_for(tmp_path)
+    read = session.execute("block", [Write(str(target), "new\n")],
+                           then_read=[None, files.read_probe(str(target))])
+    assert read is not None and read[1] == ["", "new\n"]
+    assert read[0].ephemeral_port_range[0] > 0
+    assert len(shell.commands) == 1 and session.round_trips == 1
+
+
+def test_actions_ending_outside_a_batch_leave_the_read_to_gather(tmp_path: Any) -> None:
+    session, shell = session_for(tmp_path)
+    read = session.execute("t", [Run(("cat",), stdin="in"), Write(str(tmp_path / "f"), "x"),
+                                 Local(("true",))], then_read=[None])
+    assert read is None
+    assert len(shell.commands) == 2 and shell.stdins == ["in", None]  # stdin: its own batch
+
+
 def test_actions_batch_and_write_atomically(tmp_path: Any) -> None:
     target = tmp_path / "etc" / "hosts"
     target.parent.mkdir()
@@ -94,6 +126,13 @@ def test_failure_names_the_failing_action(tmp_path: Any) -> None:
     assert error.returncode == 3 and "boom" in error.output
     assert str(error).startswith("node1: firewall: 'sh -c echo boom >&2; exit 3' exited 3: boom")
     assert not (tmp_path / "never").exists()
+
+
+def test_a_failed_action_skips_the_read_after_it(tmp_path: Any) -> None:
+    session, shell = session_for(tmp_path)
+    with pytest.raises(CommandFailed) as caught:
+        session.execute("t", [Run(("false",))], then_read=[Probe(("echo", "read"))])
+    assert caught.value.command == "false" and len(shell.commands) == 1
 
 
 def test_become_sends_password_on_stdin_only(tmp_path: Any) -> None:

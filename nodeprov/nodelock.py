@@ -1,0 +1,163 @@
+"""The node's two locks, and the keepalive watchdog that frees them when nodeprov goes away.
+
+- The **run lock** (``RUN_LOCK``) is held by an apply for its whole run, by a holder script on
+  an SSH channel of its own: two applies never interleave their edits on a node. The holder
+  frees it when nodeprov closes the channel, or stops sending heartbeats (a connection dropped
+  without sshd noticing).
+- The **batch lock** (``LOCK_PATH``) is held by each batch of actions while it runs; the holder
+  waits for it, so a run waits for a command a killed run left running on the node.
+
+    lock = RunLock("node1")
+    read = lock.take(transport, command, token, 600, password="", prompt=PROMPT, lost=lost)
+    threading.Thread(target=keepalive, args=(transport, 5.0, 3, stop, lock.beat, drop)).start()
+    lock.free()
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from nodeprov.errors import CommandFailed, HostError
+
+STATE_DIR = "/var/lib/nodeprov"
+LOCK_PATH = f"{STATE_DIR}/lock"  # the batch lock
+RUN_LOCK = "/run/lock/nodeprov.lock"  # says whose run holds it
+SUDO_SECONDS = 30.0  # for sudo to check the password (PAM, LDAP) and start the command
+# Prints "started" (sudo let it run), then "held" or "busy: why" (the run lock, and no batch
+# still running, within $wait s), then runs the read script given after it (the facts), fd 9
+# closed and no stdin; held, it keeps the lock until the channel's EOF or $quiet s without a
+# heartbeat byte. Programs are few on purpose: each costs the node ~1 ms per run.
+_HOLDER_START = r"""lock=$1 wait=$2 quiet=$3 batches=$4; shift 4
+echo started
+[ -d "${lock%/*}" ] && [ -d "${batches%/*}" ] || mkdir -p -- "${lock%/*}" "${batches%/*}" \
+  || exit 1
+exec 9>>"$lock"
+held=
+if ! flock -w "$wait" 9; then
+  echo "busy: another nodeprov run holds this node ($(cat -- "$lock"))"
+# had and freed at once (closing fd 8): only waits for a batch that is running
+elif ! { exec 8>>"$batches" && flock -w "$wait" 8; }; then
+  echo "busy: a command of an interrupted nodeprov run still runs"
+else
+  echo "pid $$ since $(date -u +%FT%TZ) from ${SSH_CLIENT%% *}" > "$lock"; echo held; held=1
+fi
+exec 8>&-
+[ -n "$held" ] || exec 9>&-
+{
+"""
+_HOLDER_END = r"""
+} 9>&- </dev/null
+[ -n "$held" ] || exit 0
+while beat=$(timeout "$quiet" head -c 1 9>&-) && [ -n "$beat" ]; do :; done
+"""
+# Runs argv under the batch lock; -o: its fd must not leak into detached children (the
+# firewall's revert guard).
+_UNDER_BATCH_LOCK = r"""[ -d "$1" ] || mkdir -p -- "$1" || exit 1
+lock=$2; shift 2
+exec flock -o -w 600 "$lock" "$@"
+"""
+
+
+def holder_argv(read_script: str, token: str, wait: float, quiet: float) -> list[str]:
+    """sh argv of the holder: the run lock within ``wait`` s, then ``read_script`` (a fixed
+    script reading its token as $1) in the holder's own shell, saving a program start."""
+    return ["sh", "-c", _HOLDER_START + read_script + _HOLDER_END, "nodeprov-facts", RUN_LOCK,
+            f"{wait:g}", f"{quiet:g}", LOCK_PATH, token]
+
+
+def under_batch_lock(argv: Sequence[str]) -> list[str]:
+    """``argv`` run under the batch lock, within 600 s."""
+    return ["sh", "-c", _UNDER_BATCH_LOCK, "nodeprov-lock", STATE_DIR, LOCK_PATH, *argv]
+
+
+class RunLock:
+    """The node's run lock, as held for a session by a holder on a channel of its own."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self._channel: Any = None
+
+    @property
+    def held(self) -> bool:
+        return self._channel is not None
+
+    def take(self, transport: Any, command: str, token: str, wait: float, *, password: str,
+             prompt: str, lost: Callable[[], bool]) -> str:
+        """Start the holder ``command`` (``holder_argv``, under sudo maybe) and return what its
+        read script printed; the lock is then held until ``free``. Busy after ``wait`` s, it
+        raises HostError naming the holder (``wait`` 0: no error, not held). Transport errors
+        propagate; ``lost()`` ends the wait early (the connection was dropped)."""
+        started, end = b"started\n", f"\n@@{token} end\n".encode()
+        output, errors, asked, answered = b"", b"", prompt.encode(), 0
+        channel = transport.open_session()
+        channel.exec_command(command)
+        channel.settimeout(1.0)
+        # a sudo that never starts the command (a refused password) is given up on
+        sudo_deadline = time.monotonic() + SUDO_SECONDS
+        while end not in output and not lost() and (
+                output.startswith(started) or time.monotonic() < sudo_deadline):
+            while channel.recv_stderr_ready():
+                errors += channel.recv_stderr(65536)
+            if errors.count(asked) > answered:
+                if answered or not password:
+                    break  # it asks again: the password was refused
+                channel.sendall(password.encode() + b"\n")
+                answered += 1
+            try:
+                chunk = channel.recv(65536)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            output += chunk
+        if end not in output:
+            channel.close()
+            if lost():
+                raise ConnectionError("connection dropped")
+            if answered and not output.startswith(started):
+                raise HostError(self.host, "facts", "sudo refused the password (facts)",
+                                hint="is ansible_become_password right?")
+            stderr = errors.replace(asked, b"").decode(errors="replace")
+            raise CommandFailed(self.host, "facts", "sh facts.sh under the run lock",
+                                channel.exit_status, stderr or output.decode(errors="replace"))
+        state, _, read = output.decode(errors="replace").removeprefix("started\n").partition("\n")
+        if state == "held":
+            self._channel = channel
+            channel.settimeout(None)
+            return read
+        channel.close()
+        if wait:
+            raise HostError(self.host, "lock", f"{state.removeprefix('busy: ')}, after "
+                            f"{wait:g} s", hint="wait for it to end, or stop it, and run again")
+        return read
+
+    def beat(self) -> None:
+        """One heartbeat to the holder (from the keepalive thread)."""
+        channel = self._channel
+        if channel is not None and channel.send_ready():
+            channel.send(b".")
+
+    def free(self) -> None:
+        """Free the lock: the holder reads EOF and ends."""
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+
+
+def keepalive(transport: Any, interval: float, count: int, stop: threading.Event,
+              beat: Callable[[], None], silent: Callable[[str], None]) -> None:
+    """Until ``stop``: every ``interval`` s a heartbeat (``beat``) and an SSH keepalive; one
+    unanswered for ``count`` intervals calls ``silent(why)`` (which drops the connection, so
+    the round trip in flight fails instead of hanging) and ends."""
+    while not stop.wait(interval):
+        beat()
+        reply = threading.Thread(target=transport.global_request, daemon=True,
+                                 args=("keepalive@openssh.com",))
+        reply.start()
+        reply.join(interval * count)
+        if reply.is_alive() and not stop.is_set():
+            silent(f"the node answered no SSH keepalive for {interval * count:g} s")
+            return
