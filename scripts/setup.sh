@@ -18,7 +18,8 @@ fi
 
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-.venv/bin/pip install -q --upgrade pip 2>&1 | grep -v "is ignored" || true
+# A failed install stops here (set -e), never later as a missing module.
+.venv/bin/pip install -q --upgrade pip
 # torch runs the verification job's local tests; the CPU build of the pinned release.
-.venv/bin/pip install -q -e '.[test]' 'torch==2.13.0' 2>&1 | grep -v "is ignored" || true
+.venv/bin/pip install -q -e '.[test]' 'torch==2.13.0'
 .venv/bin/nodeprov --help >/dev/null
