@@ -110,22 +110,9 @@ def test_example_inventory_loads() -> None:
     assert len(inventory.hosts) >= 2
 
 
-def test_port_comes_from_ssh_config_unless_the_inventory_names_it(tmp_path: Path) -> None:
-    (tmp_path / "ssh_config").write_text("Host 10.0.0.11\n  Port 2201\n")
-    inventory = load_inventory(write(tmp_path, """\
-all:
-  vars: {node_subnet: 10.0.0.0/24, ssh_config_file: ssh_config}
-  hosts:
-    node1: {ansible_host: 10.0.0.11}
-    node2: {ansible_host: 10.0.0.12}
-    node3: {ansible_host: 10.0.0.13, ansible_port: 2222}
-"""))
-    ports = {host.name: (host.port, host.vars["ansible_port"]) for host in inventory.hosts}
-    assert ports == {"node1": (2201, 2201), "node2": (22, 22), "node3": (2222, 2222)}
-
-
-def test_each_ssh_config_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "ssh_config").write_text("Host 10.0.0.1?\n  Port 2201\n")
+def test_port_comes_from_ssh_config_unless_the_inventory_names_it_read_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ssh_config").write_text("Host 10.0.0.11 10.0.0.14\n  Port 2201\n")
     read: list[str] = []
     original = SSHConfig.from_path
 
@@ -140,7 +127,10 @@ all:
   hosts:
     node1: {ansible_host: 10.0.0.11}
     node2: {ansible_host: 10.0.0.12}
-    node3: {ansible_host: 10.0.0.23, ssh_config_file: null}
+    node3: {ansible_host: 10.0.0.13, ansible_port: 2222}
+    node4: {ansible_host: 10.0.0.14, ssh_config_file: null}
 """))
-    assert [host.port for host in inventory.hosts] == [2201, 2201, 22]
-    assert read == [str(tmp_path / "ssh_config")]  # the default (absent here) is never parsed
+    ports = {host.name: (host.port, host.vars["ansible_port"]) for host in inventory.hosts}
+    assert ports == {"node1": (2201, 2201), "node2": (22, 22), "node3": (2222, 2222),
+                     "node4": (22, 22)}
+    assert read == [str(tmp_path / "ssh_config")]  # once; the default (absent here) never
