@@ -25,7 +25,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from nodeprov.job.connectivity import check_connectivity, on_every
-from nodeprov.job.diagnose import diagnose_nodes
+from nodeprov.job.diagnose import Diagnosis, diagnose_nodes
 from nodeprov.job.results import JobResult, parse_result, verdict
 from nodeprov.session import STATE_DIR, Result
 from nodeprov.tasks.base import Run, Write
@@ -173,16 +173,31 @@ def last_words(output: str) -> str:
     return next((line for line in said if line.strip("=-")), "no output")
 
 
-def node_failures(launched: Mapping[str, Result | Exception], *, stopped: set[str],
-                  seconds: int) -> list[str]:
-    """One line per node that failed by itself (nodes the launcher stopped are left out),
-    diagnosed from its output tail where a rule knows it."""
+@dataclass(frozen=True)
+class NodeFailure:
+    """A node whose torchrun failed by itself, and what a rule made of its output tail."""
+
+    result: Result
+    diagnosis: Diagnosis | None
+
+
+def failed_nodes(launched: Mapping[str, Result | Exception],
+                 stopped: set[str]) -> dict[str, NodeFailure]:
+    """The nodes whose torchrun failed by itself (not those the launcher stopped), diagnosed."""
+    failed = {name: outcome for name, outcome in launched.items() if isinstance(outcome, Result)
+              and outcome.exit_code != 0 and name not in stopped}
+    diagnosed = dict(diagnose_nodes({name: tail(result) for name, result in failed.items()}))
+    return {name: NodeFailure(result, diagnosed.get(name)) for name, result in failed.items()}
+
+
+def node_failures(launched: Mapping[str, Result | Exception], failed: Mapping[str, NodeFailure],
+                  *, seconds: int) -> list[str]:
+    """One line per node that could not be reached or failed by itself: the diagnosis where a
+    rule knows the output, else what torchrun last said."""
     lines = [f"{name}: job: {outcome}" for name, outcome in launched.items()
              if isinstance(outcome, Exception)]
-    failed = _failed_by_themselves(launched, stopped)
-    diagnosed = dict(diagnose_nodes({name: tail(result) for name, result in failed.items()}))
-    for name, result in failed.items():
-        found = diagnosed.get(name)
+    for name, failure in failed.items():
+        result, found = failure.result, failure.diagnosis
         if found is not None:
             lines.append(f"{name}: {found.item}: {found.cause} ({found.fix}); the job said: "
                          f"{found.evidence}")
@@ -195,20 +210,11 @@ def node_failures(launched: Mapping[str, Result | Exception], *, stopped: set[st
     return lines
 
 
-def _failed_by_themselves(launched: Mapping[str, Result | Exception],
-                          stopped: set[str]) -> dict[str, Result]:
-    return {name: outcome for name, outcome in launched.items() if isinstance(outcome, Result)
-            and outcome.exit_code != 0 and name not in stopped}
-
-
-def network_may_explain(launched: Mapping[str, Result | Exception], stopped: set[str]) -> bool:
+def network_may_explain(failed: Mapping[str, NodeFailure]) -> bool:
     """Whether a node failed in a way the network between nodes may explain: a diagnosed
     firewall or name problem, or a failure no rule knows (a peer that closed the rendezvous, a
     hung collective). A missing torch or a busy node is explained without the matrix."""
-    failed = _failed_by_themselves(launched, stopped)
-    diagnosed = dict(diagnose_nodes({name: tail(result) for name, result in failed.items()}))
-    return any(name not in diagnosed or diagnosed[name].item in NETWORK_ITEMS
-               for name in failed)
+    return any(f.diagnosis is None or f.diagnosis.item in NETWORK_ITEMS for f in failed.values())
 
 
 @dataclass
@@ -291,9 +297,10 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     result, unreadable = _read_result(launch.results)
     if result is not None and not result.ok:
         failures.append(f"{hosts[0].name}: job: {verdict(result)}")
-    failures += node_failures(launch.launched, stopped=launch.stopped, seconds=timeout)
+    failed = failed_nodes(launch.launched, launch.stopped)
+    failures += node_failures(launch.launched, failed, seconds=timeout)
     culprits: list[str] = []
-    if result is None and network_may_explain(launch.launched, launch.stopped):
+    if result is None and network_may_explain(failed):
         # The job's messages rarely name the blocked peer (the first node to fail may only say
         # that a peer closed the rendezvous); the matrix does.
         culprits = check_connectivity(hosts, sessions, facts, rdzv_port).problems()

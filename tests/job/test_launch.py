@@ -31,6 +31,7 @@ from nodeprov.job.launch import (
     LAUNCH,
     JobPlanError,
     choose_backend,
+    failed_nodes,
     node_failures,
     plan_job,
     procs_per_node,
@@ -128,7 +129,7 @@ def test_failures_name_node_item_cause_and_fix_and_skip_stopped_nodes() -> None:
         "node4": Result("", "", 124),
         "node5": ConnectionError("node5: connection dropped"),
     }
-    lines = node_failures(launched, stopped={"node2"}, seconds=30)
+    lines = node_failures(launched, failed_nodes(launched, {"node2"}), seconds=30)
     assert lines[0] == "node5: job: node5: connection dropped"
     assert lines[1].startswith("node1: firewall: gloo peers could not connect")
     assert "(nodeprov apply --limit node1 --tags firewall,nccl_env)" in lines[1]
@@ -155,11 +156,13 @@ Root Cause (first observed failure):
 
 
 def test_a_failure_no_rule_knows_quotes_torchruns_root_cause_not_its_rule_line() -> None:
-    lines = node_failures({"node3": Result("", CHILD_FAILED, 1)}, stopped=set(), seconds=30)
-    assert lines == ["node3: job: torchrun exited 1: traceback : Signal 6 (SIGABRT) received "
-                     "by PID 2531"]
-    assert node_failures({"node3": Result("", "", 1)}, stopped=set(), seconds=30) == [
-        "node3: job: torchrun exited 1: no output"]
+    def failures(result: Result) -> list[str]:
+        launched: dict[str, Result | Exception] = {"node3": result}
+        return node_failures(launched, failed_nodes(launched, set()), seconds=30)
+
+    assert failures(Result("", CHILD_FAILED, 1)) == [
+        "node3: job: torchrun exited 1: traceback : Signal 6 (SIGABRT) received by PID 2531"]
+    assert failures(Result("", "", 1)) == ["node3: job: torchrun exited 1: no output"]
 
 
 def test_tail_keeps_the_last_lines_stdout_first() -> None:
