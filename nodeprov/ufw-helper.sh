@@ -38,7 +38,8 @@ start)
   exec ufw --force enable ;;  # ufw-init elsewhere: ufw knows where
 arm) stop_guard; rm -f -- "$reverted"
   setsid sh -- "$0" revert "$2" </dev/null >/dev/null 2>&1 &
-  i=0; while [ ! -s "$pidfile" ] && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  # the guard is up within a few ms: poll finely, a first apply waits on this on every node
+  i=0; while [ ! -s "$pidfile" ] && [ "$i" -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
   [ -s "$pidfile" ] || { echo "the lockout guard did not start" >&2; exit 1; } ;;
 revert)
   # the runner's flock lock (fd 3) must not live on here: it would block the next round trip
