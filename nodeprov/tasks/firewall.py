@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from nodeprov import ufw, ufw_files, validate
-from nodeprov.facts import Facts, split_sections
-from nodeprov.files import ABSENT
+from nodeprov import files, ufw, ufw_files, validate
+from nodeprov.facts import Facts
 from nodeprov.session import STATE_DIR
 from nodeprov.tasks.base import (
     Action,
@@ -50,16 +49,19 @@ SSH, NCCL, RDZV = "nodeprov: ssh", "nodeprov: nccl ephemeral", "nodeprov: rdzv"
 HELPER = f"{STATE_DIR}/ufw-helper.sh"
 REVERTED = f"{STATE_DIR}/ufw-reverted"
 GUARD_PID = f"{STATE_DIR}/ufw-guard.pid"
-# argv: absent guard_pidfile files... Each file's text, then, under the pid file's name, the pid
-# of a lockout guard still waiting to revert (one a killed run left armed), if any.
-_READ_ALL = r"""absent=$1; guard=$2; shift 2
-for path in "$@"; do
-  printf '\n@@ufw %s\n' "$path"; cat -- "$path" 2>/dev/null || echo "$absent"
-done
-printf '\n@@ufw %s\n' "$guard"
-pid=$(cat -- "$guard" 2>/dev/null) &&
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q 'ufw-helper.sh revert' && echo "$pid"
-true
+# argv: guard_pidfile, then nodeprov_read's. First a line with the pid of a lockout guard still
+# waiting to revert (one a killed run left armed), if any, then the files. `read` drops
+# cmdline's NUL separators: "sh/var/lib/nodeprov/ufw-helper.shrevert30".
+_READ_ALL = files.READER + r"""guard=$1; shift
+pid= cmdline=
+[ ! -e "$guard" ] || read -r pid < "$guard"
+case $pid in
+  '' | *[!0-9]*) pid= ;;
+  *) [ ! -e "/proc/$pid/cmdline" ] || read -r cmdline < "/proc/$pid/cmdline" ;;
+esac
+case $cmdline in *ufw-helper.sh*revert*) ;; *) pid= ;; esac
+printf '%s\n' "$pid"
+nodeprov_read "$@"
 """
 _INSTALL = {
     "apt-get": ("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", "ufw"),
@@ -94,8 +96,8 @@ class FirewallParams:
 
 
 def probe(params: FirewallParams) -> Probe:
-    return Probe(("sh", "-c", _READ_ALL, "nodeprov-ufw", ABSENT, GUARD_PID, *ufw.FILES,
-                  REVERTED))
+    return Probe(("sh", "-c", _READ_ALL, "nodeprov-ufw", GUARD_PID,
+                  *files.read_args(*ufw.FILES, REVERTED)))
 
 
 @dataclass(frozen=True)
@@ -111,12 +113,11 @@ class Observed:
 
 def read_state(observed: str, facts: Facts) -> Observed:
     """The probe's output and the facts, read."""
-    texts = {path: None if text.strip() == ABSENT else text
-             for path, text in split_sections(observed, "ufw").items()}
-    reverted, guard = texts.pop(REVERTED, None), texts.pop(GUARD_PID, None)
+    guard, _, read = observed.partition("\n")
+    texts = files.observed_files(read, unreadable=None)
+    reverted = texts.pop(REVERTED, None)
     state = ufw.parse_state(texts, installed=facts.ufw_installed, active=facts.ufw_active)
-    return Observed(state, reverted.strip() if reverted else None,
-                    guard.strip() if guard and guard.strip() else None, texts)
+    return Observed(state, reverted.strip() if reverted else None, guard.strip() or None, texts)
 
 
 def wanted_rules(ctx: Context, params: FirewallParams, ipv6: bool) -> list[Rule]:

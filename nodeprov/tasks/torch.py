@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nodeprov import validate
-from nodeprov.facts import split_sections
+from nodeprov import files, validate
 from nodeprov.tasks.base import (
     Action,
     Change,
@@ -52,18 +51,22 @@ from nodeprov.variables import VARIABLES
 from nodeprov.wheelhouse import Sources, cache_root, download_args, target_name
 
 REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
-_PROBE = r"""venv=$1
-section() { printf '\n@@torch %s\n' "$1"; }
-section cfg; cat -- "$venv/pyvenv.cfg" 2>/dev/null
-section glibc; getconf GNU_LIBC_VERSION 2>/dev/null
+_REQUIRES = "Requires-Dist: "
+# argv: the venv, then nodeprov_read's ROOT. Prints the glibc version on a line, the venv's
+# *.dist-info names and torch's Requires-Dist lines, then pyvenv.cfg and torch/version.py.
+_PROBE = files.READER + r"""venv=$1; root=$2
+getconf GNU_LIBC_VERSION 2>/dev/null || echo
+set -- "$venv/pyvenv.cfg"
 for sp in "$venv"/lib/python3*/site-packages; do
   [ -d "$sp" ] || continue
-  section version_py; cat -- "$sp/torch/version.py" 2>/dev/null
-  section torch_requires; cat -- "$sp"/torch-*.dist-info/METADATA 2>/dev/null \
-    | sed -n '/^Requires-Dist: /s///p; /^$/q'
-  section dists; for dist in "$sp"/*.dist-info; do echo "${dist##*/}"; done
+  for dist in "$sp"/*.dist-info; do
+    case $dist in *'
+'*) ;; *) printf '%s\n' "${dist##*/}" ;; esac
+  done
+  sed -n '/^Requires-Dist: /p; /^$/q' "$sp"/torch-*.dist-info/METADATA 2>/dev/null; echo
+  set -- "$@" "$sp/torch/version.py"
 done
-true
+nodeprov_read "$root" "$@"
 """
 # The SFTP user (the sudo caller under become) must be able to write the upload folder.
 _MAKE_UPLOAD_DIR = 'install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
@@ -141,22 +144,28 @@ class TorchState:
 
 
 def probe(params: TorchParams) -> Probe:
-    return Probe(("sh", "-c", _PROBE, "nodeprov-torch", params.venv))
+    return Probe(("sh", "-c", _PROBE, "nodeprov-torch", params.venv, *files.read_args()))
 
 
 def parse_probe(observed: str) -> TorchState:
-    sections = split_sections("\n" + observed, "torch")
-    glibc = sections.get("glibc", "").split()
+    glibc, _, rest = observed.partition("\n")
+    lines = rest.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("/")), len(lines))
+    requires = [line for line in lines[:start] if line.startswith(_REQUIRES)]
+    dists = "\n".join(line for line in lines[:start] if not line.startswith(_REQUIRES))
+    # nodeprov_read's output (ROOT first): {"pyvenv.cfg": text, "version.py": text}
+    found = {path.rpartition("/")[2]: text for path, text in
+             files.observed_files("\n".join(lines[start:])).items() if text is not None}
     try:
-        torch_version, torch_cuda = parse_torch_version_py(sections.get("version_py", ""))
+        torch_version, torch_cuda = parse_torch_version_py(found.get("version.py", ""))
     except ValueError:  # a mangled version.py: torch is as good as absent
         torch_version = torch_cuda = None
     return TorchState(
-        python=parse_pyvenv_cfg(sections.get("cfg", "")),
-        glibc=_glibc(glibc[-1]) if glibc else None,
+        python=parse_pyvenv_cfg(found.get("pyvenv.cfg", "")),
+        glibc=_glibc(glibc.split()[-1]) if glibc.strip() else None,
         torch_version=torch_version, torch_cuda=torch_cuda,
-        torch_requires=tuple(sections.get("torch_requires", "").splitlines()),
-        installed=parse_dist_infos(sections.get("dists", "")),
+        torch_requires=tuple(line.removeprefix(_REQUIRES) for line in requires),
+        installed=parse_dist_infos(dists),
     )
 
 

@@ -19,23 +19,27 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
-from nodeprov import validate
-from nodeprov.facts import Facts, split_sections
+from nodeprov import files, validate
+from nodeprov.facts import Facts
 from nodeprov.tasks.base import Change, Context, Plan, Probe, Run, TaskFailed, TaskType
 
-SECTION_TOKEN = "venv"
-# Reads the venv's pyvenv.cfg, whether its python runs (a dangling symlink after an upgrade of
-# the system python fails -x), what else is in the folder, and which pythons have ensurepip.
-_PROBE = r"""venv=$1
-section() { printf '\n@@venv %s\n' "$1"; }
-section cfg; cat -- "$venv/pyvenv.cfg" 2>/dev/null
-section runs; [ -x "$venv/bin/python" ] && echo yes
-section entries; [ -d "$venv" ] && ls -A -- "$venv" | head -n 5
-section ensurepip
-for dir in /usr/lib/python3*/ensurepip /usr/local/lib/python3*/ensurepip; do
-  [ -e "$dir/__init__.py" ] && echo "$dir"
+# argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: "yes" when its
+# python runs (a dangling symlink after an upgrade of the system python fails -x), "yes" when
+# the folder holds anything, the lib folders that have ensurepip; then pyvenv.cfg. Shell
+# builtins only, but for the one `head` of nodeprov_read.
+_PROBE = files.READER + r"""venv=$1; shift
+if [ -x "$venv/bin/python" ]; then echo yes; else echo; fi
+occupied=
+for entry in "$venv"/* "$venv"/.[!.]* "$venv"/..?*; do
+  if [ -e "$entry" ] || [ -L "$entry" ]; then occupied=yes; break; fi
 done
-true
+echo "$occupied"
+for dir in /usr/lib/python3*/ensurepip /usr/local/lib/python3*/ensurepip; do
+  case $dir in *'
+'*) ;; *) [ ! -e "$dir/__init__.py" ] || printf '%s ' "$dir" ;; esac
+done
+echo
+nodeprov_read "$@"
 """
 
 
@@ -63,16 +67,17 @@ class VenvState:
 
 
 def probe(params: VenvParams) -> Probe:
-    return Probe(("sh", "-c", _PROBE, "nodeprov-venv", params.path))
+    return Probe(("sh", "-c", _PROBE, "nodeprov-venv", params.path,
+                  *files.read_args(f"{params.path}/pyvenv.cfg")))
 
 
 def parse_probe(observed: str) -> VenvState:
-    sections = split_sections("\n" + observed, SECTION_TOKEN)
+    runs, occupied, ensurepip, cfg = (observed.split("\n", 3) + ["", "", ""])[:4]
     return VenvState(
-        version=parse_pyvenv_cfg(sections.get("cfg", "")),
-        runs=sections.get("runs", "").strip() == "yes",
-        occupied=bool(sections.get("entries", "").strip()),
-        ensurepip=tuple(sections.get("ensurepip", "").split()),
+        version=parse_pyvenv_cfg(next(iter(files.observed_files(cfg).values()), None) or ""),
+        runs=runs == "yes",
+        occupied=occupied == "yes",
+        ensurepip=tuple(ensurepip.split()),
     )
 
 

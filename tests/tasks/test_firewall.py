@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from nodeprov import ufw, ufw_files
-from nodeprov.facts import Facts, split_sections
+from nodeprov.facts import Facts
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
     Change,
@@ -38,6 +38,7 @@ from nodeprov.tasks.firewall import (
     FirewallParams,
     plan,
     probe,
+    read_state,
 )
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.ufw import Rule
@@ -65,8 +66,15 @@ def recorded(case: str) -> str:
     return (DATA / f"{case}.probe").read_text()
 
 
+def texts(case: str) -> dict[str, str | None]:
+    """ufw's files as the probe read them in a recorded case (None: absent)."""
+    return dict(read_state(recorded(case), FACTS).texts)
+
+
 def section(case: str, path: str) -> str:
-    return split_sections(recorded(case), "ufw")[path]
+    text = texts(case)[path]
+    assert text is not None
+    return text
 
 
 def plan_for(case: str, *, port: int = 22, **params: Any) -> Plan:
@@ -144,10 +152,10 @@ def test_state_of_a_node_without_ufw_is_a_fresh_install() -> None:
 
 
 def test_ipv6_off_ignores_the_dormant_user6_rules() -> None:
-    texts = split_sections(recorded("in-sync"), "ufw")
-    assert ufw.parse_state(texts, installed=True, active=True).ipv6
-    texts[ufw.DEFAULTS] = texts[ufw.DEFAULTS].replace("IPV6=yes", "IPV6=no")
-    state = ufw.parse_state(texts, installed=True, active=True)
+    found = texts("in-sync")
+    assert ufw.parse_state(found, installed=True, active=True).ipv6
+    found[ufw.DEFAULTS] = section("in-sync", ufw.DEFAULTS).replace("IPV6=yes", "IPV6=no")
+    state = ufw.parse_state(found, installed=True, active=True)
     assert not state.ipv6 and not any(r.v6 for r in state.rules)
 
 
@@ -185,7 +193,7 @@ def test_the_files_written_are_those_ufws_command_line_leaves(before: str, after
     (enable,) = plan_for(before, ufw_active=False).changes
     assert steps(enable)[-len(commands) - 4:-4] == commands
     assert steps(enable)[-4:] == [f"write {ufw.CONF}", START, ConfirmNewConnection, DISARM]
-    now, then = split_sections(recorded(before), "ufw"), split_sections(recorded(after), "ufw")
+    now, then = texts(before), texts(after)
     assert {path: written(enable).get(path, now[path]) for path in RULE_FILES} == {
         path: then[path] for path in RULE_FILES}
 
@@ -193,18 +201,17 @@ def test_the_files_written_are_those_ufws_command_line_leaves(before: str, after
 @pytest.mark.parametrize("case", ["in-sync", "mixed-enabled", "ipv6-off", "logging-off",
                                   "logging-medium", "logging-high", "logging-full"])
 def test_rule_files_render_as_ufw_wrote_them_at_every_log_level(case: str) -> None:
-    texts = split_sections(recorded(case), "ufw")
-    level = ufw.parse_settings(texts[ufw.CONF])["LOGLEVEL"]
-    defaults = ufw.parse_settings(texts[ufw.DEFAULTS])
+    level = ufw.parse_settings(section(case, ufw.CONF))["LOGLEVEL"]
+    defaults = ufw.parse_settings(section(case, ufw.DEFAULTS))
     policies = {direction: ufw.POLICY_WORDS[defaults[f"DEFAULT_{chain}_POLICY"]]
                 for direction, chain in zip(ufw_files.DIRECTIONS, ("INPUT", "OUTPUT", "FORWARD"),
                                             strict=True)}
     ipv6 = defaults["IPV6"] == "yes"
     for path, v6 in ((ufw.RULES, False), (ufw.RULES6, True)):
-        rules = ufw_files.read_rules(texts[path], v6=v6)
+        rules = ufw_files.read_rules(section(case, path), v6=v6)
         assert rules is not None
         assert ufw_files.render_rules(rules, v6=v6, level=level if ipv6 or not v6 else None,
-                                      policies=policies) == texts[path]
+                                      policies=policies) == section(case, path)
 
 
 def test_rules_ufw_would_rewrite_leave_it_to_ufws_command_line() -> None:
@@ -338,7 +345,8 @@ def test_a_revert_by_the_guard_is_reported_until_ufw_is_active_again() -> None:
 
 
 def with_armed_guard(case: str, pid: str = "4242") -> str:
-    return f"{recorded(case)}\n@@ufw {GUARD_PID}\n{pid}\n"
+    """The recorded probe output, as if the guard a killed run left (pid) still waited."""
+    return f"{pid}\n{recorded(case).partition(chr(10))[2]}"
 
 
 def test_a_guard_a_killed_run_left_armed_is_disarmed_after_a_new_connection() -> None:
@@ -368,7 +376,7 @@ def test_probe_reports_only_a_live_guard_of_ours(tmp_path: Path) -> None:
 
     def guard_seen() -> str:
         output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-        return split_sections(output, "ufw")[str(pidfile)].strip()
+        return read_state(output, FACTS).armed_guard or ""
 
     assert guard_seen() == ""  # no pid file
     helper = tmp_path / "ufw-helper.sh"

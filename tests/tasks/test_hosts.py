@@ -46,8 +46,7 @@ def context(node: str = "node1", nodes: list[tuple[str, str, str, str]] = NODES,
 
 def probe_output(found: dict[str, str | None]) -> str:
     """What the hosts probe prints for these files (None: absent)."""
-    return "".join(f"{files.FILE_MARKER}{path}\n{files.ABSENT if text is None else text}"
-                   for path, text in found.items())
+    return files.files_output(found)
 
 
 DEFAULTS = HostsParams()

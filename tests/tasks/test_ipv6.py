@@ -52,9 +52,8 @@ def debian(live: tuple[str | None, str | None] = ("0\n", "0\n"),
 
 
 def run(found: dict[str, str | None], state: str = "disabled", ufw_active: bool = False) -> Plan:
-    observed = "".join(f"{files.FILE_MARKER}{path}\n{files.ABSENT if text is None else text}"
-                       for path, text in found.items())
-    return plan(node(ufw_active), parse_params(Ipv6Params, {"state": state}), observed)
+    return plan(node(ufw_active), parse_params(Ipv6Params, {"state": state}),
+                files.files_output(found))
 
 
 def actions(result: Plan) -> list[Run | Write]:

@@ -30,9 +30,7 @@ def run(environment: str | None, nccl_conf: str | None, *, extra: dict[str, str]
         interfaces: tuple[Interface, ...] = RECORDED.interfaces, **params: Any) -> Plan:
     host = Host("node1", "192.0.2.2", "192.0.2.2")
     facts = dataclasses.replace(RECORDED, interfaces=interfaces)
-    found = {ENVIRONMENT: environment, NCCL_CONF: nccl_conf}
-    observed = "".join(f"{files.FILE_MARKER}{path}\n{files.ABSENT if text is None else text}"
-                       for path, text in found.items())
+    observed = files.files_output({ENVIRONMENT: environment, NCCL_CONF: nccl_conf})
     wanted = parse_params(NcclEnvParams, {"subnet": SUBNET, "extra": extra, **params})
     return plan(Context(host, facts, {"node1": (host, facts)}), wanted, observed)
 

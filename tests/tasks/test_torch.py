@@ -18,7 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from nodeprov import wheelhouse
+from nodeprov import files, wheelhouse
 from nodeprov.cli import app
 from nodeprov.facts import Facts, parse_facts, split_sections
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi
@@ -33,7 +33,14 @@ from nodeprov.tasks.base import (
     Upload,
     parse_params,
 )
-from nodeprov.tasks.torch import VERIFY, TorchParams, parse_probe, plan, variant_cuda
+from nodeprov.tasks.torch import (
+    VERIFY,
+    TorchParams,
+    parse_probe,
+    plan,
+    probe,
+    variant_cuda,
+)
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.torch_matrix import parse_torch_version_py
 from tests.conftest import MakeTestbed
@@ -41,6 +48,7 @@ from tests.conftest import MakeTestbed
 DATA = Path(__file__).parents[1] / "data"
 VENV = "/opt/nodeprov/venv"
 PY = f"{VENV}/bin/python"
+SITE = f"{VENV}/lib/python3.11/site-packages"
 CFG = "home = /usr/bin\nversion = 3.11.2\n"
 CPU_DISTS = ("filelock-4.0.8 fsspec-2026.9.0 jinja2-3.1.6 markupsafe-3.0.3 mpmath-1.3.0 "
              "networkx-3.6.1 pip-23.0.1 setuptools-84.0.0 sympy-1.14.0 torch-2.13.0+cpu "
@@ -77,9 +85,12 @@ def context(name: str, cluster: Mapping[str, Facts | None]) -> Context:
 
 
 def observed(version_py: str = "", dists: str = "", requires: str = "", cfg: str = CFG) -> str:
-    return (f"\n@@torch cfg\n{cfg}\n@@torch glibc\nglibc 2.36\n@@torch version_py\n{version_py}"
-            f"\n@@torch torch_requires\n{requires}\n@@torch dists\n"
-            + "\n".join(f"{dist}.dist-info" for dist in dists.split()) + "\n")
+    """What the probe prints for a venv with these files ("": none), dists and Requires-Dist."""
+    lines = [f"{dist}.dist-info" for dist in dists.split()]
+    lines += [f"Requires-Dist: {line}" for line in requires.splitlines()]
+    return ("glibc 2.36\n" + "".join(f"{line}\n" for line in lines) + "\n"
+            + files.files_output({f"{VENV}/pyvenv.cfg": cfg or None,
+                                  f"{SITE}/torch/version.py": version_py or None}))
 
 
 def version_py(version: str, cuda: str | None) -> str:
@@ -241,6 +252,28 @@ def test_probe_output_parsing() -> None:
     assert (state.torch_version, state.torch_cuda) == ("2.7.1+cu126", "12.6")
     assert state.installed == {"torch": "2.7.1+cu126", "nvidia-nccl-cu12": "2.26.2"}
     assert variant_cuda("cu126") == "12.6" and variant_cuda("cpu") is None
+
+
+def test_the_probe_reads_a_venv_as_parse_probe_expects(tmp_path: Path) -> None:
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "version.py").write_text(version_py("2.13.0+cpu", None))
+    (site / "torch-2.13.0+cpu.dist-info").mkdir()
+    # the headers end at the first empty line: a description's lines are not requirements
+    (site / "torch-2.13.0+cpu.dist-info" / "METADATA").write_text(
+        "Name: torch\nRequires-Dist: filelock\nRequires-Dist: sympy>=1.13.3\n\n"
+        "Requires-Dist: not-a-header\n")
+    (site / "six-1.17.0.dist-info").mkdir()
+    (tmp_path / "pyvenv.cfg").write_text(CFG)
+    params = parse_params(TorchParams, {"venv": str(tmp_path)})
+    done = subprocess.run(probe(params).argv, capture_output=True, text=True, check=True)
+    state = parse_probe(done.stdout)
+    assert (state.python, state.torch_version, state.torch_cuda) == ("3.11.2", "2.13.0+cpu", None)
+    assert state.torch_requires == ("filelock", "sympy>=1.13.3")
+    assert state.installed == {"torch": "2.13.0+cpu", "six": "1.17.0"}
+    empty = parse_probe(subprocess.run(probe(parse_params(TorchParams, {
+        "venv": str(tmp_path / "none")})).argv, capture_output=True, text=True).stdout)
+    assert (empty.python, empty.torch_version, empty.installed) == (None, None, {})
 
 
 # --- the wheelhouse ---------------------------------------------------------------------------

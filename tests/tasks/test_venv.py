@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from nodeprov import files
 from nodeprov.cli import app
 from nodeprov.facts import Facts, parse_facts, split_sections
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import Context, ParamError, Run, TaskFailed, parse_params
 from nodeprov.tasks.venv import (
     VenvParams,
+    VenvState,
     at_least,
     parse_dist_infos,
     parse_probe,
     parse_pyvenv_cfg,
     plan,
+    probe,
     unsatisfied,
 )
 from nodeprov.testbed.cluster import Testbed
@@ -42,8 +48,10 @@ def context(facts: Facts) -> Context:
 
 def observed(cfg: str = "", runs: bool = False, entries: str = "",
              ensurepip: str = HAS_ENSUREPIP) -> str:
-    return (f"\n@@venv cfg\n{cfg}\n@@venv runs\n{'yes' if runs else ''}\n@@venv entries\n"
-            f"{entries}\n@@venv ensurepip\n{ensurepip}\n")
+    """What the probe prints for a venv with this pyvenv.cfg ("": none), python that runs or
+    not, entries in its folder, and lib folders with ensurepip."""
+    return (f"{'yes' if runs else ''}\n{'yes' if entries else ''}\n{ensurepip}\n"
+            + files.files_output({f"{VENV}/pyvenv.cfg": cfg or None}))
 
 
 EXISTING = observed("home = /usr/bin\nversion = 3.11.2\n", runs=True, entries="bin\nlib")
@@ -113,6 +121,28 @@ def test_probe_parsing_and_versions() -> None:
     assert parse_pyvenv_cfg("home = /usr/bin\n") is None
     assert at_least("3.11.2", "3.10") and at_least("3.10.0", "3.10")
     assert not at_least("3.9.18", "3.10") and at_least("3.12.0rc1", "3.12")
+
+
+def test_the_probe_reads_a_venv_as_parse_probe_expects(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.2")  # no final newline
+
+    def state() -> VenvState:
+        argv = probe(VenvParams(str(venv))).argv
+        return parse_probe(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+
+    assert (state().version, state().runs, state().occupied) == ("3.11.2", False, True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    assert state().runs
+    (venv / "bin" / "python").unlink()
+    (venv / "bin" / "python").symlink_to(tmp_path / "gone")  # the system python was upgraded
+    assert not state().runs
+    shutil.rmtree(venv / "bin")
+    (venv / "pyvenv.cfg").unlink()
+    assert (state().version, state().occupied) == (None, False)
+    (venv / ".hidden").touch()
+    assert state().occupied
 
 
 def test_installed_distributions_and_requirements() -> None:
