@@ -35,6 +35,8 @@ def select_hosts(inventory: Inventory, limit: str | None) -> list[Host]:
 def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
               limit: str | None, tags: str | None, forks: int, accept_new_host_keys: bool,
               json_path: str | None, verbose: bool) -> int:
+    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+
     inventory = load_inventory(inventory_path)
     playbook = load_playbook(playbook_path or default_playbook(), inventory)
     targets = select_hosts(inventory, limit)
@@ -44,7 +46,8 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
         ssh=SshOptions(accept_new_host_keys=accept_new_host_keys),
     )
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
-    sessions = {host.name: Session(host, options.ssh) for host in inventory.hosts}
+    files = SshFiles(inventory.ssh_configs)
+    sessions = {host.name: Session(host, options.ssh, files) for host in inventory.hosts}
     proofs: list[Proof] = []
     interrupted = False
     with ExitStack() as stack:
@@ -112,10 +115,13 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: RunOutcom
 
 def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
               accept_new_host_keys: bool, as_json: bool) -> int:
+    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+
     inventory = load_inventory(inventory_path)
     hosts = select_hosts(inventory, limit)
     sessions, facts, errors = connect_all(
-        hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks)
+        hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
+        SshFiles(inventory.ssh_configs))
     for session in sessions.values():
         session.close()
     gathered: dict[str, dict[str, str] | str] = {

@@ -3,51 +3,113 @@
 Fabric's default policy silently trusts unknown host keys. nodeprov refuses them unless
 ``--accept-new-host-keys`` (then records them, like ssh's ``accept-new``); a key that differs
 from the recorded one is always refused (paramiko raises BadHostKeyException).
+
+The connections of one run share one ``SshFiles``, so each ssh_config and known_hosts file is
+read once per run, not once per host:
+
+    files = SshFiles(inventory.ssh_configs)
+    connection = connect(host, SshOptions(), files)
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabric import Config, Connection
-from paramiko import MissingHostKeyPolicy, SSHClient
+from paramiko import HostKeys, MissingHostKeyPolicy, SSHClient
 from paramiko.pkey import PKey
 
 from nodeprov.errors import Unreachable
-from nodeprov.inventory import Host
+from nodeprov.inventory import Host, SshConfigs
 
 if TYPE_CHECKING:
     from nodeprov.session import SshOptions
-
-# Several hosts' threads may record new keys at once; appends to one file must not interleave.
-_RECORD_LOCK = threading.Lock()
 
 
 class UnknownHostKey(Exception):
     pass
 
 
+class SshFiles:
+    """A run's ssh_config files (as Fabric Configs) and known_hosts files, each read once and
+    shared by the run's connections, from any thread. A key recorded under accept-new is known
+    to the run's later connections, as it is to ssh's."""
+
+    def __init__(self, ssh_configs: SshConfigs | None = None) -> None:
+        self._ssh_configs = ssh_configs or SshConfigs()
+        self._configs: dict[str, Config] = {}
+        self._known: dict[Path, HostKeys] = {}
+        self._lock = threading.Lock()
+
+    def config(self, ssh_config_file: str | None) -> Config:
+        """Fabric's Config of ``ssh_config_file``; without one, Fabric's own (~/.ssh/config
+        and /etc/ssh/ssh_config). Connections only read it."""
+        with self._lock:
+            key = ssh_config_file or ""
+            if key not in self._configs:
+                self._configs[key] = self._load_config(ssh_config_file)
+            return self._configs[key]
+
+    def _load_config(self, ssh_config_file: str | None) -> Config:
+        if not ssh_config_file:
+            return Config()
+        parsed = self._ssh_configs.parsed(ssh_config_file)
+        if parsed is None:  # as Fabric says it for a missing runtime ssh_config
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), ssh_config_file)
+        return Config(ssh_config=parsed)
+
+    def trust(self, connection: Any) -> Path:
+        """Give the connection's client the recorded keys of its host, from the known_hosts
+        files its ssh_config names; returns the file a new key is recorded in."""
+        paths = known_hosts_files(connection.ssh_config)
+        name = _known_hosts_name(connection.host, connection.port)
+        keys: dict[str, PKey] = {}
+        with self._lock:
+            for path in paths:
+                # the first key of a type wins, as when every file is loaded into one client
+                for key_type, key in (self._read(path).lookup(name) or {}).items():
+                    keys.setdefault(key_type, key)
+        for key_type, key in keys.items():
+            connection.client.get_host_keys().add(name, key_type, key)
+        return paths[0]
+
+    def record(self, path: Path, hostname: str, key: PKey) -> None:
+        """Append a newly trusted key to ``path``, for this run's later connections too."""
+        with self._lock:
+            known = self._read(path)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with path.open("a") as known_hosts:
+                known_hosts.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+            known.add(hostname, key.get_name(), key)
+
+    def _read(self, path: Path) -> HostKeys:
+        if path not in self._known:
+            known = HostKeys()
+            if path.exists():
+                known.load(str(path))
+            self._known[path] = known
+        return self._known[path]
+
+
 class OpenSshPolicy(MissingHostKeyPolicy):
     """Refuse unknown keys, or accept and append them to ``record_to`` (accept-new)."""
 
-    def __init__(self, accept_new: bool, record_to: Path) -> None:
+    def __init__(self, accept_new: bool, record_to: Path, files: SshFiles) -> None:
         self.accept_new = accept_new
         self.record_to = record_to
+        self.files = files
 
     def missing_host_key(self, client: SSHClient, hostname: str, key: PKey) -> None:
-        fingerprint = key.fingerprint
         if not self.accept_new:
             raise UnknownHostKey(
-                f"unknown host key for {hostname} ({fingerprint}); check it and run again with "
-                f"--accept-new-host-keys, or add it to {self.record_to}")
+                f"unknown host key for {hostname} ({key.fingerprint}); check it and run again "
+                f"with --accept-new-host-keys, or add it to {self.record_to}")
         client.get_host_keys().add(hostname, key.get_name(), key)
-        with _RECORD_LOCK:
-            self.record_to.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with self.record_to.open("a") as known_hosts:
-                known_hosts.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        self.files.record(self.record_to, hostname, key)
 
 
 def known_hosts_files(ssh_config: Any) -> list[Path]:
@@ -56,24 +118,31 @@ def known_hosts_files(ssh_config: Any) -> list[Path]:
     return [Path(os.path.expanduser(path)) for path in configured.split()]
 
 
-def connect(host: Host, options: SshOptions) -> Any:
-    """An open Fabric Connection to ``host`` honouring its ssh_config and known_hosts."""
-    ssh_config_file = host.vars.get("ssh_config_file")
-    config = Config(runtime_ssh_path=ssh_config_file) if ssh_config_file else Config()
-    config.load_ssh_config()
+def _known_hosts_name(address: str, port: int) -> str:
+    """The name paramiko checks a server's key under: ``address``, or ``[address]:port``."""
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+def prepare(host: Host, options: SshOptions, files: SshFiles) -> Any:
+    """``host``'s Fabric Connection, not yet open: its ssh_config applied, its recorded keys
+    loaded, an unknown key refused or recorded as ``options`` say."""
     connect_kwargs: dict[str, Any] = {"banner_timeout": options.connect_timeout,
                                       "auth_timeout": options.connect_timeout}
     if host.key_file:
         connect_kwargs.update(key_filename=[host.key_file], look_for_keys=False)
-    connection = Connection(host.address, user=host.user, port=host.port, config=config,
+    connection = Connection(host.address, user=host.user, port=host.port,
+                            config=files.config(host.vars.get("ssh_config_file")),
                             connect_timeout=int(options.connect_timeout),
                             connect_kwargs=connect_kwargs)
-    known = known_hosts_files(connection.ssh_config)
-    for path in known:
-        if path.exists():
-            connection.client.load_host_keys(str(path))
+    record_to = files.trust(connection)
     connection.client.set_missing_host_key_policy(
-        OpenSshPolicy(options.accept_new_host_keys, known[0]))
+        OpenSshPolicy(options.accept_new_host_keys, record_to, files))
+    return connection
+
+
+def connect(host: Host, options: SshOptions, files: SshFiles) -> Any:
+    """An open Fabric Connection to ``host`` honouring its ssh_config and known_hosts."""
+    connection = prepare(host, options, files)
     try:
         connection.open()
     except UnknownHostKey as error:

@@ -59,6 +59,8 @@ class Inventory:
     path: Path
     hosts: tuple[Host, ...]
     groups: Mapping[str, tuple[str, ...]]
+    # the ssh_config files read while loading, for the connections to reuse
+    ssh_configs: SshConfigs = field(repr=False, compare=False)
 
     def host(self, name: str) -> Host:
         return next(host for host in self.hosts if host.name == name)
@@ -125,7 +127,7 @@ def load_inventory(path: Path) -> Inventory:
                   for name in collected.host_vars)
     _check_unique_addresses(hosts, collected, source)
     groups = {name: tuple(members) for name, members in collected.groups.items()}
-    return Inventory(path=path, hosts=hosts, groups=groups)
+    return Inventory(path=path, hosts=hosts, groups=groups, ssh_configs=ssh_configs)
 
 
 def _walk_group(name: str, group: YamlMap, depth: int, trail: tuple[str, ...],
@@ -255,7 +257,7 @@ def _check_unique_addresses(hosts: Iterable[Host], collected: _Collected, source
 
 
 class SshConfigs:
-    """Ports from ssh_config files (default ~/.ssh/config), each file read once.
+    """ssh_config files (default ~/.ssh/config), each read once; ports from them.
 
         SshConfigs().port(None, "10.0.0.11")   # its Port in ~/.ssh/config, else 22
     """
@@ -263,11 +265,15 @@ class SshConfigs:
     def __init__(self) -> None:
         self._parsed: dict[Path, SSHConfig | None] = {}
 
-    def port(self, ssh_config_file: str | None, address: str) -> int:
-        from paramiko import SSHConfig  # lazy: only inventories without ansible_port need it
+    def parsed(self, ssh_config_file: str | None) -> SSHConfig | None:
+        """The file parsed, None when it does not exist."""
+        from paramiko import SSHConfig  # lazy: slow to import, and not every run needs it
 
         path = Path(ssh_config_file or os.path.expanduser(USER_SSH_CONFIG))
         if path not in self._parsed:
             self._parsed[path] = SSHConfig.from_path(str(path)) if path.is_file() else None
-        config = self._parsed[path]
+        return self._parsed[path]
+
+    def port(self, ssh_config_file: str | None, address: str) -> int:
+        config = self.parsed(ssh_config_file)
         return 22 if config is None else validate.port(config.lookup(address).get("port", "22"))

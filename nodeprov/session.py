@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
 from nodeprov.facts import Facts, parse_facts, read_script, split_sections
@@ -41,6 +41,9 @@ from nodeprov.nodelock import (
     under_batch_lock,
 )
 from nodeprov.tasks.base import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
+
+if TYPE_CHECKING:
+    from nodeprov.hostkeys import SshFiles
 
 __all__ = ["LOCK_PATH", "RUN_LOCK", "STATE_DIR", "Result", "Session", "SshOptions",
            "connect_all"]
@@ -84,11 +87,13 @@ class Result:
 
 
 class Session:
-    """An SSH session to ``host`` that counts its connections and round trips."""
+    """An SSH session to ``host`` that counts its connections and round trips; the sessions
+    of one run share ``files`` (default: its own), the ssh_config and known_hosts read once."""
 
-    def __init__(self, host: Host, options: SshOptions) -> None:
+    def __init__(self, host: Host, options: SshOptions, files: SshFiles | None = None) -> None:
         self.host = host
         self.options = options
+        self.files = files
         self.connections = 0
         self.round_trips = 0
         self._connection: Any = None
@@ -98,10 +103,11 @@ class Session:
 
     # --- connection -----------------------------------------------------------------------------
     def open(self) -> None:
-        from nodeprov.hostkeys import connect  # lazy: Fabric is slow to import
+        from nodeprov.hostkeys import SshFiles, connect  # lazy: Fabric is slow to import
 
+        self.files = self.files or SshFiles()
         try:
-            self._connection = connect(self.host, self.options)
+            self._connection = connect(self.host, self.options, self.files)
         except HostError:
             raise
         except Exception as error:  # paramiko/socket raise many kinds; all mean unreachable
@@ -313,7 +319,7 @@ class Session:
                                 hint="this ran on this machine, not on the node")
 
     def _confirm_new_connection(self, task: str, action: ConfirmNewConnection) -> None:
-        probe = Session(self.host, self.options)
+        probe = Session(self.host, self.options, self.files)
         try:
             with probe:
                 if probe.run(["true"], task=task, timeout=20).exit_code != 0:
@@ -352,12 +358,15 @@ def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-
-def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = 32
+def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = 32,
+                files: SshFiles | None = None
                 ) -> tuple[dict[str, Session], dict[str, Facts], dict[str, str]]:
     """Open a session to every host in parallel and read its facts: (open sessions, facts,
     one-line errors of the hosts that failed). The caller closes the sessions."""
-    sessions = {host.name: Session(host, options) for host in hosts}
+    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+
+    files = files or SshFiles()
+    sessions = {host.name: Session(host, options, files) for host in hosts}
 
     def open_and_read(session: Session) -> Facts | str:
         try:

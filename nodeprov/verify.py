@@ -195,17 +195,19 @@ def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str |
 def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | None,
                  options: SshOptions, pairwise: bool) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
+    from nodeprov.hostkeys import SshFiles
     from nodeprov.job.baseline import baseline_path
     from nodeprov.job.connectivity import Matrix
     from nodeprov.prove import Proof, print_proof, prove_cluster
 
     inventory = load_inventory(inventory_path)
     playbook = load_playbook(playbook_path or default_playbook(), inventory)
+    files = SshFiles(inventory.ssh_configs)
     proofs = []
     for play in playbook.plays:
         if play.job is None:
             continue
-        sessions, facts, errors = connect_all(play.hosts, options)
+        sessions, facts, errors = connect_all(play.hosts, options, files=files)
         try:
             if errors:
                 for line in errors.values():

@@ -31,6 +31,7 @@ from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, Drift
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import HostError, InputError
 from nodeprov.facts import Facts
+from nodeprov.hostkeys import SshFiles
 from nodeprov.inventory import Host, Inventory, load_inventory
 from nodeprov.playbook import Playbook, TaskSpec, load_playbook
 from nodeprov.session import Session, SshOptions
@@ -64,6 +65,7 @@ class Cluster:
     playbook_arg: str | None
     targets: list[Host]
     ssh: SshOptions
+    files: SshFiles  # the ssh_config and known_hosts files, read once for every node
     sessions: dict[str, Session] = field(default_factory=dict)
     hosts: dict[str, testinfra.host.Host] = field(default_factory=dict)
     gathered: dict[str, Facts | str] = field(default_factory=dict)
@@ -76,7 +78,7 @@ class Cluster:
 
         def open_and_gather(node: Host) -> Facts | str:
             probes = self._early_probes(node) if node.name in checked else {}
-            session = Session(node, self.ssh)
+            session = Session(node, self.ssh, self.files)
             self.sessions[node.name] = session
             try:
                 session.open()
@@ -184,7 +186,7 @@ def _cluster_plan(config: pytest.Config) -> Cluster:
         raise pytest.UsageError(str(error)) from None
     accept_new = bool(config.getoption("accept_new_host_keys", default=False))
     cluster = Cluster(inventory, playbook, playbook_arg, targets,
-                      SshOptions(accept_new_host_keys=accept_new))
+                      SshOptions(accept_new_host_keys=accept_new), SshFiles(inventory.ssh_configs))
     config.stash[_CLUSTER] = cluster
     return cluster
 

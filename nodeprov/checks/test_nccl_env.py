@@ -65,7 +65,8 @@ def login_env(cluster: Cluster) -> dict[str, dict[str, str] | str]:
         if cluster.task(node, AREA) is None:
             return {}  # its checks skip: no connection needed
         try:
-            with Session(dataclasses.replace(node, become=False), cluster.ssh) as session:
+            with Session(dataclasses.replace(node, become=False), cluster.ssh,
+                         cluster.files) as session:
                 return parse_env(session.run(["env"], task=AREA).stdout)
         except HostError as error:
             return str(error)
