@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabric import Config, Connection
-from paramiko import HostKeys, MissingHostKeyPolicy, SSHClient
+from paramiko import HostKeys, MissingHostKeyPolicy, SSHClient, SSHConfig
 from paramiko.pkey import PKey
 
 from nodeprov.errors import Unreachable
@@ -41,26 +41,28 @@ class SshFiles:
 
     def __init__(self, ssh_configs: SshConfigs | None = None) -> None:
         self._ssh_configs = ssh_configs or SshConfigs()
-        self._configs: dict[str, Config] = {}
+        self._parsed: dict[str, SSHConfig] = {}  # read only: lookups do not change it
         self._known: dict[Path, HostKeys] = {}
         self._lock = threading.Lock()
 
     def config(self, ssh_config_file: str | None) -> Config:
-        """Fabric's Config of ``ssh_config_file``; without one, Fabric's own (~/.ssh/config
-        and /etc/ssh/ssh_config). Connections only read it."""
+        """A new Fabric Config over the once-parsed ``ssh_config_file``; without one, over what
+        Fabric reads by default (~/.ssh/config and /etc/ssh/ssh_config). A Config per connection:
+        Fabric writes to its Config, and a shared one fails other threads' reads meanwhile."""
         with self._lock:
             key = ssh_config_file or ""
-            if key not in self._configs:
-                self._configs[key] = self._load_config(ssh_config_file)
-            return self._configs[key]
+            if key not in self._parsed:
+                self._parsed[key] = self._parse(ssh_config_file)
+            return Config(ssh_config=self._parsed[key])
 
-    def _load_config(self, ssh_config_file: str | None) -> Config:
+    def _parse(self, ssh_config_file: str | None) -> SSHConfig:
         if not ssh_config_file:
-            return Config()
+            default: SSHConfig = Config().base_ssh_config
+            return default
         parsed = self._ssh_configs.parsed(ssh_config_file)
         if parsed is None:  # as Fabric says it for a missing runtime ssh_config
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), ssh_config_file)
-        return Config(ssh_config=parsed)
+        return parsed
 
     def trust(self, connection: Any) -> Path:
         """Give the connection's client the recorded keys of its host, from the known_hosts

@@ -71,6 +71,18 @@ def test_each_file_is_read_once_per_run_and_each_host_gets_its_own_settings(
     assert hashed.client.get_host_keys().lookup("10.0.0.9")["ssh-ed25519"] == OTHER_KEY
 
 
+def test_connections_share_the_parsed_ssh_config_but_not_a_fabric_config(
+        ssh_files: Path) -> None:
+    """Fabric writes to a connection's Config while it connects; one Config shared by the run's
+    threads made another thread read it empty ("No attribute or config key found for
+    'gateway'", seen at 32 nodes)."""
+    files = SshFiles(SshConfigs())
+    node1 = prepare(host("node1", "10.0.0.1", 22, ssh_files), SshOptions(), files)
+    node2 = prepare(host("node2", "10.0.0.2", 2202, ssh_files), SshOptions(), files)
+    assert node1.config is not node2.config
+    assert node1.config.base_ssh_config is node2.config.base_ssh_config
+
+
 def test_unknown_key_refused_unless_accept_new_then_recorded_for_later_connections(
         ssh_files: Path) -> None:
     files = SshFiles()
