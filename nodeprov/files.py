@@ -16,10 +16,8 @@ from collections.abc import Mapping, Sequence
 
 from nodeprov.tasks.base import Probe
 
-ABSENT = "@@nodeprov-absent@@"
 # Starts a line nodeprov commented out (to revert: remove this prefix).
 COMMENT_PREFIX = "# nodeprov: "
-_READ = 'if [ -e "$1" ]; then cat -- "$1"; else printf %s "$2"; fi'
 # `nodeprov_read ROOT PATH...`, a shell function the probes embed: every file read by ONE `head`
 # (each program started costs the node ~1 ms of CPU); "DIR/*.EXT" stands for the files it matches.
 # It prints ROOT, a line per path ("absent PATH"; "unreadable PATH" for a directory or a file it
@@ -59,11 +57,6 @@ def read_args(*paths: str) -> tuple[str, ...]:
     return ("".join("/." if bits >> bit & 1 else "/" for bit in range(64)), *paths)
 
 
-def read_probe(path: str) -> Probe:
-    """A probe printing the file, or ABSENT when it does not exist."""
-    return Probe(("sh", "-c", _READ, "nodeprov-read", path, ABSENT))
-
-
 def read_many_probe(*paths: str) -> Probe:
     """A probe printing several files at once; ``"DIR/*.EXT"`` reads every such file in DIR.
 
@@ -92,11 +85,6 @@ def observed_files(observed: str, *, unreadable: str | None = "") -> dict[str, s
         found[path] = (None if status == "absent" else
                        texts.get(path, unreadable) if status == "read" else unreadable)
     return found
-
-
-def observed_text(observed: str) -> str | None:
-    """The file's text from ``read_probe``'s output, None when absent."""
-    return None if observed == ABSENT else observed
 
 
 def files_output(found: Mapping[str, str | None], root: str = "/./") -> str:

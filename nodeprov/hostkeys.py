@@ -35,7 +35,7 @@ class UnknownHostKey(Exception):
 
 
 class SshFiles:
-    """A run's ssh_config files (as Fabric Configs) and known_hosts files, each read once and
+    """A run's ssh_config files (parsed) and known_hosts files, each read once and
     shared by the run's connections, from any thread. A key recorded under accept-new is known
     to the run's later connections, as it is to ssh's."""
 

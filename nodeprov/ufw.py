@@ -29,7 +29,7 @@ RULES6 = "/etc/ufw/user6.rules"
 DISABLE_IPV6 = "/proc/sys/net/ipv6/conf/all/disable_ipv6"  # absent: no IPv6 in the kernel
 FILES = (CONF, DEFAULTS, RULES, RULES6, DISABLE_IPV6)
 POLICY_WORDS = {"DROP": "deny", "ACCEPT": "allow", "REJECT": "reject"}
-_TUPLE = "### tuple ###"
+TUPLE = "### tuple ###"  # starts the line of each rule in user.rules
 
 
 @dataclass(frozen=True)
@@ -112,9 +112,9 @@ def parse_rules(text: str, *, v6: bool) -> list[Rule]:
     """The rules in a user.rules (``v6=False``) or user6.rules file, in file order."""
     rules = []
     for line in text.splitlines():
-        if not line.startswith(_TUPLE):
+        if not line.startswith(TUPLE):
             continue
-        body, _, comment_hex = line[len(_TUPLE):].partition(" comment=")
+        body, _, comment_hex = line[len(TUPLE):].partition(" comment=")
         fields = body.split()
         if len(fields) not in (7, 9):  # older ufw wrote 6 or 8 fields; it rewrites them
             continue

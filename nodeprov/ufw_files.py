@@ -19,11 +19,21 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nodeprov.ufw import ANYWHERE, CONF, DEFAULTS, RULES, RULES6, Rule, parse_rules, parse_settings
+from nodeprov.ufw import (
+    ANYWHERE,
+    CONF,
+    DEFAULTS,
+    POLICY_WORDS,
+    RULES,
+    RULES6,
+    TUPLE,
+    Rule,
+    parse_rules,
+    parse_settings,
+)
 
 LOGLEVELS = {"off": 0, "low": 100, "medium": 200, "high": 300, "full": 400}
 DIRECTIONS = ("input", "output", "forward")
-_TUPLE = "### tuple ###"
 _LIMIT = ("-m", "limit", "--limit", "3/min", "--limit-burst", "10")
 
 
@@ -61,7 +71,8 @@ def enabled(texts: Mapping[str, str | None], *, ipv6: bool, add: Sequence[Rule],
         level = "low"
         new_conf = set_setting(new_conf, "LOGLEVEL", level)
     forward = parse_settings(defaults).get("DEFAULT_FORWARD_POLICY", "DROP")
-    policies = {direction: _policy_word(policy) for direction, policy in
+    # ufw's word for each policy, as its logging rules read it
+    policies = {direction: POLICY_WORDS.get(policy.upper(), "deny") for direction, policy in
                 zip(DIRECTIONS, (incoming, outgoing, forward), strict=True)}
     new = {RULES: render_rules(_edited(kept, add, remove, v6=False), v6=False, level=level,
                                policies=policies),
@@ -77,7 +88,7 @@ def read_rules(text: str, *, v6: bool) -> list[Saved] | None:
     found: list[tuple[Rule, list[str]]] = []
     inside = False  # in a rule's lines: from its tuple line to the next blank or ### line
     for line in text.splitlines(keepends=True):
-        if line.startswith(_TUPLE):
+        if line.startswith(TUPLE):
             parsed = parse_rules(line, v6=v6)
             if not parsed:
                 return None
@@ -94,7 +105,7 @@ def to_saved(rule: Rule) -> Saved:
     """``rule`` as ufw saves it, for the rules the firewall task makes: allow, TCP or UDP,
     incoming, to a destination port or range, from a network."""
     chain = f"{'ufw6' if rule.v6 else 'ufw'}-user-input"
-    tuple_line = (f"{_TUPLE} {rule.action} {rule.proto} {rule.port} {_spelled(rule.dst)} "
+    tuple_line = (f"{TUPLE} {rule.action} {rule.proto} {rule.port} {_spelled(rule.dst)} "
                   f"{rule.sport} {_spelled(rule.src)} {rule.direction}")
     if rule.comment:
         tuple_line += f" comment={rule.comment.encode().hex()}"
@@ -200,11 +211,6 @@ def _edited(rules: list[Saved], add: Sequence[Rule], remove: Sequence[Rule], *,
         else:
             kept.append(to_saved(rule))
     return kept
-
-
-def _policy_word(policy: str) -> str:
-    """ufw's word for a policy of /etc/default/ufw, as its logging rules read it."""
-    return {"accept": "allow", "reject": "reject"}.get(policy.lower(), "deny")
 
 
 def _spelled(network: str) -> str:

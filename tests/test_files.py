@@ -42,7 +42,6 @@ def test_unterminated_block_is_not_a_block() -> None:
 
 
 def test_diff_and_absent() -> None:
-    assert files.observed_text(files.ABSENT) is None
     diff = files.unified_diff("/etc/x", None, "a\n")
     assert diff.startswith("--- /dev/null\n+++ /etc/x\n") and "+a" in diff
 

@@ -67,8 +67,9 @@ class FakeNode:
         return None if then_read is None else (FACTS, self._read(then_read))
 
     def _read(self, probes: Sequence[Probe | None]) -> list[str]:
-        # files.read_probe(path): sh -c SCRIPT NAME PATH ABSENT
-        return ["" if probe is None else self.texts.get(probe.argv[4], files.ABSENT)
+        # files.read_many_probe(path): sh -c SCRIPT NAME ROOT PATH
+        return ["" if probe is None else files.files_output({probe.argv[5]:
+                                                             self.texts.get(probe.argv[5])})
                 for probe in probes]
 
 

@@ -87,8 +87,9 @@ def test_a_change_and_the_probes_after_it_in_one_round_trip(tmp_path: Any) -> No
     target = tmp_path / "motd"
     session, shell = session_for(tmp_path)
     read = session.execute("block", [Write(str(target), "new\n")],
-                           then_read=[None, files.read_probe(str(target))])
-    assert read is not None and read[1] == ["", "new\n"]
+                           then_read=[None, files.read_many_probe(str(target))])
+    assert read is not None and read[1][0] == ""
+    assert files.observed_files(read[1][1]) == {str(target): "new\n"}
     assert read[0].ephemeral_port_range[0] > 0
     assert len(shell.commands) == 1 and session.round_trips == 1
 

@@ -30,11 +30,11 @@ class BlockParams:
 
 
 def probe(params: BlockParams) -> Probe:
-    return files.read_probe(params.path)
+    return files.read_many_probe(params.path)
 
 
 def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
-    old = files.observed_text(observed)
+    old = files.observed_files(observed).get(params.path)
     if params.state == "absent":
         new = files.remove_block(old or "", params.name)
         if old is None or new == old:
