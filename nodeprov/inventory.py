@@ -50,6 +50,10 @@ class Host:
     key_file: str | None = None
     become: bool = False
     become_password: str | None = field(default=None, repr=False)
+    # SSH hops from the inventory (ansible_ssh_common_args / ansible_ssh_extra_args): a
+    # ProxyJump spec "[user@]host[:port][,...]" or a ProxyCommand; None: ssh_config decides
+    proxy_jump: str | None = None
+    proxy_command: str | None = None
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
