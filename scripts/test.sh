@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The test command: set up, lint, type-check, then every test (integration tests need root).
+# The test command: set up, lint, type-check, then every test. The integration tests need root:
+# run by a user, it runs itself again with sudo.
 set -euo pipefail
+source "$(dirname "$0")/become-root.sh"
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .

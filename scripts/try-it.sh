@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Try nodeprov end to end on this machine: install, bring up a 3-node local test cluster (plus a
-# host outside its subnet), and run the full `nodeprov apply` on it. Needs root (namespaces).
+# host outside its subnet), and run the full `nodeprov apply` on it. Needs root (namespaces): run
+# by a user, it runs itself again with sudo.
 # The cluster stays up to look around; remove it with:
 #   .venv/bin/nodeprov testbed down --dir /srv/nodeprov-demo
 set -euo pipefail
+source "$(dirname "$0")/become-root.sh"
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 dir=${NODEPROV_DEMO_DIR:-/srv/nodeprov-demo}

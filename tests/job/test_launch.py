@@ -41,6 +41,7 @@ from nodeprov.job.launch import (
 from nodeprov.session import Result
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
+from tests.ctrl_c import ctrl_c_raises
 
 RESULT_JSON = (Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text()
 GLOO_TIMEOUT = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
@@ -528,7 +529,7 @@ def test_ctrl_c_while_the_job_runs_stops_it_on_every_node(job_bed: Testbed) -> N
     watcher = threading.Thread(target=interrupt_once_running)
     watcher.start()
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_raises(), pytest.raises(KeyboardInterrupt):
             job_on(job_bed, timeout=120, max_bytes=64 << 20)
     finally:
         watcher.join()

@@ -14,6 +14,7 @@ import pytest
 from nodeprov import files
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
+from tests.ctrl_c import default_sigint
 from tests.reliability.helpers import (
     NETWORK_PLAYBOOK,
     apply,
@@ -81,7 +82,8 @@ def test_killed_applies_leave_whole_files_open_ssh_and_converge(make_testbed: Ma
         for kill_number, how in enumerate(streak):
             delay = chooser.uniform(0.3, full_run)
             with subprocess.Popen(apply_command(*args), stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True) as process:
+                                  stderr=subprocess.STDOUT, text=True,
+                                  preexec_fn=default_sigint) as process:
                 time.sleep(delay)
                 took = interrupt(process, how)
                 output = " ".join(process.communicate()[0].split())
@@ -172,7 +174,8 @@ def interrupted_during_first_write(bed: Testbed, args: list[str], presses: int) 
     first press to the end, exit code, output."""
     bed.exec("node1", "rm", "-f", "/tmp/nodeprov-test-slow", check=True)
     with subprocess.Popen(apply_command(*args), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True) as process:
+                          stderr=subprocess.STDOUT, text=True,
+                          preexec_fn=default_sigint) as process:
         for _ in range(300):
             if bed.exec("node1", "test", "-e", "/tmp/nodeprov-test-slow").returncode == 0:
                 break
