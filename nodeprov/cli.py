@@ -1,4 +1,5 @@
-"""The nodeprov command line: thin wrappers over the library.
+"""The nodeprov command line: thin wrappers over the library; the options are defined once in
+``nodeprov.options``, so each has one meaning on every command.
 
 Exit codes: 0 all good; 1 a host failed, was unreachable, or a check failed; 2 invalid input or
 usage (nothing was changed on any node).
@@ -6,13 +7,26 @@ usage (nothing was changed on any node).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 
 from nodeprov.errors import InputError, NodeprovError
+from nodeprov.options import (
+    AcceptKeysOpt,
+    ExtraVarsOpt,
+    ForksOpt,
+    InventoryArg,
+    JsonOpt,
+    LimitOpt,
+    ListHostsOpt,
+    ListTasksOpt,
+    PlaybookOpt,
+    SkipTagsOpt,
+    TagsOpt,
+    resolve_inventory,
+)
 from nodeprov.testbed.cli import app as testbed_app
 
 app = typer.Typer(
@@ -25,30 +39,6 @@ app = typer.Typer(
 )
 app.add_typer(testbed_app, name="testbed")
 
-InventoryArg = Annotated[Path | None, typer.Argument(
-    help="Inventory (Ansible YAML format). Default: ./inventory.yaml, else $NODEPROV_INVENTORY.",
-    show_default=False)]
-LimitOpt = Annotated[str | None, typer.Option(
-    "--limit", "-l", help="Only these hosts: names, groups, globs, comma-separated, !excluded.")]
-ForksOpt = Annotated[int, typer.Option(help="Hosts handled in parallel.", min=1)]
-AcceptKeysOpt = Annotated[bool, typer.Option(
-    "--accept-new-host-keys", help="Trust and record unknown SSH host keys (changed keys are "
-    "always refused).")]
-JsonOpt = Annotated[str | None, typer.Option(
-    "--json", help="Write a machine-readable report to PATH ('-' for stdout, then nothing else "
-    "goes to stdout).", metavar="PATH")]
-
-
-def resolve_inventory(given: Path | None) -> Path:
-    if given is not None:
-        return given
-    if Path("inventory.yaml").exists():
-        return Path("inventory.yaml")
-    if os.environ.get("NODEPROV_INVENTORY"):
-        return Path(os.environ["NODEPROV_INVENTORY"])
-    raise InputError("no inventory: give a path, create ./inventory.yaml, or set "
-                     "NODEPROV_INVENTORY")
-
 
 def fail(error: NodeprovError) -> NoReturn:
     typer.echo(f"nodeprov: {error}", err=True)
@@ -58,18 +48,20 @@ def fail(error: NodeprovError) -> NoReturn:
 @app.command()
 def apply(
     inventory: InventoryArg = None,
-    playbook: Annotated[Path | None, typer.Option(
-        "--playbook", "-p", help="Playbook to run (default: the built-in site.yaml).")] = None,
-    check: Annotated[bool, typer.Option("--check", help="Change nothing; report what would "
-                                        "change.")] = False,
-    diff: Annotated[bool, typer.Option("--diff", help="Show unified diffs of managed files.")]
-    = False,
+    playbook: PlaybookOpt = None,
+    check: Annotated[bool, typer.Option("--check", "-C", help="Change nothing; report what "
+                                        "would change.")] = False,
+    diff: Annotated[bool, typer.Option("--diff", "-D", help="Show unified diffs of managed "
+                                       "files.")] = False,
     limit: LimitOpt = None,
-    tags: Annotated[str | None, typer.Option(
-        "--tags", "-t", help="Only tasks with one of these tags (comma-separated).")] = None,
+    tags: TagsOpt = None,
+    skip_tags: SkipTagsOpt = None,
+    extra_vars: ExtraVarsOpt = None,
     forks: ForksOpt = 32,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    list_hosts: ListHostsOpt = False,
+    list_tasks: ListTasksOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say why unchanged tasks "
                                           "are in sync.")] = False,
 ) -> None:
@@ -78,9 +70,10 @@ def apply(
 
     try:
         code = run_apply(resolve_inventory(inventory), playbook, check=check, diff=diff,
-                         limit=limit, tags=tags, forks=forks,
-                         accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                         verbose=verbose)
+                         limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
+                         forks=forks, accept_new_host_keys=accept_new_host_keys,
+                         json_path=json_path, verbose=verbose, list_hosts=list_hosts,
+                         list_tasks=list_tasks)
     except NodeprovError as error:
         fail(error)
     raise typer.Exit(code)
@@ -90,17 +83,18 @@ def apply(
 def facts(
     inventory: InventoryArg = None,
     limit: LimitOpt = None,
+    extra_vars: ExtraVarsOpt = None,
     forks: ForksOpt = 32,
     accept_new_host_keys: AcceptKeysOpt = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-    = False,
+    json_path: JsonOpt = None,
 ) -> None:
     """Show what nodeprov reads from each node (one SSH round trip per node)."""
     from nodeprov.commands import run_facts
 
     try:
         code = run_facts(resolve_inventory(inventory), limit=limit, forks=forks,
-                         accept_new_host_keys=accept_new_host_keys, as_json=as_json)
+                         accept_new_host_keys=accept_new_host_keys, json_path=json_path,
+                         extra_vars=extra_vars or ())
     except NodeprovError as error:
         fail(error)
     raise typer.Exit(code)
@@ -113,6 +107,7 @@ def verify(
         "--playbook", "-p", help="Playbook whose promises are checked (default: the built-in "
         "site.yaml).")] = None,
     limit: LimitOpt = None,
+    forks: ForksOpt = 32,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
     job: Annotated[bool, typer.Option(
@@ -134,7 +129,7 @@ def verify(
             raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
         code = run_verify(resolve_inventory(inventory), playbook, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                          job=job, pairwise=pairwise)
+                          job=job, pairwise=pairwise, forks=forks)
     except NodeprovError as error:
         fail(error)
     raise typer.Exit(code)

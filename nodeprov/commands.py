@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import sys
+import dataclasses
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from importlib import resources
@@ -13,11 +12,17 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from nodeprov import jsonreport
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from nodeprov.extravars import parse_extra_vars
 from nodeprov.inventory import Host, Inventory, load_inventory
-from nodeprov.playbook import JobSpec, load_playbook
-from nodeprov.report import LiveReporter, PlainReporter, json_report, print_recap
-from nodeprov.runner import Interrupted, RunOptions, RunOutcome, run_playbook
+from nodeprov.jsonreport import apply_report, facts_report
+from nodeprov.listing import print_listing
+from nodeprov.options import tag_set
+from nodeprov.playbook import JobSpec, load_playbook, selected
+from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
+from nodeprov.rolling import Rolled, run_rolling
+from nodeprov.runner import Interrupted, RunOptions, RunOutcome
 from nodeprov.session import Session, SshOptions, connect_all
 
 if TYPE_CHECKING:
@@ -34,18 +39,22 @@ def select_hosts(inventory: Inventory, limit: str | None) -> list[Host]:
 
 def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
               limit: str | None, tags: str | None, forks: int, accept_new_host_keys: bool,
-              json_path: str | None, verbose: bool) -> int:
+              json_path: str | None, verbose: bool, skip_tags: str | None = None,
+              extra_vars: Sequence[str] = (), list_hosts: bool = False,
+              list_tasks: bool = False) -> int:
     from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
-    inventory = load_inventory(inventory_path)
-    playbook = load_playbook(playbook_path or default_playbook(), inventory)
+    extra = parse_extra_vars(extra_vars)
+    inventory = load_inventory(inventory_path, extra)
+    playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
     targets = select_hosts(inventory, limit)
-    options = RunOptions(
-        check=check, forks=forks,
-        tags=frozenset(t.strip() for t in tags.split(",") if t.strip()) if tags else frozenset(),
-        ssh=SshOptions(accept_new_host_keys=accept_new_host_keys),
-    )
+    options = RunOptions(check=check, forks=forks, tags=tag_set(tags), skip_tags=tag_set(skip_tags),
+                         ssh=SshOptions(accept_new_host_keys=accept_new_host_keys))
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    if list_hosts or list_tasks:
+        print_listing(console, playbook, targets, hosts=list_hosts, tasks=list_tasks,
+                      only=options.tags, skip=options.skip_tags)
+        return EXIT_OK
     files = SshFiles(inventory.ssh_configs)
     sessions = {host.name: Session(host, options.ssh, files) for host in inventory.hosts}
     proofs: list[Proof] = []
@@ -60,29 +69,31 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
             else:
                 reporter = PlainReporter(console, diff=diff, verbose=verbose)
             try:
-                run = run_playbook(playbook, inventory, targets, options, reporter, sessions)
+                rolled = run_rolling(playbook, inventory, targets, options, reporter, sessions)
             except Interrupted as stopped:
-                run = stopped.outcome
+                rolled = Rolled(stopped.outcome, ())
                 interrupted = True
         rerun = [str(inventory_path), *(["-p", str(playbook_path)] if playbook_path else []),
-                 *(["--tags", tags] if tags else [])]
+                 *(["--tags", tags] if tags else []),
+                 *(["--skip-tags", skip_tags] if skip_tags else []),
+                 *(arg for value in extra_vars for arg in ("-e", value))]
+        run = rolled.run
         print_recap(console, run.results, check=check, rerun=rerun)
+        print_batches(console, rolled.batches, rolled.stopped)
         if interrupted:
             console.print("interrupted: each node finished the command in flight; re-run to "
                           "converge", style="bold red", markup=False, highlight=False)
             return EXIT_INTERRUPTED
-        for play in playbook.plays:
-            if play.job is not None and not (options.tags and not options.tags & set(
-                    play.job.tags)):
+        for play in playbook.plays if rolled.stopped is None else ():
+            if play.job is not None and selected(play.job.tags, options.tags,
+                                                 options.skip_tags):
                 proofs += _prove(console, play.hosts, play.job, run, sessions, inventory, check)
-    ok = all(r.status in ("ok", "changed") for r in run.results) and all(p.ok for p in proofs)
+    ok = (all(r.status in ("ok", "changed") for r in run.results) and rolled.stopped is None
+          and all(p.ok for p in proofs))
     if json_path:
-        extra = {"ok": ok, "proofs": [proof.to_json() for proof in proofs]}
-        text = json_report(run.results, check=check, extra=extra)
-        if json_path == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            Path(json_path).write_text(text + "\n")
+        jsonreport.write_report(apply_report(run.results, check=check, proofs=proofs, ok=ok,
+                                  batches=[dataclasses.asdict(b) for b in rolled.batches],
+                                  stopped=rolled.stopped), json_path)
     return EXIT_OK if ok else EXIT_HOST_FAILED
 
 
@@ -114,26 +125,25 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: RunOutcom
 
 
 def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
-              accept_new_host_keys: bool, as_json: bool) -> int:
+              accept_new_host_keys: bool, json_path: str | None,
+              extra_vars: Sequence[str] = ()) -> int:
     from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
-    inventory = load_inventory(inventory_path)
+    inventory = load_inventory(inventory_path, parse_extra_vars(extra_vars))
     hosts = select_hosts(inventory, limit)
     sessions, facts, errors = connect_all(
         hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
         SshFiles(inventory.ssh_configs))
     for session in sessions.values():
         session.close()
-    gathered: dict[str, dict[str, str] | str] = {
-        host.name: facts[host.name].summary() if host.name in facts else errors[host.name]
-        for host in hosts}
-    if as_json:
-        sys.stdout.write(json.dumps(gathered, indent=2) + "\n")
-    else:
+    report = facts_report([host.name for host in hosts], facts, errors)
+    if json_path:
+        jsonreport.write_report(report, json_path)
+    if json_path != "-":
         console = Console(highlight=False)
         table = Table("host", "fact", "value")
-        for name, summary in gathered.items():
-            rows = list(summary.items()) if isinstance(summary, dict) else [("error", summary)]
+        for name, entry in report["hosts"].items():
+            rows = list(entry["facts"].items()) if entry["facts"] else [("error", entry["error"])]
             for index, (key, value) in enumerate(rows):
                 table.add_row(name if index == 0 else "", key, value,
                               end_section=index == len(rows) - 1)

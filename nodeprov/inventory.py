@@ -106,8 +106,9 @@ class _Collected:
     groups: dict[str, list[str]] = field(default_factory=dict)
 
 
-def load_inventory(path: Path) -> Inventory:
-    """Load and validate an inventory file; every problem is an InputError naming the line."""
+def load_inventory(path: Path, extra_vars: Mapping[str, Any] | None = None) -> Inventory:
+    """Load and validate an inventory file; every problem is an InputError naming the line.
+    ``extra_vars`` (-e) override every host's vars."""
     source = str(path)
     data = load_yaml_file(path)
     if not isinstance(data, YamlMap):
@@ -127,7 +128,7 @@ def load_inventory(path: Path) -> Inventory:
         raise InputError("no hosts; add hosts under all: hosts:", source=source, line=1,
                          field="all.hosts")
     ssh_configs = SshConfigs()
-    hosts = tuple(_build_host(name, collected, path, ssh_configs)
+    hosts = tuple(_build_host(name, collected, path, ssh_configs, extra_vars or {})
                   for name in collected.host_vars)
     _check_unique_addresses(hosts, collected, source)
     groups = {name: tuple(members) for name, members in collected.groups.items()}
@@ -186,15 +187,17 @@ def _walk_group(name: str, group: YamlMap, depth: int, trail: tuple[str, ...],
                 members.append(member)
 
 
-def _build_host(name: str, collected: _Collected, path: Path, ssh_configs: SshConfigs) -> Host:
+def _build_host(name: str, collected: _Collected, path: Path, ssh_configs: SshConfigs,
+                extra_vars: Mapping[str, Any]) -> Host:
     source = str(path)
     # (value, line) per var, from the widest scope to the narrowest, so later wins.
-    layered: dict[str, tuple[Any, int]] = {}
+    layered: dict[str, tuple[Any, int | None]] = {}
     scopes = sorted({(0, "all"), *collected.host_groups[name]})
     for _depth, group in scopes:
         group_vars = collected.group_vars[group][1]
         layered.update({var: (value, group_vars.line_of(var)) for var, value in group_vars.items()})
     layered.update(collected.host_vars[name])
+    layered.update({var: (value, None) for var, value in extra_vars.items()})
     values: dict[str, Any] = {var: spec.default for var, spec in VARIABLES.items()}
     for var, (raw, line) in layered.items():
         spec = VARIABLES.get(var)

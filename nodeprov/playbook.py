@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from nodeprov import validate
+from nodeprov import serial, validate
 from nodeprov.errors import InputError
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
@@ -28,7 +28,7 @@ from nodeprov.tasks.registry import REGISTRY
 from nodeprov.templating import TemplateError, Templates
 from nodeprov.yamlfile import YamlList, YamlMap, load_yaml_file
 
-PLAY_KEYS = ("name", "hosts", "vars", "tasks", "job", "tags")
+PLAY_KEYS = ("name", "hosts", "vars", "tasks", "job", "tags", "serial", "max_fail_percentage")
 TASK_KEYS = ("name", "tags")
 BUILTIN_NAMES = frozenset({"facts", "inventory_hostname", "group_names", "groups"})
 
@@ -132,12 +132,21 @@ class JobSpec:
                              field=f"{where} {error.field}") from None
 
 
+def selected(tags: Sequence[str], only: frozenset[str], skip: frozenset[str]) -> bool:
+    """Whether a task (or a play's job) with ``tags`` runs under --tags ``only`` and
+    --skip-tags ``skip``, as in Ansible: skip wins."""
+    return not (only and not only & set(tags)) and not skip & set(tags)
+
+
 @dataclass(frozen=True)
 class Play:
     name: str
     hosts: tuple[Host, ...]
     tasks: tuple[TaskSpec, ...]
     job: JobSpec | None = None
+    pattern: str = "all"
+    serial: tuple[serial.SerialValue, ...] = ()  # one batch of every host
+    max_fail_percentage: float | None = None
 
 
 @dataclass(frozen=True)
@@ -146,22 +155,25 @@ class Playbook:
     plays: tuple[Play, ...]
 
 
-def load_playbook(path: Path, inventory: Inventory) -> Playbook:
+def load_playbook(path: Path, inventory: Inventory,
+                  extra_vars: Mapping[str, Any] | None = None) -> Playbook:
     """Load a playbook and check it against the inventory: task types, parameter names,
-    template variables, and every parameter value that does not depend on facts."""
+    template variables, and every parameter value that does not depend on facts.
+    ``extra_vars`` (-e, already in every host's vars) win over the plays' vars."""
     source = str(path)
     data = load_yaml_file(path)
     if not isinstance(data, YamlList):
         raise InputError("a playbook is a list of plays (- name: ..., hosts: ..., tasks: ...)",
                          source=source, line=1)
     templates = Templates()  # one per playbook: every host renders the same few sources
-    plays = tuple(_load_play(play, data.line_of(index), source, inventory, templates)
+    plays = tuple(_load_play(play, data.line_of(index), source, inventory, templates,
+                             frozenset(extra_vars or ()))
                   for index, play in enumerate(data))
     return Playbook(path=path, plays=plays)
 
 
 def _load_play(play: Any, line: int, source: str, inventory: Inventory,
-               templates: Templates) -> Play:
+               templates: Templates, extra_names: frozenset[str]) -> Play:
     if not isinstance(play, YamlMap):
         raise InputError("a play is a mapping with name, hosts and tasks", source=source,
                          line=line)
@@ -183,6 +195,7 @@ def _load_play(play: Any, line: int, source: str, inventory: Inventory,
     if not isinstance(play_vars, Mapping):
         raise InputError("vars: must be a mapping", source=source, line=play.line_of("vars"),
                          field=f"play {name!r} vars")
+    play_vars = {key: value for key, value in play_vars.items() if key not in extra_names}
     job = _load_job(play, source, play_vars, hosts, templates)
     tasks = play.get("tasks", YamlList() if job else None)
     if not isinstance(tasks, YamlList):
@@ -192,7 +205,10 @@ def _load_play(play: Any, line: int, source: str, inventory: Inventory,
                   for index, task in enumerate(tasks))
     for spec in specs:
         _check_against_hosts(spec, hosts, inventory)
-    return Play(name=name, hosts=tuple(hosts), tasks=specs, job=job)
+    return Play(name=name, hosts=tuple(hosts), tasks=specs, job=job,
+                pattern=pattern if isinstance(pattern, str) else ",".join(pattern),
+                **serial.rolling(play, source, name))
+
 
 
 def _load_job(play: YamlMap, source: str, play_vars: Mapping[str, Any],

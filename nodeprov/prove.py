@@ -13,6 +13,7 @@ seconds, where the job would spend its timeout to say less. A broken matrix skip
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,17 @@ from rich.table import Table
 
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host
-from nodeprov.job.baseline import PairResult, compare_to_baseline, record_baseline, run_pairwise
+from nodeprov.job.baseline import (
+    Baseline,
+    PairResult,
+    compare_to_baseline,
+    load_baseline,
+    record_baseline,
+    run_pairwise,
+)
 from nodeprov.job.connectivity import Matrix, check_connectivity
 from nodeprov.job.launch import JobOutcome, run_job
-from nodeprov.job.results import TABLE_HEADER, table_rows
+from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.session import Session
 
 if TYPE_CHECKING:
@@ -39,11 +47,19 @@ class Proof:
     outcome: JobOutcome | None
     bandwidth_problem: str | None = None
     pairs: tuple[PairResult, ...] = ()  # slowest first
+    baseline: Baseline | None = None  # recorded by this run (apply) or compared with (verify)
+    baseline_path: Path | None = None
 
     @property
     def ok(self) -> bool:
         return (self.matrix.ok and self.outcome is not None and self.outcome.ok
                 and self.bandwidth_problem is None and all(p.outcome.ok for p in self.pairs))
+
+    @property
+    def verdict(self) -> str:
+        if self.outcome is None:
+            return "FAIL: the connectivity matrix is broken; the job did not run"
+        return self.outcome.verdict
 
     def failures(self) -> list[str]:
         lines = self.matrix.problems()
@@ -53,20 +69,38 @@ class Proof:
         return lines + ([self.bandwidth_problem] if self.bandwidth_problem else [])
 
     def to_json(self) -> dict[str, Any]:
+        """README's "JSON report": the matrix and the job as data, numbers in base units."""
         return {
-            "ok": self.ok,
-            "connectivity": {"ok": self.matrix.ok, "rows": self.matrix.rows(),
-                             "problems": self.matrix.problems(),
-                             "duration_s": round(self.matrix.duration_s, 3)},
-            "job": self.outcome.to_json() if self.outcome else None,
-            "sizes": [dict(zip(TABLE_HEADER, row, strict=True))
-                      for row in (table_rows(self.outcome.result)
-                                  if self.outcome and self.outcome.result else [])],
+            "ok": self.ok, "verdict": self.verdict, "failures": self.failures(),
+            "connectivity": _matrix_json(self.matrix),
+            "job": _job_json(self.outcome) if self.outcome else None,
+            "baseline": (self.baseline.to_json(self.baseline_path)
+                         if self.baseline and self.baseline_path else None),
             "bandwidth_problem": self.bandwidth_problem,
-            "pairs": [{"nodes": list(pair.pair), "line": pair.line(), "ok": pair.outcome.ok,
-                       "busbw_gbps": pair.largest.busbw_gbps if pair.largest else None}
-                      for pair in self.pairs],
+            "pairs": [_pair_json(pair) for pair in self.pairs],
         }
+
+
+def _matrix_json(matrix: Matrix) -> dict[str, Any]:
+    return {"ok": matrix.ok, "nodes": list(matrix.nodes),
+            "checks": [dataclasses.asdict(check) for check in matrix.checks],
+            "errors": list(matrix.errors), "problems": matrix.problems(),
+            "cells": {source: {target: matrix.cell(source, target) for target in matrix.nodes}
+                      for source in matrix.nodes},
+            "duration_s": matrix.duration_s}
+
+
+def _job_json(outcome: JobOutcome) -> dict[str, Any]:
+    return {**outcome.to_json(), "nodes": {name: dict(found)
+                                           for name, found in outcome.versions.items()},
+            "result": result_json(outcome.result) if outcome.result else None}
+
+
+def _pair_json(pair: PairResult) -> dict[str, Any]:
+    largest = pair.largest
+    return {"nodes": list(pair.pair), "line": pair.line(), "ok": pair.outcome.ok,
+            "bytes": largest.bytes if largest else None,
+            "busbw_bytes_per_s": largest.busbw_gbps * 1e9 if largest else None}
 
 
 def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
@@ -87,9 +121,11 @@ def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
         return Proof(matrix, outcome, pairs=pairs)
     if record:
         record_baseline(baseline, outcome.result)
-        return Proof(matrix, outcome, pairs=pairs)
+        return Proof(matrix, outcome, pairs=pairs, baseline=load_baseline(baseline),
+                     baseline_path=baseline)
     return Proof(matrix, outcome,
-                 compare_to_baseline(baseline, outcome.result, params.bandwidth_drop), pairs)
+                 compare_to_baseline(baseline, outcome.result, params.bandwidth_drop), pairs,
+                 load_baseline(baseline), baseline)
 
 
 def print_proof(console: Console, proof: Proof) -> None:
@@ -109,9 +145,5 @@ def print_proof(console: Console, proof: Proof) -> None:
             console.print(f"  {pair.line()}", markup=False, highlight=False)
     for line in proof.failures():
         console.print(f"FAILED {line}", style="bold red", markup=False, highlight=False)
-    if proof.outcome is not None:
-        console.print(proof.outcome.verdict, style="green" if proof.ok else "bold red",
-                      markup=False, highlight=False)
-    else:
-        console.print("FAIL: the connectivity matrix is broken; the job did not run",
-                      style="bold red", markup=False, highlight=False)
+    console.print(proof.verdict, style="green" if proof.ok else "bold red", markup=False,
+                  highlight=False)

@@ -1,24 +1,22 @@
-"""What a person sees: progress lines or a live table, the recap, and the JSON report.
+"""What a person sees: progress lines or a live table, the recap and its batches.
 
-The JSON report (``--json PATH``) is ``{"ok": bool, "check": bool, "hosts": {name: {"status",
-"error", "duration", "connections", "round_trips", "facts", "tasks": [{"name", "type",
-"status", "changes", "diffs", "notes", "warnings", "error", "duration"}]}}}``; README documents
-it.
+The JSON report is ``nodeprov.jsonreport``'s.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import shlex
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from nodeprov.runner import HostResult, TaskResult
+
+if TYPE_CHECKING:
+    from nodeprov.rolling import Batch
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim",
           "unreachable": "bold red"}
@@ -141,18 +139,16 @@ def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
                   markup=False, highlight=False)
 
 
-def json_report(results: Sequence[HostResult], *, check: bool,
-                extra: dict[str, Any] | None = None) -> str:
-    """The ``--json`` document (shape in the module docstring); each host's facts as their
-    one-line-per-fact summary."""
-    hosts = {result.name: _host_entry(result) for result in results}
-    ok = all(r.status in ("ok", "changed") for r in results)
-    return json.dumps({"ok": ok, "check": check, "hosts": hosts, **(extra or {})}, indent=2)
-
-
-def _host_entry(result: HostResult) -> dict[str, Any]:
-    # field by field: dataclasses.asdict would deep-copy the full Facts only to drop them
-    return {"status": result.status, "tasks": [dataclasses.asdict(t) for t in result.tasks],
-            "error": result.error, "duration": result.duration,
-            "connections": result.connections, "round_trips": result.round_trips,
-            "facts": result.facts.summary() if result.facts else None}
+def print_batches(console: Console, batches: Sequence[Batch], stopped: str | None) -> None:
+    """Which batches ran (only when a play ran in more than one, or the run stopped), and why
+    the run stopped."""
+    if stopped is None and all(batch.number == 1 for batch in batches):
+        return
+    for batch in batches:
+        failed = f"; failed: {', '.join(batch.failed)}" if batch.failed else ""
+        console.print(f"batch {batch.number} of play {batch.play!r}: {', '.join(batch.hosts)}"
+                      f"{failed}", style=_STYLE["failed"] if batch.failed else None,
+                      markup=False, highlight=False)
+    if stopped is not None:
+        console.print(f"stopped: {stopped}; later batches did not run", style="bold red",
+                      markup=False, highlight=False)

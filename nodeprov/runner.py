@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
-from nodeprov.playbook import Playbook, TaskSpec
+from nodeprov.playbook import Playbook, TaskSpec, selected
 from nodeprov.session import Session, SshOptions
 from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed
 
@@ -43,6 +43,7 @@ class RunOptions:
     check: bool = False
     forks: int = 32
     tags: frozenset[str] = frozenset()
+    skip_tags: frozenset[str] = frozenset()
     ssh: SshOptions = field(default_factory=SshOptions)
 
 
@@ -106,7 +107,7 @@ class _HostRun:
 
 
 def host_tasks(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
-               tags: frozenset[str]) -> dict[str, _HostRun]:
+               options: RunOptions) -> dict[str, _HostRun]:
     """Each target host's tasks in playbook order, with parameters that need no facts."""
     runs = {host.name: _HostRun(host, [], []) for host in targets}
     for play in playbook.plays:
@@ -114,7 +115,7 @@ def host_tasks(playbook: Playbook, inventory: Inventory, targets: Sequence[Host]
             if host.name not in runs:
                 continue
             for spec in play.tasks:
-                if tags and not tags & set(spec.tags):
+                if not selected(spec.tags, options.tags, options.skip_tags):
                     continue
                 runs[host.name].specs.append(spec)
                 runs[host.name].params.append(
@@ -123,12 +124,16 @@ def host_tasks(playbook: Playbook, inventory: Inventory, targets: Sequence[Host]
 
 
 def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
-                 options: RunOptions, reporter: Reporter,
-                 sessions: Mapping[str, Session]) -> RunOutcome:
+                 options: RunOptions, reporter: Reporter, sessions: Mapping[str, Session],
+                 known: Mapping[str, Facts] | None = None) -> RunOutcome:
     """Run the tasks; ``sessions`` (one per inventory host, opened here) stay open for the
-    caller, who closes them (the verification job reuses them)."""
-    runs = host_tasks(playbook, inventory, targets, options.tags)
-    results = {host.name: HostResult(host.name) for host in inventory.hosts}
+    caller, who closes them (the verification job reuses them). ``known``: the facts an
+    earlier batch read over sessions still open; those hosts are not read again unless
+    targeted."""
+    runs = host_tasks(playbook, inventory, targets, options)
+    known = known or {}
+    results = {host.name: HostResult(host.name, facts=known.get(host.name))
+               for host in inventory.hosts}
     observed: dict[str, list[str | None]] = {}
     started = time.monotonic()
     stop = threading.Event()
@@ -141,7 +146,8 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
             result.status, result.error = "failed", f"{host.name}: interrupted before connecting"
             return
         try:
-            session.open()
+            if host.name not in known:
+                session.open()
             try_lock = 0.0 if run is not None and not options.check else None
             result.facts, outputs = session.gather(probes, lock_wait=try_lock)
             observed[host.name] = [out if probe else None
@@ -165,7 +171,9 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         reporter.host_done(result)
 
     with ThreadPoolExecutor(max_workers=max(1, options.forks)) as pool:
-        _on_every(pool, connect_and_gather, inventory.hosts, stop, sessions)
+        _on_every(pool, connect_and_gather,
+                  [h for h in inventory.hosts if h.name in runs or h.name not in known], stop,
+                  sessions)
         _on_every(pool, apply_host, runs.values(), stop, sessions)
     outcome = RunOutcome([results[name] for name in runs],
                          {name: result.facts for name, result in results.items()})

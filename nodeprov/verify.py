@@ -8,18 +8,17 @@ The checks are the pytest-testinfra modules of ``nodeprov.checks``, run in this 
 plugin collects one result per check from pytest's reports; a failed check's assertion message
 is its drift line, so nothing scrapes pytest's output.
 
-The JSON report (``--json PATH``) is ``{"ok": bool, "duration": s, "drift": [line, ...],
-"checks": [{"check", "node", "area", "outcome", "message", "repair", "duration"}]}``, outcome
-one of passed, failed (drift), error (could not run: unreachable node) or skipped (the playbook
-has no such task).
+The JSON report (``--json PATH``, ``nodeprov.jsonreport``'s schema) has ``"drift": [line, ...]``
+and ``"checks": [{"check", "node", "area", "outcome", "message", "repair", "duration"}]``,
+outcome one of passed, failed (drift), error (could not run: unreachable node) or skipped (the
+playbook has no such task).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -28,10 +27,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 from rich.console import Console
 
+from nodeprov import jsonreport
 from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, REPAIR_SEPARATOR, failure_message
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
 from nodeprov.inventory import load_inventory
+from nodeprov.jsonreport import document
 from nodeprov.playbook import load_playbook
 from nodeprov.session import SshOptions, connect_all
 
@@ -162,15 +163,17 @@ def print_report(console: Console, verification: Verification) -> None:
                   f"{verification.duration:.1f}s", markup=False)
 
 
-def report_json(verification: Verification) -> dict[str, Any]:
-    return {"ok": verification.ok, "duration": verification.duration,
-            "drift": verification.drift_lines(),
-            "checks": [asdict(result) for result in verification.results]}
+def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dict[str, Any]:
+    """The JSON report (``nodeprov.jsonreport``'s schema); ``ok`` covers the proofs too."""
+    return document("verify", verification.ok and all(proof.ok for proof in proofs),
+                    duration=verification.duration, drift=verification.drift_lines(),
+                    checks=[asdict(result) for result in verification.results],
+                    proofs=[proof.to_json() for proof in proofs])
 
 
 def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str | None,
                accept_new_host_keys: bool, json_path: str | None, job: bool,
-               pairwise: bool = False) -> int:
+               pairwise: bool = False, forks: int = 32) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
     bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes);
     prints the report and returns the exit code."""
@@ -180,20 +183,15 @@ def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str |
     print_report(console, verification)
     proofs = _prove_again(console, inventory_path, playbook_path,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
-                          pairwise) if job else []
-    ok = verification.ok and all(proof.ok for proof in proofs)
+                          pairwise, forks) if job else []
+    report = report_json(verification, proofs)
     if json_path:
-        text = json.dumps({**report_json(verification), "ok": ok,
-                           "proofs": [proof.to_json() for proof in proofs]}, indent=2)
-        if json_path == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            Path(json_path).write_text(text + "\n")
-    return EXIT_OK if ok else EXIT_HOST_FAILED
+        jsonreport.write_report(report, json_path)
+    return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 
 
 def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | None,
-                 options: SshOptions, pairwise: bool) -> list[Proof]:
+                 options: SshOptions, pairwise: bool, forks: int) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
     from nodeprov.hostkeys import SshFiles
     from nodeprov.job.baseline import baseline_path
@@ -207,7 +205,7 @@ def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | N
     for play in playbook.plays:
         if play.job is None:
             continue
-        sessions, facts, errors = connect_all(play.hosts, options, files=files)
+        sessions, facts, errors = connect_all(play.hosts, options, forks, files)
         try:
             if errors:
                 for line in errors.values():

@@ -32,6 +32,15 @@ from nodeprov.testbed.lifecycle import temporary
 MakeTestbed = Callable[..., Testbed]
 
 
+@pytest.fixture(autouse=True)
+def _reports_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every JSON report written in a test is checked against report.schema.json."""
+    from nodeprov import jsonreport
+    from tests.report_schema import checked_writer
+
+    monkeypatch.setattr(jsonreport, "write_report", checked_writer(jsonreport.write_report))
+
+
 @functools.cache
 def requires_root_namespaces() -> str | None:
     """Why no testbed can run on this machine, or None if one can (checked once)."""

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 from pathlib import Path
 
 from rich.console import Console
 
 from nodeprov.facts import parse_facts, split_sections
-from nodeprov.report import json_report, print_recap
+from nodeprov.jsonreport import apply_report
+from nodeprov.report import print_recap
 from nodeprov.runner import HostResult, TaskResult
+from tests.report_schema import assert_valid
 
 FACTS_OUTPUT = Path(__file__).parent / "data" / "facts" / "debian12-vm.txt"
 
@@ -30,8 +31,11 @@ def results() -> list[HostResult]:
 
 
 def test_json_report_has_every_result_field_and_the_facts_summary() -> None:
-    document = json.loads(json_report(results(), check=False, extra={"proofs": []}))
+    document = apply_report(results(), check=False, proofs=[], ok=False, batches=[],
+                            stopped=None)
+    assert_valid(document)
     assert document["ok"] is False and document["check"] is False and document["proofs"] == []
+    assert (document["schema_version"], document["command"]) == (1, "apply")
     for result in results():
         expected = dataclasses.asdict(result)
         del expected["name"]

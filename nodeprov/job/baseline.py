@@ -45,6 +45,13 @@ class Baseline:
     def shape(self) -> str:
         return _shape(self.nnodes, self.world_size, self.backend)
 
+    def to_json(self, path: Path) -> dict[str, Any]:
+        """For the JSON report: bytes and bytes per second."""
+        return {"path": str(path), "recorded": self.recorded, "backend": self.backend,
+                "nnodes": self.nnodes, "world_size": self.world_size,
+                "sizes": [{"bytes": size, "busbw_bytes_per_s": busbw * 1e9}
+                          for size, busbw in sorted(self.busbw_gbps.items())]}
+
 
 def baseline_path(inventory_path: Path) -> Path:
     """Beside the inventory: ``cluster.yaml`` -> ``cluster.nodeprov-baseline.json``."""

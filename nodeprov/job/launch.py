@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodeprov.job.connectivity import check_connectivity, on_every
 from nodeprov.job.diagnose import Diagnosis, diagnose_nodes
-from nodeprov.job.results import JobResult, parse_result, verdict
+from nodeprov.job.results import JobResult, parse_result, verdict, versions
 from nodeprov.session import STATE_DIR, Result
 from nodeprov.tasks.base import Run, Write
 
@@ -91,6 +91,7 @@ class JobOutcome:
     duration_s: float
     tails: Mapping[str, str] = field(default_factory=dict)
     backend: str = ""
+    versions: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)  # by node
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "verdict": self.verdict, "failures": self.failures,
@@ -266,17 +267,20 @@ def _finish(session: Session, run_id: str) -> str:
     return result.stdout
 
 
-def _read_result(texts: Mapping[str, str | Exception]) -> tuple[JobResult | None, list[str]]:
-    """The job's result (every node wrote the same one) and problems reading it back."""
+def _read_result(texts: Mapping[str, str | Exception]) -> tuple[
+        JobResult | None, list[str], dict[str, JobResult]]:
+    """The job's result (every node wrote the same one, with its own versions), problems
+    reading it back, and each node's result."""
     problems = [f"{name}: job: could not stop the job or read its result: {text}"
                 for name, text in texts.items() if isinstance(text, Exception)]
+    parsed = {}
     for name, text in texts.items():
         if isinstance(text, str) and text.strip():
             try:
-                return parse_result(text), problems
+                parsed[name] = parse_result(text)
             except ValueError as error:
                 problems.append(f"{name}: job: {error}")
-    return None, problems
+    return next(iter(parsed.values()), None), problems, parsed
 
 
 def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mapping[str, Facts],
@@ -294,7 +298,7 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     launch = _launch_all(plan, sessions, timeout)
     failures = [f"{name}: job: cannot copy the job: {error}"
                 for name, error in launch.copy_errors.items()]
-    result, unreadable = _read_result(launch.results)
+    result, unreadable, by_node = _read_result(launch.results)
     if result is not None and not result.ok:
         failures.append(f"{hosts[0].name}: job: {verdict(result)}")
     failed = failed_nodes(launch.launched, launch.stopped)
@@ -312,4 +316,5 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     ok = result is not None and result.ok and not failures
     line = verdict(result) if result is not None and (ok or not result.ok) else (
         f"FAIL: {len(hosts)} nodes ({plan.backend}): {(culprits or failures)[0]}")
-    return JobOutcome(ok, result, line, failures, time.monotonic() - started, tails, plan.backend)
+    return JobOutcome(ok, result, line, failures, time.monotonic() - started, tails, plan.backend,
+                      {name: versions(each) for name, each in by_node.items()})

@@ -6,6 +6,7 @@ everything after works on typed values::
     result = parse_result(text)           # or parse_result(result_json_in(stdout))
     print(verdict(result))                # PASS: 2 nodes, 16 ranks (nccl 2.21.5): ...
     for row in table_rows(result): ...    # one row per message size, cells as in TABLE_HEADER
+    result_json(result)                   # the same as data in base units, for --json
 """
 
 from __future__ import annotations
@@ -133,6 +134,36 @@ def table_rows(result: JobResult) -> list[tuple[str, ...]]:
     ]
 
 
+def peak(result: JobResult) -> SizeResult | None:
+    """The size with the highest bus bandwidth, None for an empty sweep."""
+    return max(result.sizes, key=lambda row: row.busbw_gbps, default=None)
+
+
+def size_json(row: SizeResult) -> dict[str, Any]:
+    """A table row as numbers in base units: bytes, seconds, bytes per second."""
+    return {"bytes": row.bytes, "elements": row.count, "iters": row.iters,
+            "time_s": row.time_us / 1e6, "algbw_bytes_per_s": row.algbw_gbps * 1e9,
+            "busbw_bytes_per_s": row.busbw_gbps * 1e9, "wrong": row.wrong}
+
+
+def versions(result: JobResult) -> dict[str, str | None]:
+    """What the job ran with on the node that wrote ``result``."""
+    return {"torch": result.torch, "cuda": result.cuda, "nccl": result.nccl}
+
+
+def result_json(result: JobResult) -> dict[str, Any]:
+    """The job's result as data for the JSON report (README's "JSON report")."""
+    top = peak(result)
+    return {
+        "ok": result.ok, "backend": result.backend, "world_size": result.world_size,
+        "nnodes": result.nnodes, "hostnames": list(result.hostnames), **versions(result),
+        "ddp": {"ok": result.ddp_ok, "max_abs_diff": result.ddp_max_abs_diff},
+        "warmup": result.warmup, "iters": result.iters, "wrong": result.wrong,
+        "duration_s": result.duration_s, "sizes": [size_json(row) for row in result.sizes],
+        "peak": {"bytes": top.bytes, "busbw_bytes_per_s": top.busbw_gbps * 1e9} if top else None,
+    }
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
@@ -149,8 +180,8 @@ def verdict(result: JobResult) -> str:
         problems.append(f"{result.wrong} wrong all-reduce results (at {at})")
     if problems or not result.ok:
         return f"FAIL: {scope}: " + "; ".join(problems or ["the job reported a failed check"])
-    if not result.sizes:
+    top = peak(result)
+    if top is None:
         return f"PASS: {scope}: DDP replicas in sync"
-    peak = max(result.sizes, key=lambda row: row.busbw_gbps)
     return (f"PASS: {scope}: DDP replicas in sync, every all-reduce result right; "
-            f"peak busbw {peak.busbw_gbps:.2f} GB/s at {human_bytes(peak.bytes)}")
+            f"peak busbw {top.busbw_gbps:.2f} GB/s at {human_bytes(top.bytes)}")

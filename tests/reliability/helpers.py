@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from nodeprov.testbed.cluster import Testbed
+from tests.report_schema import assert_valid
 
 # The network tasks of site.yaml (fast: no torch), and a block in a file no other task writes.
 NETWORK_PLAYBOOK = """\
@@ -81,8 +82,10 @@ def apply(*args: str, timeout: float = 120) -> Applied:
     report = Path(args[0]).with_name(f"report-{secrets.token_hex(4)}.json")
     done = subprocess.run(apply_command(*args, "--json", str(report)), capture_output=True,
                           text=True, timeout=timeout, check=False)
-    return Applied(done.returncode, done.stdout, done.stderr,
-                   json.loads(report.read_text()) if report.exists() else {})
+    document = json.loads(report.read_text()) if report.exists() else {}
+    if document:
+        assert_valid(document)
+    return Applied(done.returncode, done.stdout, done.stderr, document)
 
 
 def managed_files(bed: Testbed, node: str, paths: tuple[str, ...] = MANAGED_FILES
