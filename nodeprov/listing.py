@@ -33,10 +33,10 @@ def listing_lines(playbook: Playbook, targets: Sequence[Host], *, hosts: bool, t
             lines += [f"      {name}" for name in play_hosts]
         if tasks:
             lines.append("    tasks:")
-            lines += [f"      {spec.name}\t{_tags(spec.tags)}" for spec in play.tasks
+            lines += [f"      {spec.name}  {_tags(spec.tags)}" for spec in play.tasks
                       if selected(spec.tags, only, skip)]
             if play.job is not None and selected(play.job.tags, only, skip):
-                lines.append(f"      verification job (matrix, torchrun)\t{_tags(play.job.tags)}")
+                lines.append(f"      verification job (matrix, torchrun)  {_tags(play.job.tags)}")
     return lines
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
-from nodeprov.playbook import Playbook
+from nodeprov.playbook import Play, Playbook, selected
 from nodeprov.runner import HostResult, Interrupted, Reporter, RunOptions, RunOutcome, run_playbook
 from nodeprov.serial import split_batches, stop_reason
 from nodeprov.session import Session
@@ -51,7 +51,7 @@ def run_rolling(playbook: Playbook, inventory: Inventory, targets: Sequence[Host
         broken = {result.name for result in run.results if result.status in FAILED}
         return Rolled(run, tuple(
             Batch(play.name, 1, hosts, tuple(n for n in hosts if n in broken))
-            for play in playbook.plays
+            for play in playbook.plays if _has_tasks(play, options)
             for hosts in [tuple(h.name for h in play.hosts if h.name in names)]))
     merged: dict[str, HostResult] = {}
     facts: dict[str, Facts | None] = {}
@@ -68,6 +68,8 @@ def run_rolling(playbook: Playbook, inventory: Inventory, targets: Sequence[Host
                 _merge(merged, facts, stopped.outcome)
                 raise Interrupted(RunOutcome(list(merged.values()), facts)) from None
             _merge(merged, facts, run)
+            if not _has_tasks(play, options):
+                continue  # it ran for the facts only (a job: play)
             failed = tuple(h.name for h in batch if merged[h.name].status in FAILED)
             batches.append(Batch(play.name, number, tuple(h.name for h in batch), failed))
             reason = stop_reason(
@@ -78,6 +80,10 @@ def run_rolling(playbook: Playbook, inventory: Inventory, targets: Sequence[Host
                 return Rolled(RunOutcome(list(merged.values()), facts), tuple(batches),
                               f"play {play.name!r}, batch {number}: {reason}")
     return Rolled(RunOutcome(list(merged.values()), facts), tuple(batches))
+
+
+def _has_tasks(play: Play, options: RunOptions) -> bool:
+    return any(selected(spec.tags, options.tags, options.skip_tags) for spec in play.tasks)
 
 
 def _merge(merged: dict[str, HostResult], facts: dict[str, Facts | None],

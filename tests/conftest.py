@@ -33,12 +33,16 @@ MakeTestbed = Callable[..., Testbed]
 
 
 @pytest.fixture(autouse=True)
-def _reports_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+def _reports_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every JSON report written in a test is checked against report.schema.json."""
     from nodeprov import jsonreport
     from tests.report_schema import checked_writer
 
-    monkeypatch.setattr(jsonreport, "write_report", checked_writer(jsonreport.write_report))
+    broken: list[str] = []
+    monkeypatch.setattr(jsonreport, "write_report",
+                        checked_writer(jsonreport.write_report, broken))
+    yield
+    assert not broken, broken[0]
 
 
 @functools.cache

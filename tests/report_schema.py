@@ -9,6 +9,7 @@ The conftest's autouse fixture routes every report written in-process through
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,9 +31,15 @@ def assert_valid(report: Mapping[str, Any]) -> None:
         f"  {'/'.join(map(str, error.path)) or '(top)'}: {error.message}" for error in errors)
 
 
-def checked_writer(write: Callable[[Mapping[str, Any], str], None]
+def checked_writer(write: Callable[[Mapping[str, Any], str], None], broken: list[str]
                    ) -> Callable[[Mapping[str, Any], str], None]:
+    """``write``, after checking the report as it is written (JSON); a broken one is also
+    kept in ``broken``, since a CLI runner would turn the assertion into exit code 1."""
     def write_checked(report: Mapping[str, Any], json_path: str) -> None:
-        assert_valid(report)
+        try:
+            assert_valid(json.loads(json.dumps(report)))
+        except AssertionError as error:
+            broken.append(str(error))
+            raise
         write(report, json_path)
     return write_checked

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from nodeprov import files
 from nodeprov.cli import app
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
@@ -122,10 +123,60 @@ def test_host_keys_refused_then_accepted_then_changed_refused(make_testbed: Make
 
 
 def test_facts_json(testbed: Testbed) -> None:
-    result = CliRunner().invoke(app, ["facts", str(testbed.inventory_path), "--json"])
+    result = CliRunner().invoke(app, ["facts", str(testbed.inventory_path), "--json", "-"])
     assert result.exit_code == 0
-    facts = json.loads(result.stdout)
-    assert sorted(facts) == testbed.nodes
-    node1 = facts["node1"]
+    document = json.loads(result.stdout)
+    assert (document["command"], document["ok"]) == ("facts", True)
+    assert sorted(document["hosts"]) == testbed.nodes
+    node1 = document["hosts"]["node1"]["facts"]
     assert node1["hostname"] == "node1" and node1["gpu"] == "none"
     assert testbed.address("node1") in node1["interfaces"]
+
+
+ROLLING = """\
+- name: rolling notice
+  hosts: all
+  serial: [2, 1]
+  max_fail_percentage: 0
+  tasks:
+    - name: login notice
+      block: {path: /etc/motd, name: notice, lines: ["{{ motd_line }}"]}
+- name: Prove the cluster can train
+  hosts: all
+  job: {}
+  tags: [job]
+"""
+READ_ONLY_MOTD = ("touch /etc/motd && mount --bind /etc/motd /etc/motd "
+                  "&& mount -o remount,bind,ro /etc/motd")
+
+
+def test_serial_rolls_in_batches_and_stops_when_too_many_fail(make_testbed: MakeTestbed,
+                                                              tmp_path: Path) -> None:
+    cluster = make_testbed(nodes=3)
+    playbook = tmp_path / "rolling.yaml"
+    playbook.write_text(ROLLING)
+    args = [str(cluster.inventory_path), "-p", str(playbook), "--skip-tags", "job"]
+
+    def motd(node: str) -> list[str] | None:
+        return files.block_lines(cluster.exec(node, "cat", "/etc/motd").stdout, "notice")
+
+    code, out, _ = apply(*args, "-e", "motd_line=first", "--json", str(tmp_path / "1.json"))
+    first = report(tmp_path / "1.json")
+    assert code == 0, out
+    assert [(b["number"], b["hosts"], b["failed"]) for b in first["batches"]] == [
+        (1, ["node1", "node2"], []), (2, ["node3"], [])]
+    assert first["stopped"] is None and first["proofs"] == [] and "job:" not in out
+    assert "batch 2 of play 'rolling notice': node3" in out
+    assert [motd(node) for node in cluster.nodes] == [["first"]] * 3
+
+    cluster.exec("node2", "sh", "-c", READ_ONLY_MOTD, check=True)
+    code, out, _ = apply(*args, "-e", "motd_line=second", "--json", str(tmp_path / "2.json"))
+    second = report(tmp_path / "2.json")
+    assert code == 1
+    stopped = ("play 'rolling notice', batch 1: 1 of 2 hosts failed, more than "
+               "max_fail_percentage 0%")
+    assert second["stopped"] == stopped and f"stopped: {stopped}" in out
+    assert [(b["hosts"], b["failed"]) for b in second["batches"]] == [
+        (["node1", "node2"], ["node2"])]
+    assert sorted(second["hosts"]) == ["node1", "node2"]  # node3 never ran
+    assert [motd(node) for node in cluster.nodes] == [["second"], ["first"], ["first"]]
