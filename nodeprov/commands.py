@@ -79,7 +79,8 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
                  *(arg for value in extra_vars for arg in ("-e", value))]
         run = rolled.run
         print_recap(console, run.results, check=check, rerun=rerun)
-        print_batches(console, rolled.batches, rolled.stopped)
+        print_batches(console, rolled.batches, rolled.stopped,
+                      [h.name for h in targets if h.name not in {r.name for r in run.results}])
         if interrupted:
             console.print("interrupted: each node finished the command in flight; re-run to "
                           "converge", style="bold red", markup=False, highlight=False)

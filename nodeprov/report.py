@@ -139,9 +139,10 @@ def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
                   markup=False, highlight=False)
 
 
-def print_batches(console: Console, batches: Sequence[Batch], stopped: str | None) -> None:
-    """Which batches ran (only when a play ran in more than one, or the run stopped), and why
-    the run stopped."""
+def print_batches(console: Console, batches: Sequence[Batch], stopped: str | None,
+                  not_run: Sequence[str] = ()) -> None:
+    """Which batches ran (only when a play ran in more than one, or the run stopped), why the
+    run stopped, and the hosts it did not reach."""
     if stopped is None and all(batch.number == 1 for batch in batches):
         return
     for batch in batches:
@@ -152,3 +153,5 @@ def print_batches(console: Console, batches: Sequence[Batch], stopped: str | Non
     if stopped is not None:
         console.print(f"stopped: {stopped}; later batches did not run", style="bold red",
                       markup=False, highlight=False)
+        if not_run:
+            console.print(f"not run: {', '.join(not_run)}", markup=False, highlight=False)

@@ -3,7 +3,8 @@
     run = run_playbook(playbook, inventory, targets, RunOptions(check=True), reporter, sessions)
 
 Phase 1 opens one SSH connection per inventory host and reads facts and every task's probe in
-one round trip (hosts outside ``--limit`` give facts only: the hosts task lists every node).
+one round trip (hosts outside ``--limit`` give facts only: the hosts task lists every node;
+a later batch of a rolling run, ``nodeprov.rolling``, reads only its own hosts again).
 Phase 2 walks each target host's tasks in order: plan, then (unless ``check``) execute; the
 facts and the remaining probes are read again in the round trip of a task's changes, right
 after them, so each plan sees what earlier tasks did. A failure stops that host's remaining

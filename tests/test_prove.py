@@ -49,9 +49,12 @@ def test_apply_ends_with_a_passing_job_and_records_the_baseline(cluster: Testbed
     proof = report["proofs"][0]
     assert report["ok"] and proof["ok"] and proof["connectivity"]["ok"]
     assert proof["job"]["backend"] == "gloo"
-    assert [row["wrong"] for row in proof["sizes"]] == ["0"] * len(proof["sizes"])
-    assert proof["sizes"][-1]["size"] == "1 MiB"
-    assert float(proof["sizes"][-1]["busbw (GB/s)"]) > 0
+    assert set(proof["job"]["nodes"]) == {"node1", "node2", "node3"}
+    assert all(node["torch"].startswith("2.13.0") for node in proof["job"]["nodes"].values())
+    sizes = proof["job"]["result"]["sizes"]
+    assert [row["wrong"] for row in sizes] == [0] * len(sizes)
+    assert sizes[-1]["bytes"] == 1 << 20 and sizes[-1]["busbw_bytes_per_s"] > 0
+    assert proof["baseline"]["nnodes"] == 3
     assert "PASS: 3 nodes, 3 ranks (gloo)" in out
     baseline = json.loads(cluster.dir.joinpath("inventory.nodeprov-baseline.json").read_text())
     assert baseline["nnodes"] == 3 and baseline["backend"] == "gloo"
@@ -96,7 +99,7 @@ def test_verify_pairwise_runs_the_job_on_every_pair_slowest_first(cluster: Testb
     pairs = report["proofs"][0]["pairs"]
     assert sorted(tuple(pair["nodes"]) for pair in pairs) == [
         ("node1", "node2"), ("node1", "node3"), ("node2", "node3")]
-    speeds = [pair["busbw_gbps"] for pair in pairs]
+    speeds = [pair["busbw_bytes_per_s"] for pair in pairs]
     assert all(pair["ok"] for pair in pairs) and speeds == sorted(speeds) and speeds[0] > 0
     assert "pairs, slowest first:" in out and "GB/s busbw at 1 MiB" in out
 

@@ -126,12 +126,13 @@ def test_the_recap_lists_the_batches_and_why_it_stopped() -> None:
     out = io.StringIO()
     print_batches(Console(file=out, width=200), [
         Batch("notice", 1, ("node1",), ()), Batch("notice", 2, ("node2", "node3"), ("node3",))],
-        "play 'notice', batch 2: 1 of 2 hosts failed, more than max_fail_percentage 0%")
+        "play 'notice', batch 2: 1 of 2 hosts failed, more than max_fail_percentage 0%",
+        ["node4", "node5"])
     assert out.getvalue().splitlines() == [
         "batch 1 of play 'notice': node1",
         "batch 2 of play 'notice': node2, node3; failed: node3",
         "stopped: play 'notice', batch 2: 1 of 2 hosts failed, more than max_fail_percentage 0%;"
-        " later batches did not run"]
+        " later batches did not run", "not run: node4, node5"]
 
 
 def test_one_batch_per_play_prints_nothing() -> None:
