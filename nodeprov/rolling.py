@@ -60,10 +60,9 @@ def run_rolling(playbook: Playbook, inventory: Inventory, targets: Sequence[Host
         hosts = [h for h in play.hosts if h.name in names
                  and (h.name not in merged or merged[h.name].status not in FAILED)]
         for number, batch in enumerate(split_batches(play.serial, hosts), start=1):
-            known = {name: found for name, found in facts.items() if found is not None}
             single = dataclasses.replace(playbook, plays=(play,))
             try:
-                run = run_playbook(single, inventory, batch, options, reporter, sessions, known)
+                run = run_playbook(single, inventory, batch, options, reporter, sessions, facts)
             except Interrupted as stopped:
                 _merge(merged, facts, stopped.outcome)
                 raise Interrupted(RunOutcome(list(merged.values()), facts)) from None

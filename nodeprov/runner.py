@@ -126,11 +126,11 @@ def host_tasks(playbook: Playbook, inventory: Inventory, targets: Sequence[Host]
 
 def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
                  options: RunOptions, reporter: Reporter, sessions: Mapping[str, Session],
-                 known: Mapping[str, Facts] | None = None) -> RunOutcome:
+                 known: Mapping[str, Facts | None] | None = None) -> RunOutcome:
     """Run the tasks; ``sessions`` (one per inventory host, opened here) stay open for the
-    caller, who closes them (the verification job reuses them). ``known``: the facts an
-    earlier batch read over sessions still open; those hosts are not read again unless
-    targeted."""
+    caller, who closes them (the verification job reuses them). ``known``: what an earlier
+    batch read (None: the host could not be read); those hosts are not read again unless
+    targeted, and only those that could not be read are connected again."""
     runs = host_tasks(playbook, inventory, targets, options)
     known = known or {}
     results = {host.name: HostResult(host.name, facts=known.get(host.name))
@@ -147,7 +147,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
             result.status, result.error = "failed", f"{host.name}: interrupted before connecting"
             return
         try:
-            if host.name not in known:
+            if known.get(host.name) is None:
                 session.open()
             try_lock = 0.0 if run is not None and not options.check else None
             result.facts, outputs = session.gather(probes, lock_wait=try_lock)

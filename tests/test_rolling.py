@@ -13,7 +13,7 @@ from rich.console import Console
 from test_runner import FakeNode, Quiet
 
 from nodeprov import files
-from nodeprov.errors import InputError
+from nodeprov.errors import InputError, Unreachable
 from nodeprov.inventory import load_inventory
 from nodeprov.playbook import load_playbook
 from nodeprov.report import print_batches
@@ -42,13 +42,22 @@ class BrokenNode(FakeNode):
         raise TaskFailed("/etc/motd: Read-only file system")
 
 
+class DownNode(FakeNode):
+    """A node that refuses connections."""
+
+    def open(self) -> None:
+        self.connections += 1
+        raise Unreachable("node", "", "cannot connect")
+
+
 def roll(tmp_path: Path, rolling: str, broken: Sequence[str] = (),
-         playbook: str = PLAY) -> tuple[Rolled, dict[str, FakeNode]]:
+         playbook: str = PLAY, down: Sequence[str] = ()) -> tuple[Rolled, dict[str, FakeNode]]:
     (tmp_path / "inventory.yaml").write_text(INVENTORY)
     (tmp_path / "playbook.yaml").write_text(playbook.format(rolling=rolling))
     inventory = load_inventory(tmp_path / "inventory.yaml")
     playbook_ = load_playbook(tmp_path / "playbook.yaml", inventory)
-    nodes = {name: (BrokenNode if name in broken else FakeNode)({}) for name in NAMES}
+    nodes = {name: (BrokenNode if name in broken else DownNode if name in down else FakeNode)({})
+             for name in NAMES}
     rolled = run_rolling(playbook_, inventory, inventory.hosts, RunOptions(), Quiet(),
                          {name: cast(Session, node) for name, node in nodes.items()})
     return rolled, nodes
@@ -82,6 +91,14 @@ def test_a_failure_beyond_max_fail_percentage_stops_the_later_batches(tmp_path: 
     assert managed(nodes) == ["node1"]
     assert all(nodes[name].calls.count("execute") == 0 for name in NAMES[2:])
     assert [r.name for r in rolled.run.results] == ["node1", "node2"]
+
+
+def test_an_unreachable_node_is_tried_once_not_in_every_batch(tmp_path: Path) -> None:
+    rolled, nodes = roll(tmp_path, "  serial: 2", down=["node1"])
+    assert batches(rolled) == [(("node1", "node2"), ("node1",)), (("node3", "node4"), ()),
+                               (("node5",), ())]
+    assert nodes["node1"].connections == 1 and managed(nodes) == NAMES[1:]
+    assert {r.name: r.status for r in rolled.run.results}["node1"] == "unreachable"
 
 
 def test_the_percentage_must_be_exceeded_not_reached(tmp_path: Path) -> None:
