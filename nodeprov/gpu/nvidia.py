@@ -2,7 +2,9 @@
 
 The facts gatherer runs, in one round trip, plain ``nvidia-smi`` (only its header reports the
 driver's maximum CUDA version; the ``cuda_version`` query field is rejected by many drivers) and
-``nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader``::
+``nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version,compute_cap
+--format=csv,noheader`` (drivers before 510 reject ``compute_cap``; facts.sh then asks without
+it and the capability stays unknown)::
 
     info = parse_nvidia_smi(header_output, query_output)
     if info is None:            # no usable driver: a CPU node
@@ -23,7 +25,7 @@ import csv
 import re
 from dataclasses import dataclass
 
-QUERY_FIELDS = "index,name,uuid,memory.total,driver_version"
+QUERY_FIELDS = "index,name,uuid,memory.total,driver_version,compute_cap"
 
 # Printed instead of a table when there is no usable driver or no GPU; the node is a CPU node.
 _NO_DRIVER_MARKERS = (
@@ -40,18 +42,23 @@ _DRIVER_RE = re.compile(r"(?:Driver|KMD) Version:\s*(\S+)")
 _CUDA_RE = re.compile(r"CUDA (?:UMD )?Version:\s*(\S+)")
 _CUDA_NUMBER_RE = re.compile(r"(\d+)\.(\d+)")
 _MEMORY_RE = re.compile(r"(\d+)(?: MiB)?")
+_PROC_RE = re.compile(
+    r"^NVRM version: .*?Kernel Module(?: for \w+)?\s+(\d{3,4}(?:\.\d{1,3}){1,2})\s", re.MULTILINE)
+_CAPABILITY_RE = re.compile(r"(\d{1,2})\.(\d)")
 _GPU_ROW_RE = re.compile(r"\|\s+(\d+)\s+\S")
 
 
 @dataclass(frozen=True)
 class Gpu:
     """One physical GPU as the query lists it; ``memory_mib`` is None where the GPU has no
-    memory of its own to report (DGX Spark's GB10 prints ``[N/A]``)."""
+    memory of its own to report (DGX Spark's GB10 prints ``[N/A]``), ``compute_capability``
+    where the driver predates the ``compute_cap`` field."""
 
     index: int
     name: str
     uuid: str
     memory_mib: int | None
+    compute_capability: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,44 @@ def parse_nvidia_smi(header: str, query_csv: str) -> GpuInfo | None:
     driver_version, cuda_version = _parse_banner(header)
     gpus = _parse_query(query_csv, driver_version)
     return GpuInfo(driver_version, cuda_version, gpus, _any_mig_enabled(header))
+
+
+def failure_cause(header: str) -> str | None:
+    """What a failing ``nvidia-smi`` means, in words; None when it did not fail that way.
+
+    >>> failure_cause("Failed to initialize NVML: Driver/library version mismatch")[:28]
+    'NVML/driver version mismatch'
+    """
+    if "NVIDIA-SMI has failed because it couldn" in header:
+        return ("driver not loaded: reboot after the driver update? (nvidia-smi could not "
+                "communicate with the NVIDIA driver)")
+    for line in header.splitlines():
+        if line.startswith("Failed to initialize NVML"):
+            if "version mismatch" in line:
+                return ("NVML/driver version mismatch: the driver was updated but the old "
+                        "kernel module is still loaded; reboot the node")
+            return f"nvidia-smi: {line.strip()[:120]} (check the driver installation)"
+    if "No devices were found" in header:
+        return ("the NVIDIA driver sees no GPU although the PCI bus lists one (GPU fallen off "
+                "the bus, or not supported by this driver: see dmesg)")
+    if "nvidia-smi timed out" in header:
+        return "nvidia-smi timed out: the driver or a GPU hangs (see dmesg for Xid errors)"
+    return None
+
+
+def parse_proc_version(text: str) -> str | None:
+    """The kernel module's version from ``/proc/driver/nvidia/version``; None when absent.
+
+    >>> parse_proc_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct")
+    '535.129.03'
+    """
+    if not text.strip():
+        return None
+    match = _PROC_RE.search(text)
+    if match is None:
+        first = text.strip().splitlines()[0]
+        raise ValueError(f"cannot understand /proc/driver/nvidia/version: {first[:120]!r}")
+    return match.group(1)
 
 
 def _says_no_driver(text: str) -> bool:
@@ -129,7 +174,7 @@ def _parse_query(query_csv: str, driver_version: str) -> tuple[Gpu, ...]:
 
 
 def _parse_query_row(row: list[str], driver_version: str) -> Gpu:
-    if len(row) != 5 or not row[0].isdigit():
+    if len(row) not in (5, 6) or not row[0].isdigit():
         raise ValueError(
             f"unexpected line from nvidia-smi --query-gpu={QUERY_FIELDS}: {', '.join(row)!r}")
     if row[4] != driver_version:
@@ -138,7 +183,15 @@ def _parse_query_row(row: list[str], driver_version: str) -> Gpu:
             "was the driver changed while the facts were gathered? gather them again")
     # "[N/A]" (unified memory) leaves the size unknown rather than zero.
     memory = _MEMORY_RE.fullmatch(row[3])
-    return Gpu(int(row[0]), row[1], row[2], int(memory.group(1)) if memory else None)
+    capability = None
+    if len(row) == 6:
+        match = _CAPABILITY_RE.fullmatch(row[5])
+        if match is None:
+            raise ValueError(f"nvidia-smi reported compute capability {row[5][:20]!r} for GPU "
+                             f"{row[0]}; expected e.g. 9.0")
+        capability = (int(match.group(1)), int(match.group(2)))
+    return Gpu(int(row[0]), row[1], row[2], int(memory.group(1)) if memory else None,
+               capability)
 
 
 def _any_mig_enabled(header: str) -> bool:
