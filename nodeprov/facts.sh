@@ -38,15 +38,13 @@ section nvidia_query; if command -v nvidia-smi >/dev/null 2>&1; then
   esac
 fi
 section nvidia_proc; show /proc/driver/nvidia/version 2>/dev/null
-# GPUs seen without any driver: NVIDIA/AMD display (0x03) or accelerator (0x12) PCI functions.
-section pci_gpus; for dev in /sys/bus/pci/devices/*; do
+# Every PCI function (slot vendor device class), so a GPU is seen without any driver (gpu/pci.py).
+section pci_devices; for dev in /sys/bus/pci/devices/*; do
   [ -r "$dev/class" ] || continue
-  read -r vendor < "$dev/vendor"; read -r class < "$dev/class"
-  case $vendor:$class in
-    0x10de:0x03*|0x10de:0x12*|0x1002:0x03*|0x1002:0x12*)
-      read -r device < "$dev/device"; printf '%s %s %s %s\n' "${dev##*/}" "$vendor" "$device" "$class" ;;
-  esac
+  read -r vendor < "$dev/vendor"; read -r device < "$dev/device"; read -r class < "$dev/class"
+  printf '%s %s %s %s\n' "${dev##*/}" "$vendor" "$device" "$class"
 done
-section rocm_version; show /opt/rocm/.info/version 2>/dev/null
+# ROCm >= 7.x native packages keep it under core/
+section rocm_version; show /opt/rocm/.info/version 2>/dev/null || show /opt/rocm/core/.info/version 2>/dev/null
 section amd_smi; command -v amd-smi >/dev/null 2>&1 && timeout 20 amd-smi version 2>&1
 true

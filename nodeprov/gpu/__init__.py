@@ -48,7 +48,7 @@ def read_gpus(sections: Mapping[str, str]) -> tuple[GpuInfo | None, Accelerators
     def text(name: str) -> str:
         return sections.get(name, "").strip()
 
-    pci = parse_pci_gpus(text("pci_gpus"))
+    pci = parse_pci_gpus(text("pci_devices"))
     module = parse_proc_version(text("nvidia_proc"))
     header = text("nvidia_smi")
     nvidia_there = module is not None or any(gpu.vendor == "nvidia" for gpu in pci)

@@ -43,7 +43,7 @@ _CUDA_RE = re.compile(r"CUDA (?:UMD )?Version:\s*(\S+)")
 _CUDA_NUMBER_RE = re.compile(r"(\d+)\.(\d+)")
 _MEMORY_RE = re.compile(r"(\d+)(?: MiB)?")
 _PROC_RE = re.compile(
-    r"^NVRM version: .*?Kernel Module(?: for \w+)?\s+(\d{3,4}(?:\.\d{1,3}){1,2})\s", re.MULTILINE)
+    r"^NVRM version: .*?Kernel Module(?: for \w+)?\s+(\d+(?:\.\d+){1,2})\s", re.MULTILINE)
 _CAPABILITY_RE = re.compile(r"(\d{1,2})\.(\d)")
 _GPU_ROW_RE = re.compile(r"\|\s+(\d+)\s+\S")
 

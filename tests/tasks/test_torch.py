@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from nodeprov import files, wheelhouse
 from nodeprov.cli import app
 from nodeprov.facts import Facts, parse_facts, split_sections
-from nodeprov.gpu import GpuInfo, parse_nvidia_smi
+from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
     Context,
@@ -187,6 +187,24 @@ def test_aarch64_gets_an_aarch64_cuda_build_or_a_clear_refusal() -> None:
                                                       observed()))
     with pytest.raises(TaskFailed, match=r"torch 2\.5 has no aarch64 CUDA build"):
         plan(context("spark", spark), params(version="2.5.1"), observed())
+
+
+def test_a_gpu_node_with_a_broken_driver_fails_with_the_cause_and_never_gets_cpu() -> None:
+    header = (DATA / "nvidia-smi" / "failed-cannot-communicate.txt").read_text()
+    pci = "0000:3b:00.0 0x10de 0x1e30 0x030000"  # tests/data/gpu-node/pci-dmesg-lake10.txt
+    _, broken = read_gpus({"nvidia_smi": header, "pci_devices": pci})
+    cluster = {"gpu1": dataclasses.replace(facts("gpu1"), accelerators=broken),
+               "node2": facts("node2", gpu("driver-550-cuda124-8xh100"))}
+    with pytest.raises(TaskFailed, match=r"GPU unusable: driver not loaded: reboot after the "
+                                         r"driver update\?"):
+        plan(context("gpu1", cluster), params(), observed())
+    healthy = plan(context("node2", cluster), params(), observed())
+    assert "torch==2.13.0+cu126" in install_argv(healthy)
+    assert ("gpu1 unreachable or with an unusable GPU: not considered in the choice of the "
+            "torch build") in healthy.warnings
+    # asked for on purpose, the CPU build goes on, with a warning
+    assert "torch==2.13.0+cpu" in install_argv(plan(context("gpu1", cluster),
+                                                    params(cuda="cpu"), observed()))
 
 
 def test_unreachable_hosts_are_named() -> None:
