@@ -4,6 +4,9 @@ on recorded drivers and recorded compute capabilities."""
 from __future__ import annotations
 
 import csv
+import http.server
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from nodeprov import torch_builds
 from nodeprov.cuda_drivers import parse_driver
 from nodeprov.torch_fit import NodeGpus, parse_arch_list
+from nodeprov.torch_index import index_builds
 from nodeprov.torch_matrix import (
     NoVariant,
     choose_cluster_variant,
@@ -155,3 +159,64 @@ def test_wheel_spec_and_index_url() -> None:
 ])
 def test_installed_version_py(name: str, expected: tuple[str, str]) -> None:
     assert parse_torch_version_py((VERSION_PY / name).read_text()) == expected
+
+
+# --- a release newer than the table: asked of the index, served on loopback here ---------------
+
+WHEELS_2_15 = [  # the file names PyTorch's index lists, in its layout
+    "torch-2.15.0+cu126-cp312-cp312-manylinux_2_28_x86_64.whl",
+    "torch-2.15.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+    "torch-2.15.0+cu130-cp312-cp312-manylinux_2_28_aarch64.whl",
+    "torch-2.15.0+cu136-cp312-cp312-manylinux_2_28_x86_64.whl",
+    "torch-2.15.0+rocm7.14-cp312-cp312-manylinux_2_28_x86_64.whl",
+    "torch-2.14.0+cu134-cp312-cp312-manylinux_2_28_x86_64.whl",
+]
+
+
+@pytest.fixture()
+def index() -> Iterator[str]:
+    """A PEP 503 index on 127.0.0.1 whose /torch/ page lists WHEELS_2_15."""
+    page = "".join(f'<a href="/whl/{name}#sha256=00">{name}</a><br/>\n'
+                   for name in WHEELS_2_15).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            found = self.path == "/simple/torch/"
+            self.send_response(200 if found else 404)
+            self.end_headers()
+            self.wfile.write(page if found else b"")
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_unknown_release_is_resolved_by_the_index(index: str) -> None:
+    assert known_builds("2.15.0") is None
+    builds = index_builds("2.15.0", index)
+    assert dict(builds.cuda["x86_64"]) == {
+        "cu126": torch_builds.CUDA_BUILDS["2.14"]["x86_64"]["cu126"],
+        "cu130": torch_builds.CUDA_BUILDS["2.14"]["x86_64"]["cu130"],
+        "cu136": None}  # never built by a known release: architectures unknown
+    assert list(builds.cuda["aarch64"]) == ["cu130"] and builds.rocm == ("rocm7.14",)
+    assert builds.source == f"the index {index}/torch/"
+    # cu136 is not chosen on its own; the newest variant with known kernels is
+    rtx = node("580.82.09", (12, 0))
+    assert choose_cluster_variant(builds, {"a": rtx}).variant == "cu130"
+    assert choose_cluster_variant(builds, {"a": rtx}, "cu136").variant == "cu136"
+
+
+def test_an_unknown_release_offline_names_torch_cuda_as_the_way_out(index: str) -> None:
+    with pytest.raises(NoVariant, match=r"torch 2\.15\.0 is not in nodeprov's table .*could not "
+                                        r"be read .*set torch_cuda"):
+        index_builds("2.15.0", "http://127.0.0.1:9/simple")  # discard port: nothing listens
+    with pytest.raises(NoVariant, match=r"lists no CUDA or ROCm wheel of torch 2\.16\.0"):
+        index_builds("2.16.0", index)
