@@ -133,6 +133,12 @@ def test_query_without_units_and_with_unified_memory() -> None:
     ("0, A, GPU-x, 1 MiB, 570.124.06\n0, B, GPU-y, 1 MiB, 570.124.06\n", r"index twice"),
     ("0, NVIDIA A100-SXM4-40GB, GPU-x, 40960 MiB, 575.57.08\n",
      r"header says driver 570\.124\.06 but the query says 575\.57\.08"),
+    # untrusted fields of the wrong shape: a terminal escape in the name, a UUID with a space
+    # or a slash, a memory size that is no size, an index that is no small number
+    ("0, NVIDIA \x1b[2J A100, GPU-x, 40960 MiB, 570.124.06\n", r"unexpected line"),
+    ("0, NVIDIA A100, GPU x/../y, 40960 MiB, 570.124.06\n", r"unexpected line"),
+    ("0, NVIDIA A100, GPU-x, lots, 570.124.06\n", r"unexpected line"),
+    ("9999, NVIDIA A100, GPU-x, 40960 MiB, 570.124.06\n", r"unexpected line"),
 ])
 def test_query_output_that_does_not_fit_is_refused(query: str, message: str) -> None:
     header, _ = recorded("driver-570-cuda128-a100")
@@ -274,3 +280,9 @@ def test_query_with_compute_capability() -> None:
     assert info is not None and {gpu.compute_capability for gpu in info.gpus} == {(9, 0)}
     with pytest.raises(ValueError, match="compute capability '9' for GPU 0"):
         parse_nvidia_smi(header, query.strip().splitlines()[0] + ", 9")
+
+
+def test_a_driver_version_of_another_shape_is_refused() -> None:
+    header, query = recorded("driver-570-cuda128-a100")
+    with pytest.raises(ValueError, match=r"reports driver version '570\.124\.06;rm'"):
+        parse_nvidia_smi(header.replace("570.124.06", "570.124.06;rm"), query)

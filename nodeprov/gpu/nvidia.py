@@ -44,6 +44,11 @@ _CUDA_NUMBER_RE = re.compile(r"(\d+)\.(\d+)")
 _MEMORY_RE = re.compile(r"(\d+)(?: MiB)?")
 _PROC_RE = re.compile(
     r"^NVRM version: .*?Kernel Module(?: for \w+)?\s+(\d+(?:\.\d+){1,2})\s", re.MULTILINE)
+_DRIVER_VERSION_RE = re.compile(r"\d{2,4}(?:\.\d{1,3}){1,2}")
+_INDEX_RE = re.compile(r"\d{1,3}")
+_NAME_RE = re.compile(r"[\x20-\x7e]{1,96}")  # printable ASCII: names reach messages and logs
+_UUID_RE = re.compile(r"[A-Za-z0-9-]{1,80}")
+_NO_MEMORY = ("[N/A]", "[Not Supported]")
 _CAPABILITY_RE = re.compile(r"(\d{1,2})\.(\d)")
 _GPU_ROW_RE = re.compile(r"\|\s+(\d+)\s+\S")
 
@@ -148,6 +153,9 @@ def _parse_banner(header: str) -> tuple[str, tuple[int, int]]:
         first = header.strip().splitlines()[0]
         raise ValueError(f"cannot understand nvidia-smi output: {first[:120]!r}")
     driver_version = driver.group(1)
+    if not _DRIVER_VERSION_RE.fullmatch(driver_version):
+        raise ValueError(f"nvidia-smi reports driver version {driver_version[:40]!r}; expected "
+                         "digits such as 535.129.03")
     cuda = _CUDA_RE.search(banner)
     if cuda is None:
         raise ValueError(
@@ -174,9 +182,13 @@ def _parse_query(query_csv: str, driver_version: str) -> tuple[Gpu, ...]:
 
 
 def _parse_query_row(row: list[str], driver_version: str) -> Gpu:
-    if len(row) not in (5, 6) or not row[0].isdigit():
+    # The node's output is untrusted: every field must have the shape nvidia-smi gives it.
+    if (len(row) not in (5, 6) or not _INDEX_RE.fullmatch(row[0])
+            or not _NAME_RE.fullmatch(row[1]) or not _UUID_RE.fullmatch(row[2])
+            or not (_MEMORY_RE.fullmatch(row[3]) or row[3] in _NO_MEMORY)):
         raise ValueError(
-            f"unexpected line from nvidia-smi --query-gpu={QUERY_FIELDS}: {', '.join(row)!r}")
+            f"unexpected line from nvidia-smi --query-gpu={QUERY_FIELDS}: "
+            f"{', '.join(row)[:160]!r}")
     if row[4] != driver_version:
         raise ValueError(
             f"nvidia-smi header says driver {driver_version} but the query says {row[4]}; "
