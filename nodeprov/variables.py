@@ -44,8 +44,8 @@ def _torch_cuda(value: Any) -> str:
     text = str(value)
     if text == "auto" or re.fullmatch(r"cpu|cu\d{3}|rocm\d+\.\d+(?:\.\d+)?", text):
         return text
-    raise ValueError(f"{text!r} is not a torch variant; use auto, cpu, cuXYZ (e.g. cu128) or "
-                     "rocmX.Y (e.g. rocm6.4)")
+    raise ValueError(f"{text!r} is not a torch variant; use auto, cpu or cuXYZ (e.g. cu128), "
+                     "or rocmX.Y (e.g. rocm6.4)")
 
 
 def _list_of(check: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
