@@ -153,13 +153,16 @@ def test_the_weakest_driver_holds_the_cluster_back_and_says_what_an_upgrade_unlo
 
 
 def test_blackwell_with_a_driver_below_580_gets_no_build_without_its_kernels() -> None:
-    # 2.13's only CUDA 12 build (cu126) has no sm_120 kernels; its CUDA 13 builds need 580
+    # 2.12's only CUDA 12 build (cu126) has no sm_120 kernels and its CUDA 13 builds need 580;
+    # 2.13 also published cu129, which has them
     cluster = {"node1": facts("node1", gpu("driver-610-cuda133-kmd-umd-header")),
                "node2": facts("node2", gpu("driver-570-cuda128-a100"))}
     with pytest.raises(TaskFailed, match=r"NVIDIA GeForce RTX 5070 \.\.\. \(sm_120\) has no "
-                       r"kernels in torch 2\.13 cu126.*would serve every node: torch 2\.11 "
-                       r"\(cu128\)"):
-        plan(context("node1", cluster), params(), observed())
+                       r"kernels in torch 2\.12 cu126.*would serve every node: torch 2\.13 "
+                       r"\(cu129\)"):
+        plan(context("node1", cluster), params(version="2.12.0"), observed())
+    assert "torch==2.13.0+cu129" in install_argv(plan(context("node1", cluster), params(),
+                                                      observed()))
 
 
 def test_a_driver_too_old_for_the_release_fails_every_node_naming_it() -> None:
@@ -199,7 +202,7 @@ def test_a_gpu_node_with_a_broken_driver_fails_with_the_cause_and_never_gets_cpu
                                          r"driver update\?"):
         plan(context("gpu1", cluster), params(), observed())
     healthy = plan(context("node2", cluster), params(), observed())
-    assert "torch==2.13.0+cu126" in install_argv(healthy)
+    assert "torch==2.13.0+cu129" in install_argv(healthy)
     assert ("gpu1 unreachable or with an unusable GPU: not considered in the choice of the "
             "torch build") in healthy.warnings
     # asked for on purpose, the CPU build goes on, with a warning
