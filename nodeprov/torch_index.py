@@ -19,7 +19,8 @@ from nodeprov import torch_builds
 from nodeprov.torch_matrix import NoVariant, ReleaseBuilds, release_of
 
 _TIMEOUT_S = 15
-_WHEEL_RE = (r"torch-{version}\+(cu\d{{3}}|rocm\d+\.\d+(?:\.\d+)?)-[^\s\"'<>/]*?"
+# "+" may be written %2B in links (PyTorch's own index does so in its hrefs)
+_WHEEL_RE = (r"torch-{version}(?:\+|%2B)(cu\d{{3}}|rocm\d+\.\d+(?:\.\d+)?)-[^\s\"'<>/]*?"
              r"(x86_64|aarch64)\.whl")
 
 

@@ -180,8 +180,11 @@ WHEELS_2_15 = [  # the file names PyTorch's index lists, in its layout
 @pytest.fixture()
 def index() -> Iterator[str]:
     """A PEP 503 index on 127.0.0.1 whose /torch/ page lists WHEELS_2_15."""
-    page = "".join(f'<a href="/whl/{name}#sha256=00">{name}</a><br/>\n'
+    # as PyTorch's index writes them: "+" as %2B in the link, the name as text; the last one
+    # only as a link
+    page = "".join(f'<a href="/whl/{name.replace("+", "%2B")}#sha256=00">{name}</a><br/>\n'
                    for name in WHEELS_2_15).encode()
+    page += b'<a href="/whl/torch-2.15.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl"></a>\n'
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -208,6 +211,7 @@ def test_an_unknown_release_is_resolved_by_the_index(index: str) -> None:
     builds = index_builds("2.15.0", index)
     assert dict(builds.cuda["x86_64"]) == {
         "cu126": torch_builds.CUDA_BUILDS["2.14"]["x86_64"]["cu126"],
+        "cu128": torch_builds.CUDA_BUILDS["2.11"]["x86_64"]["cu128"],
         "cu130": torch_builds.CUDA_BUILDS["2.14"]["x86_64"]["cu130"],
         "cu136": None}  # never built by a known release: architectures unknown
     assert list(builds.cuda["aarch64"]) == ["cu130"] and builds.rocm == ("rocm7.14",)
