@@ -34,7 +34,7 @@ TOOLKIT_DRIVER: Final[Mapping[Cuda, Driver]] = {
 MINOR_VERSION_DRIVER: Final[Mapping[int, Driver]] = {
     11: (450, 80, 2), 12: (525, 60, 13), 13: (580,),
 }
-_DRIVER_RE = re.compile(r"\d{3,4}(?:\.\d{1,3}){1,2}")
+_DRIVER_RE = re.compile(r"\d{2,4}(?:\.\d{1,3}){1,2}")  # the shape gpu/nvidia.py accepts
 
 
 def parse_driver(text: str) -> Driver:

@@ -26,7 +26,7 @@ _WHEEL_RE = (r"torch-{version}(?:\+|%2B)(cu\d{{3}}|rocm\d+\.\d+(?:\.\d+)?)-[^\s\
 
 def read_url(url: str) -> str:
     """GET ``url`` as text (the index page), within a timeout."""
-    with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:  # noqa: S310 (http/file)
+    with urllib.request.urlopen(url, timeout=_TIMEOUT_S) as response:
         return str(response.read().decode("utf-8", "replace"))
 
 

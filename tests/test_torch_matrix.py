@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov import torch_builds
+from nodeprov import cuda_drivers, torch_builds
 from nodeprov.cuda_drivers import parse_driver
 from nodeprov.torch_fit import NodeGpus, parse_arch_list
 from nodeprov.torch_index import index_builds
@@ -228,3 +228,20 @@ def test_an_unknown_release_offline_names_torch_cuda_as_the_way_out(index: str) 
         index_builds("2.15.0", "http://127.0.0.1:9/simple")  # discard port: nothing listens
     with pytest.raises(NoVariant, match=r"lists no CUDA or ROCm wheel of torch 2\.16\.0"):
         index_builds("2.16.0", index)
+
+
+@pytest.mark.parametrize(("driver", "cuda", "runs"), [
+    ("525.60.13", (12, 8), True), ("525.60.11", (12, 0), False),  # 12.x minor compatibility
+    ("450.80.02", (11, 8), True), ("450.57", (11, 8), False), ("450.57", (11, 0), True),
+    ("580.65.06", (13, 2), True), ("575.57.08", (13, 0), False), ("575.57.08", (12, 9), True),
+    ("418.67", (11, 0), False),
+])
+def test_driver_runs_cuda_per_nvidias_tables(driver: str, cuda: tuple[int, int],
+                                             runs: bool) -> None:
+    assert cuda_drivers.runs(parse_driver(driver), cuda) is runs
+
+
+def test_full_support_is_table_3_or_what_the_driver_reports() -> None:
+    assert cuda_drivers.full_support(parse_driver("535.129.03")) == (12, 2)
+    assert cuda_drivers.full_support(parse_driver("610.43.02"), (13, 3)) == (13, 3)
+    assert cuda_drivers.full_support(parse_driver("418.67")) is None
