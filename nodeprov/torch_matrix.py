@@ -3,7 +3,7 @@
     >>> builds = known_builds("2.13.0")
     >>> h100 = NodeGpus("x86_64", driver=(535, 129, 3), gpus=(("NVIDIA H100", (9, 0)),))
     >>> choose_cluster_variant(builds, {"node1": h100}).variant  # CUDA 13 needs driver >= 580
-    'cu126'
+    'cu129'
     >>> wheel_spec("2.13.0", "cu132"), index_url("cu132")
     ('torch==2.13.0+cu132', 'https://download.pytorch.org/whl/cu132')
 
