@@ -278,6 +278,8 @@ def test_query_with_compute_capability() -> None:
     with_cap = "\n".join(f"{line}, 9.0" for line in query.strip().splitlines())
     info = parse_nvidia_smi(header, with_cap)
     assert info is not None and {gpu.compute_capability for gpu in info.gpus} == {(9, 0)}
+    unknown = parse_nvidia_smi(header, query.strip().splitlines()[0] + ", [N/A]")
+    assert unknown is not None and unknown.gpus[0].compute_capability is None
     with pytest.raises(ValueError, match="compute capability '9' for GPU 0"):
         parse_nvidia_smi(header, query.strip().splitlines()[0] + ", 9")
 
@@ -286,3 +288,17 @@ def test_a_driver_version_of_another_shape_is_refused() -> None:
     header, query = recorded("driver-570-cuda128-a100")
     with pytest.raises(ValueError, match=r"reports driver version '570\.124\.06;rm'"):
         parse_nvidia_smi(header.replace("570.124.06", "570.124.06;rm"), query)
+
+
+@pytest.mark.parametrize(("name", "cause"), [
+    ("nvidia-smi-gpu-lost-marian251.txt", "a GPU fell off the bus (nvidia-smi: GPU is lost)"),
+    ("nvidia-smi-device-handle-syno22.txt", "nvidia-smi cannot reach a GPU (Unable to determine "
+                                            "the device handle for GPU0000:07:00.0: Unknown"),
+    ("nvidia-smi-no-libnvidia-ml-dakota373.txt", "the driver's user-space libraries are missing"),
+])
+def test_a_failing_nvidia_smi_on_a_gpu_node_names_the_cause(name: str, cause: str) -> None:
+    smi = node_text(name).removeprefix("$ nvidia-smi\n")
+    info, accelerators = read_gpus({"nvidia_smi": smi, "nvidia_query": smi,
+                                    "nvidia_proc": node_text("proc-nvidia-384-neofetch876.txt")})
+    assert info is None
+    assert accelerators.problem is not None and accelerators.problem.startswith(cause)

@@ -48,7 +48,7 @@ _DRIVER_VERSION_RE = re.compile(r"\d{2,4}(?:\.\d{1,3}){1,2}")
 _INDEX_RE = re.compile(r"\d{1,3}")
 _NAME_RE = re.compile(r"[\x20-\x7e]{1,96}")  # printable ASCII: names reach messages and logs
 _UUID_RE = re.compile(r"[A-Za-z0-9-]{1,80}")
-_NO_MEMORY = ("[N/A]", "[Not Supported]")
+_NO_MEMORY = ("[N/A]", "[Not Supported]")  # also what an unreported compute_cap prints
 _CAPABILITY_RE = re.compile(r"(\d{1,2})\.(\d)")
 _GPU_ROW_RE = re.compile(r"\|\s+(\d+)\s+\S")
 
@@ -110,6 +110,16 @@ def failure_cause(header: str) -> str | None:
                 return ("NVML/driver version mismatch: the driver was updated but the old "
                         "kernel module is still loaded; reboot the node")
             return f"nvidia-smi: {line.strip()[:120]} (check the driver installation)"
+    if "GPU is lost" in header:
+        return ("a GPU fell off the bus (nvidia-smi: GPU is lost): reboot the node; if it "
+                "happens again, check its power, cooling and seating (dmesg: Xid 79)")
+    if "Unable to determine the device handle" in header:
+        line = next(line for line in header.splitlines() if "device handle" in line)
+        return (f"nvidia-smi cannot reach a GPU ({line.strip()[:100]}): it may have fallen off "
+                "the bus; see dmesg for Xid errors, then reboot the node")
+    if "couldn't find libnvidia-ml.so" in header:
+        return ("the driver's user-space libraries are missing (nvidia-smi found no "
+                "libnvidia-ml.so): reinstall the driver")
     if "No devices were found" in header:
         return ("the NVIDIA driver sees no GPU although the PCI bus lists one (GPU fallen off "
                 "the bus, or not supported by this driver: see dmesg)")
@@ -196,7 +206,7 @@ def _parse_query_row(row: list[str], driver_version: str) -> Gpu:
     # "[N/A]" (unified memory) leaves the size unknown rather than zero.
     memory = _MEMORY_RE.fullmatch(row[3])
     capability = None
-    if len(row) == 6:
+    if len(row) == 6 and row[5] not in _NO_MEMORY:  # [N/A]: unknown, so no build is chosen
         match = _CAPABILITY_RE.fullmatch(row[5])
         if match is None:
             raise ValueError(f"nvidia-smi reported compute capability {row[5][:20]!r} for GPU "
