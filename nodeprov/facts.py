@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from nodeprov.gpu import GpuInfo, parse_nvidia_smi
+from nodeprov.gpu import Accelerators, GpuInfo, read_gpus
 from nodeprov.tasks.base import Probe
 
 FACTS_SCRIPT = resources.files("nodeprov").joinpath("facts.sh").read_text()
@@ -52,6 +52,7 @@ class Facts:
     systemd: bool
     package_manager: str | None
     gpu: GpuInfo | None
+    accelerators: Accelerators = Accelerators()  # PCI GPUs, ROCm, why a GPU is unusable
 
     def interfaces_in(self, subnet: str) -> list[Interface]:
         """Interfaces holding an address in ``subnet``."""
@@ -64,6 +65,11 @@ class Facts:
             gpu = (f"{len(self.gpu.gpus)}x {self.gpu.gpus[0].name if self.gpu.gpus else '?'}, "
                    f"driver {self.gpu.driver_version}, CUDA {self.gpu.cuda_version[0]}."
                    f"{self.gpu.cuda_version[1]}")
+        if self.accelerators.problem:
+            gpu = f"unusable: {self.accelerators.problem}"
+        elif self.accelerators.rocm:
+            gpu = (f"{len(self.accelerators.vendor('amd'))}x AMD, ROCm "
+                   f"{'.'.join(map(str, self.accelerators.rocm))}")
         low, high = self.ephemeral_port_range
         return {
             "hostname": self.hostname, "fqdn": self.fqdn, "os": self.os_name,
@@ -123,6 +129,7 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
     python_lines = text("python").splitlines()
     ufw_lines = text("ufw").splitlines()
     hostname = text("hostname")
+    gpu, accelerators = read_gpus(sections)
     return Facts(
         hostname=hostname,
         fqdn=text("fqdn") or hostname,
@@ -140,7 +147,8 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
         ufw_active="ENABLED=yes" in ufw_lines and "chains=yes" in ufw_lines,
         systemd=text("systemd") == "yes",
         package_manager=text("package_manager").rsplit("/", 1)[-1] or None,
-        gpu=parse_nvidia_smi(text("nvidia_smi"), text("nvidia_query")),
+        gpu=gpu,
+        accelerators=accelerators,
     )
 
 

@@ -29,6 +29,22 @@ section package_manager; for tool in apt-get dnf yum zypper; do command -v "$too
 # A hung nvidia-smi must not pass for "no GPU": say so, and the parser refuses it.
 gpu() { timeout 20 nvidia-smi "$@" 2>&1; [ $? -ne 124 ] || echo "nvidia-smi timed out after 20 s"; }
 section nvidia_smi; command -v nvidia-smi >/dev/null 2>&1 && gpu
-section nvidia_query; command -v nvidia-smi >/dev/null 2>&1 && gpu \
-  --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader
+# compute_cap: drivers >= 510; older ones reject the whole query, so ask again without it.
+section nvidia_query; if command -v nvidia-smi >/dev/null 2>&1; then
+  query=$(gpu --query-gpu=index,name,uuid,memory.total,driver_version,compute_cap --format=csv,noheader)
+  case $query in
+    *'not a valid field'*) gpu --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader ;;
+    *) printf '%s\n' "$query" ;;
+  esac
+fi
+section nvidia_proc; show /proc/driver/nvidia/version 2>/dev/null
+# Every PCI function (slot vendor device class), so a GPU is seen without any driver (gpu/pci.py).
+section pci_devices; for dev in /sys/bus/pci/devices/*; do
+  [ -r "$dev/class" ] || continue
+  read -r vendor < "$dev/vendor"; read -r device < "$dev/device"; read -r class < "$dev/class"
+  printf '%s %s %s %s\n' "${dev##*/}" "$vendor" "$device" "$class"
+done
+# ROCm >= 7.x native packages keep it under core/
+section rocm_version; show /opt/rocm/.info/version 2>/dev/null || show /opt/rocm/core/.info/version 2>/dev/null
+section amd_smi; command -v amd-smi >/dev/null 2>&1 && timeout 20 amd-smi version 2>&1
 true

@@ -9,6 +9,7 @@ validates every value before any connection.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,9 +42,10 @@ def _cidr_or_any(value: Any) -> str:
 
 def _torch_cuda(value: Any) -> str:
     text = str(value)
-    if text in ("auto", "cpu") or (text.startswith("cu") and text[2:].isdigit()):
+    if text == "auto" or re.fullmatch(r"cpu|cu\d{3}|rocm\d+\.\d+(?:\.\d+)?", text):
         return text
-    raise ValueError(f"{text!r} is not a torch variant; use auto, cpu or cuXYZ (e.g. cu128)")
+    raise ValueError(f"{text!r} is not a torch variant; use auto, cpu or cuXYZ (e.g. cu128), "
+                     "or rocmX.Y (e.g. rocm6.4)")
 
 
 def _list_of(check: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
@@ -89,7 +91,7 @@ VARIABLES: dict[str, Variable] = {
     "torch_version": Variable("2.13.0", validate.version,
                               "The torch release installed on every node."),
     "torch_cuda": Variable("auto", _torch_cuda,
-                           "Torch wheel variant: auto (from the drivers), cpu, or cuXYZ."),
+                           "Torch wheel variant: auto (from the drivers), cpu, cuXYZ or rocmX.Y."),
     "pip_packages": Variable((), _list_of(validate.option_safe),
                              "Extra pip requirement specs installed into the venv."),
     "pip_index_url": Variable(None, _optional(validate.option_safe),

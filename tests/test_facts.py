@@ -67,3 +67,6 @@ def test_the_script_reads_this_machine_as_its_tools_do() -> None:
     assert facts.os_name == platform.freedesktop_os_release()["PRETTY_NAME"]
     assert facts.ephemeral_port_range == parse_port_range(
         Path("/proc/sys/net/ipv4/ip_local_port_range").read_text())
+    # every PCI function, as sysfs lists it (the GPU detection reads these lines)
+    pci = split_sections(done.stdout, "T")["pci_devices"].split()
+    assert pci[::4] == sorted(path.name for path in Path("/sys/bus/pci/devices").iterdir())

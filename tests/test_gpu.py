@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from nodeprov.gpu import Gpu, GpuInfo, parse_nvidia_smi
+from nodeprov.gpu import Gpu, GpuInfo, parse_nvidia_smi, read_gpus
+from nodeprov.gpu.nvidia import parse_proc_version
+from nodeprov.gpu.pci import parse_pci_gpus
 
 DATA = Path(__file__).parent / "data" / "nvidia-smi"
 QUERY_PROMPT = ("$ nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version "
@@ -130,6 +133,12 @@ def test_query_without_units_and_with_unified_memory() -> None:
     ("0, A, GPU-x, 1 MiB, 570.124.06\n0, B, GPU-y, 1 MiB, 570.124.06\n", r"index twice"),
     ("0, NVIDIA A100-SXM4-40GB, GPU-x, 40960 MiB, 575.57.08\n",
      r"header says driver 570\.124\.06 but the query says 575\.57\.08"),
+    # untrusted fields of the wrong shape: a terminal escape in the name, a UUID with a space
+    # or a slash, a memory size that is no size, an index that is no small number
+    ("0, NVIDIA \x1b[2J A100, GPU-x, 40960 MiB, 570.124.06\n", r"unexpected line"),
+    ("0, NVIDIA A100, GPU x/../y, 40960 MiB, 570.124.06\n", r"unexpected line"),
+    ("0, NVIDIA A100, GPU-x, lots, 570.124.06\n", r"unexpected line"),
+    ("9999, NVIDIA A100, GPU-x, 40960 MiB, 570.124.06\n", r"unexpected line"),
 ])
 def test_query_output_that_does_not_fit_is_refused(query: str, message: str) -> None:
     header, _ = recorded("driver-570-cuda128-a100")
@@ -146,3 +155,150 @@ def test_outputs_that_disagree_about_a_driver_are_refused() -> None:
 def test_unknown_output_is_refused_with_its_first_line() -> None:
     with pytest.raises(ValueError, match=r"cannot understand nvidia-smi output: 'Segmentation"):
         parse_nvidia_smi("Segmentation fault (core dumped)\n", "")
+
+
+# --- the whole node: PCI bus, kernel module, ROCm (tests/data/gpu-node, sources in its README) --
+
+NODE = Path(__file__).parent / "data" / "gpu-node"
+_DMESG = re.compile(r"pci (\S+): \[([0-9a-f]{4}):([0-9a-f]{4})\] type 00 class (0x[0-9a-f]{6})")
+_LSPCI = re.compile(r"(\S+) .*\[([0-9a-f]{4})\]: .*\[([0-9a-f]{4}):([0-9a-f]{4})\]")
+_JSON = re.compile(r'"pci_address":"(\S+)",\s+"vendor_id":"(\w+)",\s+"device_id":"(\w+)",\s+'
+                   r'"pci_class":"[^"]*\[(\w+)\]"')
+
+
+def node_text(name: str) -> str:
+    return "".join(line for line in (NODE / name).read_text().splitlines(keepends=True)
+                   if not line.startswith("# "))
+
+
+def as_sysfs(name: str) -> str:
+    """A recorded PCI listing as facts.sh prints /sys/bus/pci/devices (slot vendor device
+    class). dmesg prints those very values; lspci -nn and the JSON give the class without its
+    programming interface, taken as 00 (what GPUs report), and the slot without its domain,
+    taken as 0000."""
+    text = node_text(name)
+    lines = [f"{slot} 0x{vendor} 0x{device} {pci_class}"
+             for slot, vendor, device, pci_class in _DMESG.findall(text)]
+    lines += [f"0000:{slot} 0x{vendor} 0x{device} 0x{pci_class}00"
+              for slot, pci_class, vendor, device in _LSPCI.findall(text)]
+    lines += [f"0000:{slot} 0x{vendor} 0x{device} 0x{pci_class}00"
+              for slot, vendor, device, pci_class in _JSON.findall(text)]
+    assert lines, name
+    return "\n".join(lines)
+
+
+def test_every_gpu_node_record_names_its_source() -> None:
+    readme = (NODE / "README.md").read_text()
+    for path in NODE.glob("*.txt"):
+        assert path.read_text().startswith("# source: https://github.com/"), path.name
+        assert f"| {path.name} |" in readme, path.name
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("pci-dmesg-lake10.txt", [("0000:3b:00.0", "nvidia", "0x1e30")]),
+    ("pci-lspci-egpu-switcher22.txt", [("0000:02:00.0", "nvidia", "0x174d"),
+                                       ("0000:08:00.0", "nvidia", "0x13c2")]),
+    ("pci-mi325x-cloudstack11701.txt", [("0000:05:00.0", "amd", "0x74a5"),
+                                        ("0000:15:00.0", "amd", "0x74a5")]),
+])
+def test_gpus_on_the_pci_bus_without_any_driver(name: str,
+                                                expected: list[tuple[str, str, str]]) -> None:
+    gpus = parse_pci_gpus(as_sysfs(name))
+    assert [(gpu.slot, gpu.vendor, gpu.device_id) for gpu in gpus] == expected
+
+
+def test_a_pci_line_of_another_shape_is_refused() -> None:
+    with pytest.raises(ValueError, match="unexpected pci_devices line"):
+        parse_pci_gpus("0000:3b:00.0 10de 1e30 0x030000")
+
+
+@pytest.mark.parametrize(("name", "version"), [
+    ("proc-nvidia-384-neofetch876.txt", "384.98"),
+    ("proc-nvidia-open-565-nixgl186.txt", "565.57.01"),
+])
+def test_kernel_module_version(name: str, version: str) -> None:
+    assert parse_proc_version(node_text(name)) == version
+
+
+def test_broken_driver_on_a_gpu_node_is_a_problem_not_a_cpu_node() -> None:
+    header, _ = recorded("failed-cannot-communicate")
+    pci = as_sysfs("pci-dmesg-lake10.txt")
+    info, accelerators = read_gpus({"nvidia_smi": header, "nvidia_query": header,
+                                    "pci_devices": pci})
+    assert info is None
+    assert accelerators.problem is not None
+    assert accelerators.problem.startswith("driver not loaded: reboot after the driver update?")
+    # the same output on a node with no GPU on its bus: a CPU node
+    assert read_gpus({"nvidia_smi": header, "nvidia_query": header})[1].problem is None
+
+
+def test_no_driver_at_all_on_a_gpu_node_is_a_problem() -> None:
+    header, query = recorded("command-not-found-bash")
+    info, accelerators = read_gpus({"nvidia_smi": header, "nvidia_query": query,
+                                    "pci_devices": as_sysfs("pci-lspci-egpu-switcher22.txt")})
+    assert info is None and accelerators.problem == (
+        "driver not loaded: NVIDIA GPU [0x174d] at 0000:02:00.0 but no NVIDIA kernel module "
+        "(reboot after the driver update? or install the driver)")
+
+
+def test_nvml_mismatch_names_the_cause() -> None:
+    text = node_text("nvml-mismatch-580-truenas19.txt")
+    smi, _, proc = text.removeprefix("$ nvidia-smi\n").partition(
+        "$ cat /proc/driver/nvidia/version\n")
+    info, accelerators = read_gpus({"nvidia_smi": smi, "nvidia_query": smi, "nvidia_proc": proc})
+    assert info is None and accelerators.kernel_module == "580.173.02"
+    assert accelerators.problem is not None
+    assert accelerators.problem.startswith("NVML/driver version mismatch")
+
+
+def test_a_module_other_than_the_one_nvidia_smi_reports_is_a_mismatch() -> None:
+    header, query = recorded("driver-575-cuda129-8xb200")
+    info, accelerators = read_gpus({
+        "nvidia_smi": header, "nvidia_query": query,
+        "nvidia_proc": node_text("proc-nvidia-open-565-nixgl186.txt")})
+    assert info is not None and accelerators.problem == (
+        "NVML/driver version mismatch: kernel module 565.57.01, nvidia-smi reports 575.57.08; "
+        "reboot the node")
+
+
+def test_rocm_version_and_an_amd_gpu_without_rocm() -> None:
+    mi325x = as_sysfs("pci-mi325x-cloudstack11701.txt")
+    _, with_rocm = read_gpus({"pci_devices": mi325x,
+                              "rocm_version": node_text("rocm-info-version-7.14.txt")})
+    assert with_rocm.rocm == (7, 14, 0) and with_rocm.problem is None
+    _, without = read_gpus({"pci_devices": mi325x,
+                            "amd_smi": node_text("amd-smi-version-rocm-na.txt")})
+    assert without.rocm is None
+    assert without.problem is not None and without.problem.startswith(
+        "AMD GPU [0x74a5] at 0000:05:00.0 but no ROCm")
+
+
+def test_query_with_compute_capability() -> None:
+    header, query = recorded("driver-550-cuda124-8xh100")
+    with_cap = "\n".join(f"{line}, 9.0" for line in query.strip().splitlines())
+    info = parse_nvidia_smi(header, with_cap)
+    assert info is not None and {gpu.compute_capability for gpu in info.gpus} == {(9, 0)}
+    unknown = parse_nvidia_smi(header, query.strip().splitlines()[0] + ", [N/A]")
+    assert unknown is not None and unknown.gpus[0].compute_capability is None
+    with pytest.raises(ValueError, match="compute capability '9' for GPU 0"):
+        parse_nvidia_smi(header, query.strip().splitlines()[0] + ", 9")
+
+
+def test_a_driver_version_of_another_shape_is_refused() -> None:
+    header, query = recorded("driver-570-cuda128-a100")
+    with pytest.raises(ValueError, match=r"reports driver version '570\.124\.06;rm'"):
+        parse_nvidia_smi(header.replace("570.124.06", "570.124.06;rm"), query)
+
+
+@pytest.mark.parametrize(("name", "cause"), [
+    ("nvidia-smi-gpu-lost-marian251.txt", "a GPU fell off the bus (nvidia-smi: GPU is lost)"),
+    ("nvidia-smi-device-handle-syno22.txt", "nvidia-smi cannot reach a GPU (Unable to determine "
+                                            "the device handle for GPU0000:07:00.0: Unknown"),
+    ("nvidia-smi-no-libnvidia-ml-dakota373.txt", "the driver's user-space libraries are missing"),
+])
+def test_a_failing_nvidia_smi_on_a_gpu_node_names_the_cause(name: str, cause: str) -> None:
+    smi = node_text(name).removeprefix("$ nvidia-smi\n")
+    info, accelerators = read_gpus({"nvidia_smi": smi, "nvidia_query": smi,
+                                    "nvidia_proc": node_text("proc-nvidia-384-neofetch876.txt")})
+    assert info is None
+    assert accelerators.problem is not None and accelerators.problem.startswith(cause)

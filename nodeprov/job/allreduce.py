@@ -11,6 +11,11 @@ Other options (defaults): --min-bytes 8 --max-bytes 67108864 --factor 4 --warmup
 --seconds-per-size 0.5 (fewer iterations where ops are slow) --timeout 60 (seconds before
 process-group setup or a collective gives up).
 
+First every rank runs a small kernel on its share of the node's GPUs (local ranks take turns,
+so together they cover each GPU once) and compares it with the CPU result: a build without
+kernels for the GPU ("no kernel image is available") or a dead GPU stops the job there, with a
+``NODEPROV_GPU_CHECK`` line naming the GPU. Nodes without a usable GPU skip it.
+
 Local rank 0 of every node writes the same JSON result to --result and prints it as one line,
 ``NODEPROV_RESULT {...}``. Bus bandwidth is nccl-tests' definition: algbw * 2(n-1)/n.
 Exit status: 0 when every check passed, 1 when one failed (a wrong sum, or DDP replicas that
@@ -40,6 +45,7 @@ with warnings.catch_warnings():
     from torch.nn.parallel import DistributedDataParallel
 
 RESULT_PREFIX = "NODEPROV_RESULT "
+GPU_CHECK_PREFIX = "NODEPROV_GPU_CHECK "
 ELEMENT_BYTES = 4  # float32: sums of small integers stay exact, so results compare with ==
 MIN_ITERS = 3  # timed ops per size however slow: one op alone is too noisy to report
 HOSTNAME_BYTES = 256
@@ -76,6 +82,28 @@ def count_wrong(result: torch.Tensor, expected: float) -> torch.Tensor:
     Staying on the device means counting never waits for the GPU.
     """
     return torch.count_nonzero(result != expected)
+
+
+def check_gpus(local_rank: int, local_world_size: int) -> tuple[int, list[str]]:
+    """Run a kernel on GPUs local_rank, local_rank + local_world_size, ...; (GPUs checked, what
+    failed). Integer-valued float32 math, so the GPU must match the CPU exactly."""
+    if not torch.cuda.is_available():
+        return 0, []
+    values = torch.arange(1024, dtype=torch.float32)  # every partial sum exact: < 2**24
+    expected = (values * 3 + 1).sum()
+    indices = range(local_rank, torch.cuda.device_count(), local_world_size)
+    failed = []
+    for index in indices:
+        major, minor = torch.cuda.get_device_capability(index)
+        gpu = f"GPU {index} ({torch.cuda.get_device_name(index)}, sm_{major}{minor})"
+        try:
+            got = (values.to(f"cuda:{index}") * 3 + 1).sum().cpu()
+        except RuntimeError as error:  # "CUDA error: no kernel image is available ..."
+            failed.append(f"{gpu}: {str(error).strip().splitlines()[0]}")
+            continue
+        if not torch.equal(got, expected):
+            failed.append(f"{gpu}: wrong result {got.item()} (CPU: {expected.item()})")
+    return len(indices), failed
 
 
 def bus_bandwidth(algbw: float, world_size: int) -> float:
@@ -199,8 +227,11 @@ def nccl_version() -> str:
     return ".".join(str(part) for part in parts)
 
 
-def run_checks(options: argparse.Namespace, device: torch.device, started: float) -> dict[str, Any]:
+def run_checks(options: argparse.Namespace, device: torch.device, started: float,
+               gpus_checked: int) -> dict[str, Any]:
     rank, world_size = dist.get_rank(), dist.get_world_size()
+    checked = torch.tensor([gpus_checked], dtype=torch.int64, device=device)
+    dist.all_reduce(checked)
     hostnames = gather_hostnames(device, world_size)
     ddp = ddp_step(device, rank)
     sizes = [measure(size, options, device, rank, world_size)
@@ -217,6 +248,7 @@ def run_checks(options: argparse.Namespace, device: torch.device, started: float
         "nccl": nccl_version() if options.backend == "nccl" else None,
         "warmup": options.warmup,
         "iters": options.iters,
+        "gpus_checked": int(checked.item()),
         "ddp": ddp,
         "sizes": sizes,
         "wrong": wrong,
@@ -272,13 +304,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     options = parse_args(argv)
     local_rank = int(os.environ["LOCAL_RANK"])
+    gpus_checked, failed = check_gpus(local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    if failed:  # before the process group: a broken GPU must not hang a collective
+        print("\n".join(GPU_CHECK_PREFIX + f"FAILED {line}" for line in failed), file=sys.stderr,
+              flush=True)
+        return 1
     device = torch.device("cpu")
     if options.backend == "nccl":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     dist.init_process_group(options.backend, timeout=timedelta(seconds=options.timeout))
     try:
-        result = run_checks(options, device, started)
+        result = run_checks(options, device, started, gpus_checked)
     finally:
         dist.destroy_process_group()
     if local_rank == 0:

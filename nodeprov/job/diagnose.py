@@ -63,6 +63,29 @@ _RULES = (
         "then nodeprov apply --limit {node} --tags venv",
     ),
     _Rule(
+        "venv",
+        # The job's own GPU check (allreduce.py), or torch's message and warning.
+        re.compile(r"no kernel image is available for execution on the device"
+                   r"|with CUDA capability sm_\d+ is not compatible with the current PyTorch"),
+        "the installed torch build has no kernels for this node's GPU architecture",
+        "nodeprov apply --limit {node} --tags venv (the choice of build checks every GPU's "
+        "compute capability; or set torch_version/torch_cuda to a build with its kernels)",
+    ),
+    _Rule(
+        "venv",
+        re.compile(r"Driver/library version mismatch"),
+        "NVML/driver version mismatch: the driver was updated but the old kernel module is "
+        "still loaded",
+        "reboot {node}, then nodeprov apply --limit {node} --tags venv",
+    ),
+    _Rule(
+        "gpu",
+        re.compile(r"NODEPROV_GPU_CHECK FAILED .*: wrong result|uncorrectable ECC error"
+                   r"|GPU has fallen off the bus|unspecified launch failure"),
+        "a GPU on the node computes wrong results or fails (hardware or driver fault)",
+        "check {node}'s GPUs (nvidia-smi -q, dmesg for Xid errors); take the GPU or the node out",
+    ),
+    _Rule(
         "job",
         re.compile(r"Duplicate GPU detected"),
         "two ranks share one GPU: more processes per node than the node has GPUs",

@@ -46,7 +46,8 @@ from nodeprov.tasks.base import (
     Upload,
 )
 from nodeprov.tasks.venv import marker_environment, parse_dist_infos, parse_pyvenv_cfg, unsatisfied
-from nodeprov.torch_matrix import choose_cluster_variant, parse_torch_version_py, wheel_spec
+from nodeprov.torch_choice import choose_for_host
+from nodeprov.torch_matrix import parse_torch_version_py, wheel_spec
 from nodeprov.variables import VARIABLES
 from nodeprov.wheelhouse import Sources, cache_root, download_args, target_name
 
@@ -118,7 +119,7 @@ class TorchParams:
 
     def __post_init__(self) -> None:
         validate.absolute_path(self.venv)
-        wheel_spec(self.version, "cpu")  # a full, known release: 2.13.0
+        wheel_spec(self.version, "cpu")  # a full version: 2.13.0
         VARIABLES["torch_cuda"].check(self.cuda)
         for spec in (*self.packages, *self.extra_index_urls, *self.find_links,
                      *filter(None, [self.index_url])):
@@ -175,34 +176,14 @@ def _glibc(text: str) -> tuple[int, int] | None:
 
 
 def variant_cuda(variant: str) -> str | None:
-    """What ``torch.version.cuda`` says for a variant: cu130 -> "13.0", cpu -> None."""
+    """What ``torch.version.cuda`` says for a variant: cu130 -> "13.0", cpu or rocm6.4 -> None."""
     digits = variant.removeprefix("cu")
-    return None if variant == "cpu" else f"{int(digits[:-1])}.{digits[-1]}"
+    return None if not variant.startswith("cu") else f"{int(digits[:-1])}.{digits[-1]}"
 
 
 def choose(ctx: Context, params: TorchParams) -> tuple[str, list[str], list[str]]:
     """This host's variant from every host's facts, with notes and warnings saying why."""
-    nodes = {name: (facts.gpu.cuda_version if facts.gpu else None, facts.arch)
-             for name, (_, facts) in ctx.cluster.items() if facts is not None}
-    try:
-        choice = choose_cluster_variant(params.version, nodes,
-                                        None if params.cuda == "auto" else params.cuda)
-    except ValueError as error:
-        raise TaskFailed(f"no torch {params.version} build for this cluster: {error}") from None
-    variant = choice.per_node[ctx.host.name]
-    notes = [f"build {variant} for this node (cluster: {choice.variant}, torch_cuda="
-             f"{params.cuda})"]
-    warnings: list[str] = []
-    if choice.unlock:
-        (warnings if choice.limiting_node == ctx.host.name else notes).append(choice.unlock)
-    unreachable = sorted(name for name, (_, facts) in ctx.cluster.items() if facts is None)
-    if unreachable:
-        warnings.append(f"{', '.join(unreachable)} unreachable: their drivers were not "
-                        "considered in the choice of the torch build")
-    if ctx.facts.gpu and variant == "cpu":
-        warnings.append(f"{ctx.facts.gpu.count} GPUs here, but torch_cuda=cpu: installing the "
-                        "CPU build as asked")
-    return variant, notes, warnings
+    return choose_for_host(ctx, params.version, params.cuda, params.index_url)
 
 
 def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:

@@ -124,6 +124,7 @@ def test_two_ranks_pass_every_check(two_ranks: dict[str, Any]) -> None:
     assert result["hostnames"] == [socket.gethostname()] * 2
     assert result["torch"] == torch.__version__
     assert result["nccl"] is None
+    assert result["gpus_checked"] == 0  # CPU only: the GPU check leaves the gloo job alone
     assert 0 < result["duration_s"] < LAUNCH_TIMEOUT
 
 
@@ -144,6 +145,61 @@ def test_stdout_carries_the_same_result(two_ranks: dict[str, Any]) -> None:
              if line.startswith(allreduce.RESULT_PREFIX)]
     assert len(lines) == 1  # local rank 0 only
     assert json.loads(lines[0][len(allreduce.RESULT_PREFIX):]) == two_ranks["file"]
+
+
+# --- the GPU check: a kernel on each local GPU, compared with the CPU ---------------------------
+
+@pytest.fixture()
+def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four "GPUs" served by the CPU: 0 and 3 compute right, 1 has no kernels, 2 returns zeros."""
+    original = torch.Tensor.to
+
+    def to(tensor: Any, device: Any, *args: Any, **kwargs: Any) -> Any:
+        if device == "cuda:1":
+            raise RuntimeError("CUDA error: no kernel image is available for execution on the "
+                               "device\nCUDA kernel errors might be asynchronously reported")
+        if device in ("cuda:0", "cuda:2", "cuda:3"):
+            return tensor.clone() * (0 if device == "cuda:2" else 1)
+        return original(tensor, device, *args, **kwargs)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: (12, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: "NVIDIA GeForce RTX 5090")
+    monkeypatch.setattr(torch.Tensor, "to", to)
+
+
+@pytest.mark.usefixtures("fake_gpus")
+def test_gpu_check_names_each_failing_gpu_and_its_cause() -> None:
+    checked, failed = allreduce.check_gpus(0, 1)
+    assert checked == 4
+    assert failed == [
+        "GPU 1 (NVIDIA GeForce RTX 5090, sm_120): CUDA error: no kernel image is available for "
+        "execution on the device",
+        "GPU 2 (NVIDIA GeForce RTX 5090, sm_120): wrong result 1024.0 (CPU: 1572352.0)"]
+    # local ranks share the GPUs: rank 1 of 2 checks GPUs 1 and 3
+    assert allreduce.check_gpus(1, 2) == (2, failed[:1])
+
+
+@pytest.mark.usefixtures("fake_gpus")
+def test_a_failed_gpu_check_stops_the_job_before_any_collective(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
+    assert allreduce.main(["--backend", "gloo", "--result", str(tmp_path / "r.json")]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(line.startswith("NODEPROV_GPU_CHECK FAILED GPU ")
+                                   for line in lines)
+    found = diagnose("\n".join(lines), node="gpu1")
+    assert found is not None and found.item == "venv"
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_gpu_check_on_a_cpu_node_checks_nothing() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert allreduce.check_gpus(0, 1) == (0, [])
 
 
 # --- failures end quickly, non-zero, with output diagnose() understands --------------------------

@@ -15,6 +15,10 @@ EXPECTED = {
     "issue_cuda_driver_insufficient.txt": ("venv", "driver", "insufficient"),
     "issue_cuda_driver_too_old.txt": ("venv", "driver", "too old"),
     "issue_duplicate_gpu.txt": ("job", "GPU", "Duplicate GPU"),
+    "issue_no_kernel_image.txt": ("venv", "architecture", "no kernel image"),
+    "issue_sm120_not_compatible.txt": ("venv", "architecture", "no kernel image"),
+    "issue_nvml_mismatch.txt": ("venv", "NVML/driver version mismatch", "mismatch"),
+    "issue_ecc_uncorrectable.txt": ("gpu", "GPU", "uncorrectable ECC error"),
     "local_gloo_ifname_missing.txt": ("nccl_env", "GLOO_SOCKET_IFNAME", "nodeprov0"),
     "issue_nccl_no_socket_interface.txt": ("nccl_env", "NCCL_SOCKET_IFNAME", "no socket"),
     "issue_gloo_loopback.txt": ("hosts", "127.0.1.1", "[127.0.1.1]"),
@@ -84,3 +88,15 @@ def test_diagnose_nodes_keeps_only_known_failures_in_order() -> None:
     assert [(node, d.item) for node, d in found] == [("node3", "job"), ("node2", "firewall")]
     assert all(isinstance(d, Diagnosis) for _, d in found)
     assert "node3" in found[0][1].fix
+
+
+def test_the_jobs_gpu_check_lines_are_diagnosed() -> None:
+    # What allreduce.py prints when a GPU fails its check: torch's error, or a wrong result.
+    kernel = ("NODEPROV_GPU_CHECK FAILED GPU 0 (NVIDIA GeForce RTX 5090, sm_120): CUDA error: "
+              "no kernel image is available for execution on the device")
+    found = diagnose(kernel, node="gpu3")
+    assert found is not None and found.item == "venv"
+    assert found.fix.startswith("nodeprov apply --limit gpu3 --tags venv")
+    wrong = "NODEPROV_GPU_CHECK FAILED GPU 5 (NVIDIA H100, sm_90): wrong result 0.0 (CPU: 1.0)"
+    found = diagnose(wrong, node="gpu3")
+    assert found is not None and found.item == "gpu" and "gpu3" in found.fix

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from nodeprov import files, wheelhouse
 from nodeprov.cli import app
 from nodeprov.facts import Facts, parse_facts, split_sections
-from nodeprov.gpu import GpuInfo, parse_nvidia_smi
+from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
     Context,
@@ -66,7 +66,16 @@ def gpu(name: str) -> GpuInfo:
         "--format=csv,noheader\n")
     info = parse_nvidia_smi(header, query)
     assert info is not None
-    return info
+    # These records' query sections predate compute_cap: add each model's capability from
+    # NVIDIA's list (developer.nvidia.com/cuda-gpus).
+    return dataclasses.replace(info, gpus=tuple(
+        dataclasses.replace(gpu, compute_capability=next(
+            capability for model, capability in CAPABILITY.items() if model in gpu.name))
+        for gpu in info.gpus))
+
+
+CAPABILITY = {"RTX 5070": (12, 0), "GB10": (12, 1), "TITAN Xp": (6, 1), "RTX 5090": (12, 0),
+              "RTX 4090": (8, 9), "A100": (8, 0), "H100": (9, 0), "B200": (10, 0), "V100": (7, 0)}
 
 
 def facts(name: str, gpu_info: GpuInfo | None = None, arch: str = "x86_64") -> Facts:
@@ -128,28 +137,39 @@ def test_the_weakest_driver_holds_the_cluster_back_and_says_what_an_upgrade_unlo
     cluster = {"node1": facts("node1", gpu("driver-610-cuda133-kmd-umd-header")),
                "node2": facts("node2", gpu("driver-570-cuda128-a100")),
                "cpu1": facts("cpu1")}
-    unlock = ("node2's driver (CUDA 12.8) holds the cluster at cu126; a driver supporting CUDA "
-              "13.2 would allow cu132")
-    first = plan(context("node1", cluster), params(), observed())
-    assert "torch==2.13.0+cu126" in install_argv(first)
-    assert "https://download.pytorch.org/whl/cu126" in install_argv(first)
+    unlock = ("node2 holds the cluster at cu128; cu130 would need: node2: driver 570.124.06 "
+              "cannot run CUDA 13.0 (needs >= 580 (CUDA 13.x minor version compatibility))")
+    first = plan(context("node1", cluster), params(version="2.9.1"), observed())
+    assert "torch==2.9.1+cu128" in install_argv(first)
+    assert "https://download.pytorch.org/whl/cu128" in install_argv(first)
     assert unlock in first.notes and not first.warnings
-    limiting = plan(context("node2", cluster), params(), observed())
+    limiting = plan(context("node2", cluster), params(version="2.9.1"), observed())
     assert limiting.warnings == (unlock,)
-    assert limiting.changes[0].summary.startswith(
-        "install torch==2.13.0+cu126 (~3 GB with the NVIDIA libraries)")
     (change,) = limiting.changes
-    assert change.actions[-1] == Run((PY, "-c", VERIFY, "2.13.0", "cu126", "12.6", "1"))
+    assert change.actions[-1] == Run((PY, "-c", VERIFY, "2.9.1", "cu128", "12.8", "1"))
     # a CPU-only node in a GPU cluster gets the CPU build (jobs spanning it use gloo)
-    assert "torch==2.13.0+cpu" in install_argv(plan(context("cpu1", cluster), params(),
-                                                    observed()))
+    assert "torch==2.9.1+cpu" in install_argv(plan(context("cpu1", cluster),
+                                                   params(version="2.9.1"), observed()))
+
+
+def test_blackwell_with_a_driver_below_580_gets_no_build_without_its_kernels() -> None:
+    # 2.12's only CUDA 12 build (cu126) has no sm_120 kernels and its CUDA 13 builds need 580;
+    # 2.13 also published cu129, which has them
+    cluster = {"node1": facts("node1", gpu("driver-610-cuda133-kmd-umd-header")),
+               "node2": facts("node2", gpu("driver-570-cuda128-a100"))}
+    with pytest.raises(TaskFailed, match=r"NVIDIA GeForce RTX 5070 \.\.\. \(sm_120\) has no "
+                       r"kernels in torch 2\.12 cu126.*would serve every node: torch 2\.13 "
+                       r"\(cu129\)"):
+        plan(context("node1", cluster), params(version="2.12.0"), observed())
+    assert "torch==2.13.0+cu129" in install_argv(plan(context("node1", cluster), params(),
+                                                      observed()))
 
 
 def test_a_driver_too_old_for_the_release_fails_every_node_naming_it() -> None:
     cluster = {"node1": facts("node1", gpu("driver-580-cuda130-rtx5090-rtx4090")),
                "old": facts("old", gpu("driver-450-cuda110-titanxp"))}
-    with pytest.raises(TaskFailed, match=r"no torch 2\.13\.0 build for this cluster: old: "
-                                         r"driver supports CUDA 11\.0"):
+    with pytest.raises(TaskFailed, match=r"no torch 2\.13\.0 build for this cluster: .*old: "
+                                         r"driver 450\.57 cannot run CUDA 12\.6"):
         plan(context("node1", cluster), params(), observed())
 
 
@@ -157,25 +177,44 @@ def test_override_cpu_on_a_gpu_node_is_never_silent() -> None:
     cluster = {"node1": facts("node1", gpu("driver-550-cuda124-8xh100"))}
     result = plan(context("node1", cluster), params(cuda="cpu"), observed())
     assert "torch==2.13.0+cpu" in install_argv(result)
-    assert result.warnings == ("8 GPUs here, but torch_cuda=cpu: installing the CPU build as "
+    assert result.warnings == ("GPUs here, but torch_cuda=cpu: installing the CPU build as "
                                "asked",)
-    with pytest.raises(TaskFailed, match="cu130 needs CUDA >= 13.0"):
+    with pytest.raises(TaskFailed, match=r"torch_cuda=cu130: node1: driver 550\.90\.07 cannot "
+                                         r"run CUDA 13\.0"):
         plan(context("node1", cluster), params(cuda="cu130"), observed())
 
 
 def test_aarch64_gets_an_aarch64_cuda_build_or_a_clear_refusal() -> None:
     spark = {"spark": facts("spark", gpu("dgx-spark-gb10-580-aarch64"), arch="aarch64")}
-    assert "torch==2.13.0+cu130" in install_argv(plan(context("spark", spark), params(),
+    assert "torch==2.13.0+cu132" in install_argv(plan(context("spark", spark), params(),
                                                       observed()))
-    with pytest.raises(TaskFailed, match="refusing to put the CPU build on a GPU node"):
+    with pytest.raises(TaskFailed, match=r"torch 2\.5 has no aarch64 CUDA build"):
         plan(context("spark", spark), params(version="2.5.1"), observed())
+
+
+def test_a_gpu_node_with_a_broken_driver_fails_with_the_cause_and_never_gets_cpu() -> None:
+    header = (DATA / "nvidia-smi" / "failed-cannot-communicate.txt").read_text()
+    pci = "0000:3b:00.0 0x10de 0x1e30 0x030000"  # tests/data/gpu-node/pci-dmesg-lake10.txt
+    _, broken = read_gpus({"nvidia_smi": header, "pci_devices": pci})
+    cluster = {"gpu1": dataclasses.replace(facts("gpu1"), accelerators=broken),
+               "node2": facts("node2", gpu("driver-550-cuda124-8xh100"))}
+    with pytest.raises(TaskFailed, match=r"GPU unusable: driver not loaded: reboot after the "
+                                         r"driver update\?"):
+        plan(context("gpu1", cluster), params(), observed())
+    healthy = plan(context("node2", cluster), params(), observed())
+    assert "torch==2.13.0+cu129" in install_argv(healthy)
+    assert ("gpu1 unreachable or with an unusable GPU: not considered in the choice of the "
+            "torch build") in healthy.warnings
+    # asked for on purpose, the CPU build goes on, with a warning
+    assert "torch==2.13.0+cpu" in install_argv(plan(context("gpu1", cluster),
+                                                    params(cuda="cpu"), observed()))
 
 
 def test_unreachable_hosts_are_named() -> None:
     cluster: dict[str, Facts | None] = {"node1": facts("node1"), "node9": None}
     result = plan(context("node1", cluster), params(), INSTALLED_CPU)
-    assert result.warnings == ("node9 unreachable: their drivers were not considered in the "
-                               "choice of the torch build",)
+    assert result.warnings == ("node9 unreachable or with an unusable GPU: not considered in "
+                               "the choice of the torch build",)
 
 
 # --- idempotence ------------------------------------------------------------------------------
@@ -237,8 +276,8 @@ def test_params_are_checked() -> None:
         params(packages=["Torch>=2"])
     with pytest.raises(ParamError, match="is not a pip requirement"):
         params(packages=["six=1"])
-    with pytest.raises(ParamError, match="unknown torch release"):
-        params(version="1.13.1")
+    with pytest.raises(ParamError, match="a wheel needs a full torch version"):
+        params(version="2.13")
     with pytest.raises(ParamError, match="not a torch variant"):
         params(cuda="rocm6")
     with pytest.raises(ParamError, match="may not be empty or start with '-'"):

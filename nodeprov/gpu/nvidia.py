@@ -2,7 +2,9 @@
 
 The facts gatherer runs, in one round trip, plain ``nvidia-smi`` (only its header reports the
 driver's maximum CUDA version; the ``cuda_version`` query field is rejected by many drivers) and
-``nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader``::
+``nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version,compute_cap
+--format=csv,noheader`` (drivers before 510 reject ``compute_cap``; facts.sh then asks without
+it and the capability stays unknown)::
 
     info = parse_nvidia_smi(header_output, query_output)
     if info is None:            # no usable driver: a CPU node
@@ -23,7 +25,7 @@ import csv
 import re
 from dataclasses import dataclass
 
-QUERY_FIELDS = "index,name,uuid,memory.total,driver_version"
+QUERY_FIELDS = "index,name,uuid,memory.total,driver_version,compute_cap"
 
 # Printed instead of a table when there is no usable driver or no GPU; the node is a CPU node.
 _NO_DRIVER_MARKERS = (
@@ -40,18 +42,28 @@ _DRIVER_RE = re.compile(r"(?:Driver|KMD) Version:\s*(\S+)")
 _CUDA_RE = re.compile(r"CUDA (?:UMD )?Version:\s*(\S+)")
 _CUDA_NUMBER_RE = re.compile(r"(\d+)\.(\d+)")
 _MEMORY_RE = re.compile(r"(\d+)(?: MiB)?")
+_PROC_RE = re.compile(
+    r"^NVRM version: .*?Kernel Module(?: for \w+)?\s+(\d+(?:\.\d+){1,2})\s", re.MULTILINE)
+_DRIVER_VERSION_RE = re.compile(r"\d{2,4}(?:\.\d{1,3}){1,2}")
+_INDEX_RE = re.compile(r"\d{1,3}")
+_NAME_RE = re.compile(r"[\x20-\x7e]{1,96}")  # printable ASCII: names reach messages and logs
+_UUID_RE = re.compile(r"[A-Za-z0-9-]{1,80}")
+_NO_MEMORY = ("[N/A]", "[Not Supported]")  # also what an unreported compute_cap prints
+_CAPABILITY_RE = re.compile(r"(\d{1,2})\.(\d)")
 _GPU_ROW_RE = re.compile(r"\|\s+(\d+)\s+\S")
 
 
 @dataclass(frozen=True)
 class Gpu:
     """One physical GPU as the query lists it; ``memory_mib`` is None where the GPU has no
-    memory of its own to report (DGX Spark's GB10 prints ``[N/A]``)."""
+    memory of its own to report (DGX Spark's GB10 prints ``[N/A]``), ``compute_capability``
+    where the driver predates the ``compute_cap`` field."""
 
     index: int
     name: str
     uuid: str
     memory_mib: int | None
+    compute_capability: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,54 @@ def parse_nvidia_smi(header: str, query_csv: str) -> GpuInfo | None:
     return GpuInfo(driver_version, cuda_version, gpus, _any_mig_enabled(header))
 
 
+def failure_cause(header: str) -> str | None:
+    """What a failing ``nvidia-smi`` means, in words; None when it did not fail that way.
+
+    >>> failure_cause("Failed to initialize NVML: Driver/library version mismatch")[:28]
+    'NVML/driver version mismatch'
+    """
+    if "NVIDIA-SMI has failed because it couldn" in header:
+        return ("driver not loaded: reboot after the driver update? (nvidia-smi could not "
+                "communicate with the NVIDIA driver)")
+    for line in header.splitlines():
+        if line.startswith("Failed to initialize NVML"):
+            if "version mismatch" in line:
+                return ("NVML/driver version mismatch: the driver was updated but the old "
+                        "kernel module is still loaded; reboot the node")
+            return f"nvidia-smi: {line.strip()[:120]} (check the driver installation)"
+    if "GPU is lost" in header:
+        return ("a GPU fell off the bus (nvidia-smi: GPU is lost): reboot the node; if it "
+                "happens again, check its power, cooling and seating (dmesg: Xid 79)")
+    if "Unable to determine the device handle" in header:
+        line = next(line for line in header.splitlines() if "device handle" in line)
+        return (f"nvidia-smi cannot reach a GPU ({line.strip()[:100]}): it may have fallen off "
+                "the bus; see dmesg for Xid errors, then reboot the node")
+    if "couldn't find libnvidia-ml.so" in header:
+        return ("the driver's user-space libraries are missing (nvidia-smi found no "
+                "libnvidia-ml.so): reinstall the driver")
+    if "No devices were found" in header:
+        return ("the NVIDIA driver sees no GPU although the PCI bus lists one (GPU fallen off "
+                "the bus, or not supported by this driver: see dmesg)")
+    if "nvidia-smi timed out" in header:
+        return "nvidia-smi timed out: the driver or a GPU hangs (see dmesg for Xid errors)"
+    return None
+
+
+def parse_proc_version(text: str) -> str | None:
+    """The kernel module's version from ``/proc/driver/nvidia/version``; None when absent.
+
+    >>> parse_proc_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct")
+    '535.129.03'
+    """
+    if not text.strip():
+        return None
+    match = _PROC_RE.search(text)
+    if match is None:
+        first = text.strip().splitlines()[0]
+        raise ValueError(f"cannot understand /proc/driver/nvidia/version: {first[:120]!r}")
+    return match.group(1)
+
+
 def _says_no_driver(text: str) -> bool:
     return any(marker in text for marker in _NO_DRIVER_MARKERS)
 
@@ -103,6 +163,9 @@ def _parse_banner(header: str) -> tuple[str, tuple[int, int]]:
         first = header.strip().splitlines()[0]
         raise ValueError(f"cannot understand nvidia-smi output: {first[:120]!r}")
     driver_version = driver.group(1)
+    if not _DRIVER_VERSION_RE.fullmatch(driver_version):
+        raise ValueError(f"nvidia-smi reports driver version {driver_version[:40]!r}; expected "
+                         "digits such as 535.129.03")
     cuda = _CUDA_RE.search(banner)
     if cuda is None:
         raise ValueError(
@@ -129,16 +192,28 @@ def _parse_query(query_csv: str, driver_version: str) -> tuple[Gpu, ...]:
 
 
 def _parse_query_row(row: list[str], driver_version: str) -> Gpu:
-    if len(row) != 5 or not row[0].isdigit():
+    # The node's output is untrusted: every field must have the shape nvidia-smi gives it.
+    if (len(row) not in (5, 6) or not _INDEX_RE.fullmatch(row[0])
+            or not _NAME_RE.fullmatch(row[1]) or not _UUID_RE.fullmatch(row[2])
+            or not (_MEMORY_RE.fullmatch(row[3]) or row[3] in _NO_MEMORY)):
         raise ValueError(
-            f"unexpected line from nvidia-smi --query-gpu={QUERY_FIELDS}: {', '.join(row)!r}")
+            f"unexpected line from nvidia-smi --query-gpu={QUERY_FIELDS}: "
+            f"{', '.join(row)[:160]!r}")
     if row[4] != driver_version:
         raise ValueError(
             f"nvidia-smi header says driver {driver_version} but the query says {row[4]}; "
             "was the driver changed while the facts were gathered? gather them again")
     # "[N/A]" (unified memory) leaves the size unknown rather than zero.
     memory = _MEMORY_RE.fullmatch(row[3])
-    return Gpu(int(row[0]), row[1], row[2], int(memory.group(1)) if memory else None)
+    capability = None
+    if len(row) == 6 and row[5] not in _NO_MEMORY:  # [N/A]: unknown, so no build is chosen
+        match = _CAPABILITY_RE.fullmatch(row[5])
+        if match is None:
+            raise ValueError(f"nvidia-smi reported compute capability {row[5][:20]!r} for GPU "
+                             f"{row[0]}; expected e.g. 9.0")
+        capability = (int(match.group(1)), int(match.group(2)))
+    return Gpu(int(row[0]), row[1], row[2], int(memory.group(1)) if memory else None,
+               capability)
 
 
 def _any_mig_enabled(header: str) -> bool:
