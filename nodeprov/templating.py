@@ -237,6 +237,16 @@ class Templates:
         return self._expressions[source]
 
 
+def hide(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` (the become password) masked, for a message that may quote a
+    rendered value.
+
+    >>> hide("'hunter2' is not an absolute path", "hunter2")
+    "'***' is not an absolute path"
+    """
+    return text.replace(secret, "***") if secret else text
+
+
 def _bounded(chunks: Iterator[str]) -> Iterator[str]:
     """The chunks of a rendering, stopped as soon as they pass MAX_OUTPUT characters."""
     total = 0
@@ -247,5 +257,5 @@ def _bounded(chunks: Iterator[str]) -> Iterator[str]:
         yield chunk
 
 
-__all__ = ["MAX_OUTPUT", "MAX_RANGE", "TemplateError", "TemplateLimit", "Templates",
+__all__ = ["MAX_OUTPUT", "MAX_RANGE", "TemplateError", "TemplateLimit", "Templates", "hide",
            "is_template"]
