@@ -14,6 +14,7 @@ import typer
 
 from nodeprov.errors import InputError, NodeprovError
 from nodeprov.testbed.cli import app as testbed_app
+from nodeprov.validate import printable
 
 app = typer.Typer(
     help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "
@@ -51,7 +52,7 @@ def resolve_inventory(given: Path | None) -> Path:
 
 
 def fail(error: NodeprovError) -> NoReturn:
-    typer.echo(f"nodeprov: {error}", err=True)
+    typer.echo(f"nodeprov: {printable(str(error))}", err=True)
     raise typer.Exit(error.exit_code)
 
 

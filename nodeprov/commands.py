@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from nodeprov.inventory import Host, Inventory, load_inventory
@@ -19,6 +20,7 @@ from nodeprov.playbook import JobSpec, load_playbook
 from nodeprov.report import LiveReporter, PlainReporter, json_report, print_recap
 from nodeprov.runner import Interrupted, RunOptions, RunOutcome, run_playbook
 from nodeprov.session import Session, SshOptions, connect_all
+from nodeprov.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.prove import Proof
@@ -135,7 +137,7 @@ def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
         for name, summary in gathered.items():
             rows = list(summary.items()) if isinstance(summary, dict) else [("error", summary)]
             for index, (key, value) in enumerate(rows):
-                table.add_row(name if index == 0 else "", key, value,
+                table.add_row(name if index == 0 else "", key, Text(printable(value)),
                               end_section=index == len(rows) - 1)
         console.print(table)
     return EXIT_HOST_FAILED if errors else EXIT_OK

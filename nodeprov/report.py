@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nodeprov.runner import HostResult, TaskResult
+from nodeprov.validate import printable
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim",
           "unreachable": "bold red"}
@@ -42,7 +43,7 @@ class PlainReporter:
     def host_done(self, result: HostResult) -> None:
         if result.status == "unreachable":
             with self._lock:
-                self.console.print(f"{result.name} | unreachable | {result.error}",
+                self.console.print(printable(f"{result.name} | unreachable | {result.error}"),
                                    style=_STYLE["unreachable"], markup=False, highlight=False)
 
 
@@ -96,13 +97,14 @@ def _print_task(console: Console, host: str, result: TaskResult, diff: bool,
     detail = "; ".join(result.changes) or (result.error or "") or (
         "; ".join(result.notes) if verbose else "")
     line = f"{host} | {result.name} | {result.status}" + (f" | {detail}" if detail else "")
-    console.print(line, style=_STYLE.get(result.status), markup=False, highlight=False)
+    console.print(printable(line), style=_STYLE.get(result.status), markup=False,
+                  highlight=False)
     for warning in result.warnings:
-        console.print(f"{host} | {result.name} | warning: {warning}", style="yellow",
+        console.print(printable(f"{host} | {result.name} | warning: {warning}"), style="yellow",
                       markup=False, highlight=False)
     if diff:
-        for text in result.diffs:
-            console.print(text, markup=False, highlight=False, end="")
+        for text in result.diffs:  # a node's file: its escapes spelled out, not acted on
+            console.print(printable(text), markup=False, highlight=False, end="")
 
 
 def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
@@ -129,7 +131,8 @@ def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
                           style=_STYLE[status], markup=False, highlight=False)
     failed = [r for r in results if r.status in ("failed", "unreachable")]
     for result in failed:
-        console.print(f"FAILED {result.error}", style="bold red", markup=False, highlight=False)
+        console.print(printable(f"FAILED {result.error}"), style="bold red", markup=False,
+                      highlight=False)
     if failed:
         names = ",".join(r.name for r in failed)
         command = shlex.join(["nodeprov", "apply", *rerun, "--limit", names])

@@ -158,6 +158,21 @@ def under(root: str, *parts: str) -> str:
     return "/".join((root.rstrip("/"), *parts))
 
 
+# what a terminal would act on or a reader misread: controls but tab and newline, C1 (CSI
+# \x9b), line separators, bidirectional overrides
+_NOT_SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: each control character spelled as its escape, so a node's
+    text cannot move the cursor, retitle the window or hide what follows.
+
+    >>> printable("Debian\\x1b]0;owned\\x07 12")
+    'Debian\\\\x1b]0;owned\\\\x07 12'
+    """
+    return _NOT_SHOWN.sub(lambda found: repr(found[0])[1:-1], text)
+
+
 def text_value(value: Any) -> str:
     """Free-form text that becomes data on a node (quoted there): one line, no option-like start."""
     text = str(value)
