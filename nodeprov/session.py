@@ -177,6 +177,8 @@ class Session:
             raise self._broken(task, what, _describe(error)) from None
         if self._lost:
             raise self._broken(task, what, "")
+        if result.exited == -1:  # the session closed with no exit status: sshd's end was killed
+            raise self._broken(task, what, "the node ended the session without an exit status")
         return Result(result.stdout, result.stderr.replace(SUDO_PROMPT, ""), result.exited)
 
     def _as_root(self, argv: Sequence[str]) -> list[str]:

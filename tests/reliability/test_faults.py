@@ -177,3 +177,41 @@ def test_a_full_disk_keeps_the_previous_file_and_is_reported(
     for node in bed.nodes:
         text = bed.exec(node, "cat", "/opt/full/managed", check=True).stdout
         assert text.startswith(previous) and files.block_lines(text, "big") == BIG_LINES[:lines]
+
+
+# what a restart does to a node's sessions: every process of theirs killed, sshd back at once
+RESTART = ("sh", "-c", "pkill -KILL -f '^sshd: root'; pkill -KILL -f '[n]odeprov'; "
+           "pkill -KILL -x sleep; true")
+
+
+def test_a_node_restarted_mid_apply_is_reported_and_the_rerun_converges(
+        make_testbed: MakeTestbed, tmp_path: Path) -> None:
+    bed = make_testbed(nodes=2)
+    args = apply_args(bed, tmp_path, NOTICE)
+    before = bed.exec("node1", "cat", "/etc/motd").stdout
+    bed.exec("node1", "sh", "-c", 'cat > "$1" && chmod 755 "$1"', "fake", "/usr/local/bin/sync",
+             input=SLOW_SYNC, check=True)
+    with subprocess.Popen(apply_command(*args), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as process:
+        for _ in range(300):  # node1 is in its write, between the temporary file and rename
+            if bed.exec("node1", "test", "-e", "/tmp/nodeprov-test-slow").returncode == 0:
+                break
+            time.sleep(0.1)
+        bed.exec("node1", *RESTART, check=True)
+        try:
+            output = " ".join(process.communicate(timeout=90)[0].split())
+        finally:
+            process.kill()
+    assert process.returncode == 1, output
+    assert re.search(r"FAILED node1: block: connection (?:lost|failed) during write /etc/motd",
+                     output), output
+    assert "node2 | changed" in output, output
+    assert bed.exec("node1", "cat", "/etc/motd").stdout == before  # the old file, whole
+
+    bed.exec("node1", "rm", "/usr/local/bin/sync", check=True)
+    rerun = apply(*args)
+    assert rerun.code == 0 and rerun.statuses() == {"node1": "changed", "node2": "ok"}, (
+        rerun.output)
+    assert files.block_lines(bed.exec("node1", "cat", "/etc/motd").stdout, "notice") == ["hello"]
+    again = apply(*args)
+    assert again.code == 0 and set(again.statuses().values()) == {"ok"}, again.output
