@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError, Undefined, meta
+from jinja2 import StrictUndefined, Template, TemplateError, Undefined, meta, nodes
 from jinja2.environment import TemplateExpression
 from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context
@@ -216,6 +216,7 @@ class Templates:
                     parsed = self._environment.parse(value)
                 except RecursionError:
                     raise TemplateLimit("template nested too deep") from None
+                _refuse_internals(parsed)
                 self._names[value] = frozenset(meta.find_undeclared_variables(parsed)) - {
                     *self._environment.globals, "range"}
             return set(self._names[value])
@@ -235,6 +236,21 @@ class Templates:
             self._expressions[source] = self._environment.compile_expression(
                 source, undefined_to_none=False)
         return self._expressions[source]
+
+
+def _refuse_internals(parsed: nodes.Template) -> None:
+    """Refuse ``x.__y__`` and ``x['_y']`` when loading, not only when rendering: a template
+    rendered with the node's facts renders after connecting, and should fail before."""
+    for node in parsed.find_all((nodes.Getattr, nodes.Getitem)):
+        name: object
+        if isinstance(node, nodes.Getattr):
+            name = node.attr
+        else:
+            key = node.arg if isinstance(node, nodes.Getitem) else None
+            name = key.value if isinstance(key, nodes.Const) else None
+        if isinstance(name, str) and name.startswith("_"):
+            raise SecurityError(f"access to attribute {name!r} is unsafe: a template may not "
+                                "reach Python internals")
 
 
 def hide(text: str, secret: str | None) -> str:

@@ -203,6 +203,20 @@ def test_a_template_reaching_for_internals_runs_nothing_and_exits_2(
     assert connections == []
 
 
+def test_a_template_using_facts_that_reaches_for_internals_exits_2_before_connecting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendered only once connected (it needs the node's facts), it is refused when loaded."""
+    connections: list[str] = []
+    monkeypatch.setattr(Session, "open", lambda self: connections.append(self.host.name))
+    for template in ("{{ facts.hostname ~ cycler.__init__.__globals__ }}",
+                     "{{ facts['__class__'] }}", "{{ facts.hostname.__class__ }}"):
+        result = apply_files(tmp_path, GOOD_INVENTORY, playbook_with_task(
+            f"    - name: t\n      block: {{path: /a, lines: [{json.dumps(template)}]}}\n"))
+        assert result.exit_code == 2, result.output
+        assert "playbook.yaml:5:" in result.stderr and "unsafe" in result.stderr
+    assert connections == []
+
+
 def test_file_contents_never_reach_an_error_through_a_template(tmp_path: Path) -> None:
     for template in ("{{ open('/etc/passwd').read() }}",
                      "{{ ''.__class__.__mro__[1].__subclasses__() }}",
