@@ -14,6 +14,7 @@ import difflib
 import secrets
 from collections.abc import Mapping, Sequence
 
+from nodeprov import validate
 from nodeprov.tasks.base import Probe
 
 # Starts a line nodeprov commented out (to revert: remove this prefix).
@@ -139,7 +140,11 @@ def block_lines(text: str, name: str) -> list[str] | None:
 
 
 def replace_block(text: str, name: str, lines: Sequence[str]) -> str:
-    """Put ``lines`` in the named block (appended when missing); lines outside are kept as is."""
+    """Put ``lines`` in the named block (appended when missing); lines outside are kept as is.
+    Each line is checked again where it is used: one line, no control characters (ValueError),
+    whatever task made it."""
+    for line in lines:
+        validate.text_value(line)
     block = [begin_marker(name), *lines, end_marker(name)]
     found = find_block(text, name)
     if found is None:

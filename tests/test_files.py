@@ -144,3 +144,10 @@ def test_every_accepted_line_is_idempotent_and_reads_back_as_written() -> None:
     for breaker in LINE_BREAKERS.replace("\r", ""):  # \r: ends a CRLF line, refused alone too
         with pytest.raises(ValueError):
             validate.text_value(f"a{breaker}b")
+
+
+@pytest.mark.parametrize("line", ["10.0.0.11 node1\n6.6.6.6 pypi.org", "a\rb", "a\u2028b",
+                                  "a\x1b[2Jb", "a\x00b"])
+def test_a_block_line_is_checked_again_where_it_is_written(line: str) -> None:
+    with pytest.raises(ValueError, match="newline or control character"):
+        files.replace_block("", "hosts", ["10.0.0.12 node2", line])
