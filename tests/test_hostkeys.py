@@ -165,3 +165,35 @@ def test_a_jump_host_key_is_checked_like_the_final_hosts(
 def test_a_bad_jump_spec_fails_before_any_connection(spec: str, problem: str) -> None:
     with pytest.raises(ValueError, match=re.escape(problem)):
         jump_hops(spec)
+
+
+@pytest.mark.integration
+def test_a_proxy_command_runs_only_when_connecting_and_the_final_key_is_checked_through_it(
+        make_testbed: MakeTestbed, tmp_path: Path) -> None:
+    bed = make_testbed(nodes=2)
+    jump, target = bed.address("node1"), bed.address("node2")
+    target_keys = "".join(line for line in bed.layout.known_hosts.read_text().splitlines(True)
+                          if line.startswith("node2,"))
+    known = tmp_path / "known_hosts"
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host *\n  User root\n  IdentityFile {bed.layout.client_key}\n"
+                      f"  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n")
+    marker = tmp_path / "proxy-ran"
+    command = (f"sh -c 'touch {marker} && exec ssh -F {bed.ssh_config_path} -W %h:%p node1'")
+    node2 = Host(name="node2", address=target, node_address=target, user="root",
+                 key_file=str(bed.layout.client_key), proxy_command=command,
+                 vars={"ssh_config_file": str(config)})
+
+    prepare(node2, SshOptions(), SshFiles())
+    assert not marker.exists(), "a ProxyCommand runs only when connecting"
+    with pytest.raises(Unreachable, match=f"unknown host key for {target} "):
+        connect(node2, SshOptions(), SshFiles())
+    assert marker.exists()
+    known.write_text(target_keys)
+    connection = connect(node2, SshOptions(), SshFiles())
+    try:
+        seen = connection.run("hostname; echo $SSH_CLIENT", hide=True,
+                              in_stream=False).stdout.split()
+    finally:
+        connection.close()
+    assert seen[:2] == ["node2", jump]
