@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabric import Config, Connection
-from paramiko import HostKeys, MissingHostKeyPolicy, SSHClient, SSHConfig
+from paramiko import HostKeys, MissingHostKeyPolicy, ProxyCommand, SSHClient, SSHConfig
 from paramiko.pkey import PKey
 
 from nodeprov import validate
@@ -130,10 +131,26 @@ def _known_hosts_name(address: str, port: int) -> str:
 
 
 class _Connection(Connection):  # type: ignore[misc]
-    """A Connection that closes its jump hosts with itself (Fabric's leaves them open)."""
+    """A Connection that closes its jump hosts and reaps its ProxyCommand with itself (Fabric's
+    leaves them open, paramiko's ProxyCommand only signals its process), also after a refused
+    host key (Fabric's close does nothing then)."""
 
     def close(self) -> None:
+        transport = self.client.get_transport()
+        proxy = getattr(transport, "sock", None)
         super().close()
+        self.client.close()
+        if isinstance(proxy, ProxyCommand):
+            if transport is not None:  # its thread closes (signals) the command as it ends
+                transport.join(timeout=5)
+            try:
+                proxy.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proxy.process.kill()
+                proxy.process.wait()
+            for stream in (proxy.process.stdin, proxy.process.stdout, proxy.process.stderr):
+                if stream is not None:
+                    stream.close()
         if isinstance(self.gateway, Connection):
             self.gateway.close()
 
