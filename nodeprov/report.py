@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from nodeprov.runner import HostResult, TaskResult
 from nodeprov.validate import printable
@@ -73,7 +74,7 @@ class LiveReporter(PlainReporter):
             table.add_column(column)
         for host, row in self._rows.items():
             table.add_row(host, str(row["ok"]), str(row["changed"]), str(row["failed"]),
-                          str(row["last"]))
+                          Text(printable(str(row["last"]))))  # text, not markup
         return table
 
     def task_done(self, host: str, result: TaskResult) -> None:

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from nodeprov import commands, wheelhouse
 from nodeprov.cli import app
 from nodeprov.facts import parse_facts
-from nodeprov.report import print_recap
-from nodeprov.runner import HostResult
+from nodeprov.report import LiveReporter, print_recap
+from nodeprov.runner import HostResult, TaskResult
 from nodeprov.tasks.hosts import manage_etc_hosts
 from tests.test_bad_input import GOOD_INVENTORY
 
@@ -110,3 +110,14 @@ def test_node_text_reaches_the_terminal_with_its_escapes_spelled_out() -> None:
     for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
         assert raw not in shown
     assert "\\x1b]0;owned\\x07" in shown
+
+
+def test_the_live_table_shows_a_task_name_as_written() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=200)
+    name = "notice [/] [bold]x\x1b[2J"
+    with LiveReporter(console, ["node1"]) as reporter:
+        reporter.task_done("node1", TaskResult(name=name, type="block", status="ok"))
+    shown = out.getvalue()
+    assert "notice [/] [bold]x\\x1b[2J" in shown and "\x1b[2J" not in shown.replace(
+        "\\x1b[2J", "")
