@@ -28,6 +28,7 @@ from nodeprov.options import (
     resolve_inventory,
 )
 from nodeprov.testbed.cli import app as testbed_app
+from nodeprov.validate import printable
 
 app = typer.Typer(
     help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "
@@ -41,7 +42,7 @@ app.add_typer(testbed_app, name="testbed")
 
 
 def fail(error: NodeprovError) -> NoReturn:
-    typer.echo(f"nodeprov: {error}", err=True)
+    typer.echo(f"nodeprov: {printable(str(error))}", err=True)
     raise typer.Exit(error.exit_code)
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from nodeprov import jsonreport
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
@@ -24,6 +25,7 @@ from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_re
 from nodeprov.rolling import Rolled, run_rolling
 from nodeprov.runner import Interrupted, RunOptions, RunOutcome
 from nodeprov.session import Session, SshOptions, connect_all
+from nodeprov.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.prove import Proof
@@ -146,7 +148,7 @@ def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
         for name, entry in report["hosts"].items():
             rows = list(entry["facts"].items()) if entry["facts"] else [("error", entry["error"])]
             for index, (key, value) in enumerate(rows):
-                table.add_row(name if index == 0 else "", key, value,
+                table.add_row(name if index == 0 else "", key, Text(printable(value)),
                               end_section=index == len(rows) - 1)
         console.print(table)
     return EXIT_HOST_FAILED if errors else EXIT_OK

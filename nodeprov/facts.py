@@ -15,6 +15,19 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from nodeprov.factcheck import (
+    ARCH,
+    KERNEL,
+    OS_NAME,
+    OS_WORD,
+    PORT,
+    PYTHON_PATH,
+    PYTHON_VERSION,
+    TOOL,
+    checked_interface,
+    checked_name,
+    checked_text,
+)
 from nodeprov.gpu import Accelerators, GpuInfo, read_gpus
 from nodeprov.tasks.base import Probe
 
@@ -121,32 +134,39 @@ def split_sections(stdout: str, token: str) -> dict[str, str]:
 
 
 def parse_facts(sections: Mapping[str, str]) -> Facts:
-    """Build Facts from the sections ``facts.sh`` printed."""
+    """Build Facts from the sections ``facts.sh`` printed, each fact checked (factcheck): a
+    value out of pattern raises ValueError naming it."""
     def text(name: str) -> str:
         return sections.get(name, "").strip()
 
     os_release = parse_os_release(text("os_release"))
     python_lines = text("python").splitlines()
     ufw_lines = text("ufw").splitlines()
-    hostname = text("hostname")
+    hostname = checked_name("hostname", text("hostname"))
+    interfaces = parse_ip_addr_json(text("interfaces"))
+    for interface in interfaces:
+        checked_interface(interface.name, (*interface.ipv4, *interface.ipv6))
     gpu, accelerators = read_gpus(sections)
     return Facts(
         hostname=hostname,
-        fqdn=text("fqdn") or hostname,
-        os_id=os_release.get("ID", "linux"),
-        os_version=os_release.get("VERSION_ID", ""),
-        os_name=os_release.get("PRETTY_NAME", "Linux"),
-        kernel=text("kernel"),
-        arch=text("arch"),
-        python_path=python_lines[0] if python_lines else None,
-        python_version=(python_lines[1].removeprefix("Python ")
+        fqdn=checked_name("fqdn", text("fqdn") or hostname),
+        os_id=checked_text("os id", os_release.get("ID", "linux"), OS_WORD),
+        os_version=checked_text("os version", os_release.get("VERSION_ID", ""), OS_WORD),
+        os_name=checked_text("os name", os_release.get("PRETTY_NAME", "Linux"), OS_NAME),
+        kernel=checked_text("kernel", text("kernel"), KERNEL),
+        arch=checked_text("arch", text("arch"), ARCH),
+        python_path=(checked_text("python path", python_lines[0], PYTHON_PATH)
+                     if python_lines else None),
+        python_version=(checked_text("python version",
+                                     python_lines[1].removeprefix("Python "), PYTHON_VERSION)
                         if len(python_lines) > 1 else None),
-        interfaces=parse_ip_addr_json(text("interfaces")),
+        interfaces=interfaces,
         ephemeral_port_range=parse_port_range(text("ephemeral_ports")),
         ufw_installed=bool(ufw_lines),
         ufw_active="ENABLED=yes" in ufw_lines and "chains=yes" in ufw_lines,
         systemd=text("systemd") == "yes",
-        package_manager=text("package_manager").rsplit("/", 1)[-1] or None,
+        package_manager=(checked_text("package manager", text("package_manager").rsplit(
+            "/", 1)[-1], TOOL) if text("package_manager") else None),
         gpu=gpu,
         accelerators=accelerators,
     )
@@ -154,7 +174,7 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
 
 def parse_os_release(text: str) -> dict[str, str]:
     values: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):  # lines end at a newline only, not at U+2028
         key, sep, value = line.partition("=")
         if sep:
             values[key.strip()] = value.strip().strip('"').strip("'")
@@ -180,5 +200,5 @@ def parse_ip_addr_json(text: str) -> tuple[Interface, ...]:
 
 def parse_port_range(text: str) -> tuple[int, int]:
     """Parse /proc/sys/net/ipv4/ip_local_port_range ("32768\\t60999")."""
-    low, high = (int(part) for part in text.split())
+    low, high = (int(checked_text("port range", part, PORT)) for part in text.split())
     return low, high

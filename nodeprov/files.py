@@ -14,6 +14,7 @@ import difflib
 import secrets
 from collections.abc import Mapping, Sequence
 
+from nodeprov import validate
 from nodeprov.tasks.base import Probe
 
 # Starts a line nodeprov commented out (to revert: remove this prefix).
@@ -107,9 +108,23 @@ def end_marker(name: str) -> str:
     return f"# END nodeprov {name}"
 
 
+def split_lines(text: str, *, keepends: bool = False) -> list[str]:
+    """``text``'s lines as a file has them: ended by "\\n" only (str.splitlines also ends one
+    at U+2028, \\x85, \\x0c..., so a value holding one would read back as two lines); without
+    ``keepends``, a CRLF line loses its "\\r" too.
+
+    >>> split_lines("a\\u2028b\\r\\nc")
+    ['a\\u2028b', 'c']
+    """
+    lines = text.split("\n")
+    if keepends:
+        return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+    return [line.removesuffix("\r") for line in (lines[:-1] if not lines[-1] else lines)]
+
+
 def find_block(text: str, name: str) -> tuple[int, int] | None:
     """Line indexes (begin, end) of the block's markers, or None."""
-    lines = text.splitlines()
+    lines = split_lines(text)
     begin = next((i for i, line in enumerate(lines)
                   if line.startswith(f"# BEGIN nodeprov {name}")), None)
     if begin is None:
@@ -121,17 +136,21 @@ def find_block(text: str, name: str) -> tuple[int, int] | None:
 def block_lines(text: str, name: str) -> list[str] | None:
     """The lines inside the block, None when there is no block."""
     found = find_block(text, name)
-    return None if found is None else text.splitlines()[found[0] + 1:found[1]]
+    return None if found is None else split_lines(text)[found[0] + 1:found[1]]
 
 
 def replace_block(text: str, name: str, lines: Sequence[str]) -> str:
-    """Put ``lines`` in the named block (appended when missing); lines outside are kept as is."""
+    """Put ``lines`` in the named block (appended when missing); lines outside are kept as is.
+    Each line is checked again where it is used: one line, no control characters (ValueError),
+    whatever task made it."""
+    for line in lines:
+        validate.text_value(line)
     block = [begin_marker(name), *lines, end_marker(name)]
     found = find_block(text, name)
     if found is None:
         prefix = text if not text or text.endswith("\n") else text + "\n"
         return prefix + "\n".join(block) + "\n"
-    kept = text.splitlines(keepends=True)
+    kept = split_lines(text, keepends=True)
     return "".join(kept[:found[0]]) + "\n".join(block) + "\n" + "".join(kept[found[1] + 1:])
 
 
@@ -139,11 +158,11 @@ def remove_block(text: str, name: str) -> str:
     found = find_block(text, name)
     if found is None:
         return text
-    kept = text.splitlines(keepends=True)
+    kept = split_lines(text, keepends=True)
     return "".join(kept[:found[0]] + kept[found[1] + 1:])
 
 
 def unified_diff(path: str, old: str | None, new: str) -> str:
     return "".join(difflib.unified_diff(
-        (old or "").splitlines(keepends=True), new.splitlines(keepends=True),
+        split_lines(old or "", keepends=True), split_lines(new, keepends=True),
         fromfile=path if old is not None else "/dev/null", tofile=path))

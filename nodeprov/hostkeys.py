@@ -2,7 +2,10 @@
 
 Fabric's default policy silently trusts unknown host keys. nodeprov refuses them unless
 ``--accept-new-host-keys`` (then records them, like ssh's ``accept-new``); a key that differs
-from the recorded one is always refused (paramiko raises BadHostKeyException).
+from the recorded one is always refused (paramiko raises BadHostKeyException). The same holds
+for every jump host: nodeprov builds the ProxyJump chain itself (Fabric's own chain trusts any
+key), from ``Host.proxy_jump`` or ssh_config's ProxyJump; a ProxyCommand (``Host.proxy_command``
+or ssh_config's) runs only when connecting, and the final host's key is checked through it.
 
 The connections of one run share one ``SshFiles``, so each ssh_config and known_hosts file is
 read once per run, not once per host:
@@ -15,14 +18,16 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabric import Config, Connection
-from paramiko import HostKeys, MissingHostKeyPolicy, SSHClient, SSHConfig
+from paramiko import HostKeys, MissingHostKeyPolicy, ProxyCommand, SSHClient, SSHConfig
 from paramiko.pkey import PKey
 
+from nodeprov import validate
 from nodeprov.errors import Unreachable
 from nodeprov.inventory import Host, SshConfigs
 
@@ -125,17 +130,85 @@ def _known_hosts_name(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
 
 
+class _Connection(Connection):  # type: ignore[misc]
+    """A Connection that closes its jump hosts and reaps its ProxyCommand with itself (Fabric's
+    leaves them open, paramiko's ProxyCommand only signals its process), also after a refused
+    host key (Fabric's close does nothing then)."""
+
+    def close(self) -> None:
+        transport = self.client.get_transport()
+        proxy = getattr(transport, "sock", None)
+        super().close()
+        self.client.close()
+        if isinstance(proxy, ProxyCommand):
+            if transport is not None:  # its thread closes (signals) the command as it ends
+                transport.join(timeout=5)
+            try:
+                proxy.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proxy.process.kill()
+                proxy.process.wait()
+            for stream in (proxy.process.stdin, proxy.process.stdout, proxy.process.stderr):
+                if stream is not None:
+                    stream.close()
+        if isinstance(self.gateway, Connection):
+            self.gateway.close()
+
+
+def jump_hops(spec: str) -> list[tuple[str | None, str, int | None]]:
+    """(user, address, port) of each hop of a ProxyJump spec, first hop first.
+
+    >>> jump_hops("bastion, alice@10.0.0.1:2222,[fd00::1]:22")
+    [(None, 'bastion', None), ('alice', '10.0.0.1', 2222), (None, 'fd00::1', 22)]
+    """
+    hops = []
+    for hop in spec.split(","):
+        user, _, rest = hop.strip().rpartition("@")
+        if rest.startswith("["):
+            address, _, port = rest[1:].partition("]")
+            port = port.removeprefix(":")
+        else:
+            address, _, port = rest.partition(":") if rest.count(":") == 1 else (rest, "", "")
+        try:
+            hops.append((validate.user_name(user) if user else None, validate.address(address),
+                         validate.port(port) if port else None))
+        except ValueError as error:
+            raise ValueError(f"ProxyJump {spec!r}: {error}; expected [user@]host[:port], "
+                             "comma-separated") from None
+    return hops
+
+
 def prepare(host: Host, options: SshOptions, files: SshFiles) -> Any:
     """``host``'s Fabric Connection, not yet open: its ssh_config applied, its recorded keys
-    loaded, an unknown key refused or recorded as ``options`` say."""
+    loaded, an unknown key refused or recorded as ``options`` say; through its jump hosts
+    (each checked the same way) or its ProxyCommand."""
+    address = validate.address(host.address)  # again where used: a ProxyCommand's %h
     connect_kwargs: dict[str, Any] = {"banner_timeout": options.connect_timeout,
                                       "auth_timeout": options.connect_timeout}
     if host.key_file:
         connect_kwargs.update(key_filename=[host.key_file], look_for_keys=False)
-    connection = Connection(host.address, user=host.user, port=host.port,
-                            config=files.config(host.vars.get("ssh_config_file")),
-                            connect_timeout=int(options.connect_timeout),
-                            connect_kwargs=connect_kwargs)
+    config = files.config(host.vars.get("ssh_config_file"))
+    settings = config.base_ssh_config.lookup(address)
+    gateway: Any = False  # False, not None: Fabric would build its unchecked chain itself
+    jump = host.proxy_jump or settings.get("proxyjump", "none")
+    if jump.lower() != "none":
+        hop_kwargs = {key: value for key, value in connect_kwargs.items()
+                      if key != "look_for_keys"}  # a hop may need its ssh_config's keys too
+        for user, hop_address, port in jump_hops(jump):
+            gateway = _checked(_Connection(
+                hop_address, user=user, port=port, gateway=gateway,
+                config=files.config(host.vars.get("ssh_config_file")),
+                connect_timeout=int(options.connect_timeout), connect_kwargs=dict(hop_kwargs)),
+                options, files)
+    elif host.proxy_command or "proxycommand" in settings:
+        gateway = host.proxy_command or settings["proxycommand"]  # runs only in open()
+    return _checked(_Connection(address, user=host.user, port=host.port, config=config,
+                                gateway=gateway, connect_timeout=int(options.connect_timeout),
+                                connect_kwargs=connect_kwargs), options, files)
+
+
+def _checked(connection: Any, options: SshOptions, files: SshFiles) -> Any:
+    """``connection`` with its host's recorded keys and the OpenSSH policy for others."""
     record_to = files.trust(connection)
     connection.client.set_missing_host_key_policy(
         OpenSshPolicy(options.accept_new_host_keys, record_to, files))
@@ -144,14 +217,19 @@ def prepare(host: Host, options: SshOptions, files: SshFiles) -> Any:
 
 def connect(host: Host, options: SshOptions, files: SshFiles) -> Any:
     """An open Fabric Connection to ``host`` honouring its ssh_config and known_hosts."""
-    connection = prepare(host, options, files)
+    try:
+        connection = prepare(host, options, files)
+    except ValueError as error:
+        raise Unreachable(host.name, "", str(error)) from None
     try:
         connection.open()
     except UnknownHostKey as error:
+        connection.close()
         raise Unreachable(host.name, "", str(error)) from None
     except Exception as error:
+        connection.close()
         if type(error).__name__ == "BadHostKeyException":
-            raise Unreachable(host.name, "", f"host key for {host.address} CHANGED (expected "
+            raise Unreachable(host.name, "", f"host key for {error.hostname} CHANGED (expected "  # type: ignore[attr-defined]
                               f"{error.expected_key.fingerprint}, got "  # type: ignore[attr-defined]
                               f"{error.key.fingerprint}); refusing to connect",  # type: ignore[attr-defined]
                               hint="if the node was reinstalled, remove its old line from "

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodeprov import validate
 from nodeprov.errors import InputError
-from nodeprov.variables import PATH_VARIABLES, VARIABLES
+from nodeprov.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
 from nodeprov.yamlfile import YamlMap, load_yaml_file
 
 if TYPE_CHECKING:
@@ -214,6 +214,9 @@ def _build_host(name: str, collected: _Collected, path: Path, ssh_configs: SshCo
     if values["node_subnet"] is None:
         raise InputError("node_subnet is required (the nodes' subnet, e.g. 10.0.0.0/24); set it "
                          "under all: vars:", source=source, line=collected.host_lines[name],
+                         field=f"{name}: node_subnet")
+    if wide := subnet_too_wide(values["node_subnet"], values["node_subnet_allow_wide"]):
+        raise InputError(wide, source=source, line=layered["node_subnet"][1],
                          field=f"{name}: node_subnet")
     values["inventory_hostname"] = name
     address = values["ansible_host"] or name

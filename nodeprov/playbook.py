@@ -25,7 +25,7 @@ from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
 from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
 from nodeprov.tasks.registry import REGISTRY
-from nodeprov.templating import TemplateError, Templates
+from nodeprov.templating import TemplateError, Templates, hide
 from nodeprov.yamlfile import YamlList, YamlMap, load_yaml_file
 
 PLAY_KEYS = ("name", "hosts", "vars", "tasks", "job", "tags", "serial", "max_fail_percentage")
@@ -71,11 +71,13 @@ class TaskSpec:
                 rendered[key] = self.templates.render(value, variables)
             except (TemplateError, TypeError, ValueError, ArithmeticError) as error:
                 # a filter given the wrong type raises plain Python errors while rendering
-                raise self.error(f"template error for {host.name}: {error}", key) from None
+                raise self.error(hide(f"template error for {host.name}: {error}",
+                                      host.become_password), key) from None
         try:
             return parse_params(self.type.params, rendered)
         except ParamError as error:
-            raise self.error(f"{error} (host {host.name})", error.field) from None
+            raise self.error(hide(f"{error} (host {host.name})", host.become_password),
+                             error.field) from None
 
     def error(self, message: str, param: str = "") -> InputError:
         line = self.param_lines.get(param, self.line)
@@ -124,10 +126,11 @@ class JobSpec:
             rendered = self.templates.render(dict(self.raw_params), variables)
             return parse_params(JobParams, rendered)
         except (TemplateError, TypeError, ArithmeticError) as error:
-            raise InputError(f"template error: {error}", source=self.source, line=self.line,
-                             field=where) from None
+            raise InputError(hide(f"template error: {error}", host.become_password),
+                             source=self.source, line=self.line, field=where) from None
         except ParamError as error:
-            raise InputError(f"{error}; valid: {', '.join(param_names(JobParams))}",
+            raise InputError(hide(f"{error}; valid: {', '.join(param_names(JobParams))}",
+                                  host.become_password),
                              source=self.source, line=self.line,
                              field=f"{where} {error.field}") from None
 

@@ -36,6 +36,7 @@ from nodeprov.job.connectivity import Matrix, check_connectivity
 from nodeprov.job.launch import JobOutcome, run_job
 from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.session import Session
+from nodeprov.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.playbook import JobParams
@@ -144,6 +145,7 @@ def print_proof(console: Console, proof: Proof) -> None:
         for pair in proof.pairs:
             console.print(f"  {pair.line()}", markup=False, highlight=False)
     for line in proof.failures():
-        console.print(f"FAILED {line}", style="bold red", markup=False, highlight=False)
+        console.print(printable(f"FAILED {line}"), style="bold red", markup=False,
+                      highlight=False)
     console.print(proof.verdict, style="green" if proof.ok else "bold red", markup=False,
                   highlight=False)

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from nodeprov.runner import HostResult, TaskResult
+from nodeprov.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.rolling import Batch
@@ -40,7 +42,7 @@ class PlainReporter:
     def host_done(self, result: HostResult) -> None:
         if result.status == "unreachable":
             with self._lock:
-                self.console.print(f"{result.name} | unreachable | {result.error}",
+                self.console.print(printable(f"{result.name} | unreachable | {result.error}"),
                                    style=_STYLE["unreachable"], markup=False, highlight=False)
 
 
@@ -70,7 +72,7 @@ class LiveReporter(PlainReporter):
             table.add_column(column)
         for host, row in self._rows.items():
             table.add_row(host, str(row["ok"]), str(row["changed"]), str(row["failed"]),
-                          str(row["last"]))
+                          Text(printable(str(row["last"]))))  # text, not markup
         return table
 
     def task_done(self, host: str, result: TaskResult) -> None:
@@ -94,13 +96,14 @@ def _print_task(console: Console, host: str, result: TaskResult, diff: bool,
     detail = "; ".join(result.changes) or (result.error or "") or (
         "; ".join(result.notes) if verbose else "")
     line = f"{host} | {result.name} | {result.status}" + (f" | {detail}" if detail else "")
-    console.print(line, style=_STYLE.get(result.status), markup=False, highlight=False)
+    console.print(printable(line), style=_STYLE.get(result.status), markup=False,
+                  highlight=False)
     for warning in result.warnings:
-        console.print(f"{host} | {result.name} | warning: {warning}", style="yellow",
+        console.print(printable(f"{host} | {result.name} | warning: {warning}"), style="yellow",
                       markup=False, highlight=False)
     if diff:
-        for text in result.diffs:
-            console.print(text, markup=False, highlight=False, end="")
+        for text in result.diffs:  # a node's file: its escapes spelled out, not acted on
+            console.print(printable(text), markup=False, highlight=False, end="")
 
 
 def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
@@ -127,7 +130,8 @@ def print_recap(console: Console, results: Sequence[HostResult], *, check: bool,
                           style=_STYLE[status], markup=False, highlight=False)
     failed = [r for r in results if r.status in ("failed", "unreachable")]
     for result in failed:
-        console.print(f"FAILED {result.error}", style="bold red", markup=False, highlight=False)
+        console.print(printable(f"FAILED {result.error}"), style="bold red", markup=False,
+                      highlight=False)
     if failed:
         names = ",".join(r.name for r in failed)
         command = shlex.join(["nodeprov", "apply", *rerun, "--limit", names])

@@ -58,7 +58,11 @@ step() { printf '\n@@%s step %s\n' "$token" "$1" >&2; }
 nodeprov_write() {
   dir=$(dirname -- "$1"); mkdir -p -- "$dir"
   tmp=$(mktemp "$dir/.nodeprov.XXXXXX")
-  printf %s "$2" > "$tmp"
+  # a large content comes staged in file $4 (a command line holds 128 KiB at most)
+  if [ -n "${4-}" ]; then cat -- "$4" > "$tmp" || { rm -f -- "$tmp" "$4"; exit 1; }; rm -f -- "$4"
+  # dash's printf says "I/O error" for any failure: again through cat, to say which
+  elif ! printf %s "$2" 2>/dev/null > "$tmp"; then
+    printf %s "$2" | cat > "$tmp" || { rm -f -- "$tmp"; exit 1; }; fi
   if [ -e "$1" ]; then chown --reference="$1" -- "$tmp"; chmod --reference="$1" -- "$tmp"
   else chmod "$3" -- "$tmp"; fi
   sync -- "$tmp" 2>/dev/null || true
@@ -66,6 +70,11 @@ nodeprov_write() {
   if ! mv -f -- "$tmp" "$1" 2>/dev/null; then cat -- "$tmp" > "$1"; rm -f -- "$tmp"; fi
 }
 """
+
+
+# Contents past this many bytes in one batch are staged by SFTP: the batch script is one
+# argument of the remote shell, and Linux takes at most 128 KiB in one (MAX_ARG_STRLEN)
+INLINE_WRITES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -168,6 +177,8 @@ class Session:
             raise self._broken(task, what, _describe(error)) from None
         if self._lost:
             raise self._broken(task, what, "")
+        if result.exited == -1:  # the session closed with no exit status: sshd's end was killed
+            raise self._broken(task, what, "the node ended the session without an exit status")
         return Result(result.stdout, result.stderr.replace(SUDO_PROMPT, ""), result.exited)
 
     def _as_root(self, argv: Sequence[str]) -> list[str]:
@@ -271,8 +282,14 @@ class Session:
                    then_read: Sequence[Probe | None] | None) -> tuple[Facts, list[str]] | None:
         token = secrets.token_hex(8)
         lines = [_ACTIONS_PRELUDE]
+        inline = 0  # bytes of content written into the script so far
         for index, action in enumerate(batch):
-            if isinstance(action, Write):
+            if isinstance(action, Write) and inline + len(action.content.encode()) > (
+                    INLINE_WRITES):
+                command = shlex.join(["nodeprov_write", action.path, "",
+                                      format(action.mode, "o"), self._stage(task, action)])
+            elif isinstance(action, Write):
+                inline += len(action.content.encode())
                 command = shlex.join(["nodeprov_write", action.path, action.content,
                                       format(action.mode, "o")])
             else:
@@ -292,6 +309,20 @@ class Session:
             raise CommandFailed(self.host.name, task, str(action), result.exit_code,
                                 (result.stdout + output).strip())
         return None if then_read is None else self._read(result.stdout, token, len(then_read))
+
+    def _stage(self, task: str, action: Write) -> str:
+        """Put a large Write's content in a new private file on the node (SFTP, as the SSH
+        user); the batch copies it into place as root and removes it."""
+        remote = f"/tmp/.nodeprov-stage-{secrets.token_hex(16)}"
+        self.round_trips += 1
+        try:
+            with self._connection.sftp().open(remote, "wx") as staged:
+                staged.chmod(0o600)
+                staged.write(action.content.encode())
+        except (OSError, EOFError) as error:
+            raise HostError(self.host.name, task, f"staging {action} failed: "
+                            f"{_describe(error)}") from None
+        return remote
 
     def _upload(self, task: str, action: Upload) -> None:
         local = Path(action.local_path)

@@ -22,8 +22,10 @@ _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,14}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_VERSION = re.compile(r"^\d+(\.\d+){1,2}$")
-_UNSAFE_TEXT = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+){1,2}$")  # [0-9]: "\d" and isdigit take "٢" too
+# Control characters (C0 but tab, DEL, C1: terminal escapes) and everything str.splitlines
+# breaks a line at: in a file line, a terminal or an argv they would end or rewrite it.
+_UNSAFE_TEXT = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], str]:
@@ -44,28 +46,51 @@ user_name = _matching(_USER, "a user name (lowercase letters, digits, _ . -)")
 env_name = _matching(_ENV_NAME, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def _parsed_ip(text: str) -> str:
+    """``text`` as a canonical IP address; an IPv6 zone id only as ``%`` and an interface
+    name (Python's ipaddress takes any text after ``%``, newlines and ``$()`` too)."""
+    if not text.isascii():
+        raise ValueError(text)
+    parsed = ipaddress.ip_address(text)
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.scope_id is not None:
+        interface_name(parsed.scope_id)
+    return str(parsed)
+
+
 def address(value: Any) -> str:
-    """An IP address or a host name (where SSH connects)."""
+    """An IP address or a host name (where SSH connects).
+
+    >>> address("fe80::1%eth0")
+    'fe80::1%eth0'
+    >>> address("fd00::11%x\\n6.6.6.6 pypi.org")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'fd00::11%x\\n6.6.6.6 pypi.org' is not an IP address or host name ...
+    """
     text = str(value)
     try:
-        return str(ipaddress.ip_address(text))
+        return _parsed_ip(text)
     except ValueError:
         pass
     try:
         return hostname(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not an IP address or host name") from None
+        raise ValueError(f"{text!r} is not an IP address or host name (an IPv6 zone id is "
+                         "'%' and an interface name)") from None
 
 
 def ip_address(value: Any) -> str:
     try:
-        return str(ipaddress.ip_address(str(value)))
+        return _parsed_ip(str(value))
     except ValueError:
-        raise ValueError(f"{value!r} is not an IP address (e.g. 10.0.0.11)") from None
+        raise ValueError(f"{value!r} is not an IP address (e.g. 10.0.0.11; an IPv6 zone id is "
+                         "'%' and an interface name)") from None
 
 
 def cidr(value: Any) -> str:
     text = str(value)
+    if not text.isascii() or "%" in text:
+        raise ValueError(f"{text!r} is not a CIDR; e.g. 10.0.0.0/24")
     if "/" not in text:
         raise ValueError(f"{text!r} is not a CIDR; write a network with its prefix, e.g. "
                          "10.0.0.0/24")
@@ -76,7 +101,7 @@ def cidr(value: Any) -> str:
 
 
 def port(value: Any) -> int:
-    if isinstance(value, bool) or not re.fullmatch(r"\d{1,5}", str(value)):
+    if isinstance(value, bool) or not re.fullmatch(r"[0-9]{1,5}", str(value)):
         raise ValueError(f"{value!r} is not a port; expected an integer from 1 to 65535")
     number = int(str(value))
     if not 1 <= number <= 65535:
@@ -91,11 +116,61 @@ def version(value: Any) -> str:
     return text
 
 
+def positive_int(value: Any) -> int:
+    """An integer of ASCII digits, at least 1 (``"١٠"`` is no number here, though int() reads
+    it)."""
+    if isinstance(value, bool) or not re.fullmatch(r"[0-9]{1,18}", str(value)) or (
+            int(str(value)) < 1):
+        raise ValueError(f"{value!r} is not a positive integer")
+    return int(str(value))
+
+
 def absolute_path(value: Any) -> str:
+    """An absolute path in canonical form: no ``.``, ``..`` or empty parts (``/.`` is ``/``
+    in disguise), no control characters or line separators.
+
+    >>> absolute_path("/opt/venv/")
+    '/opt/venv'
+    """
     text = str(value)
-    if not text.startswith("/") or _UNSAFE_TEXT.search(text) or "/../" in f"{text}/":
-        raise ValueError(f"{text!r} is not an absolute path without '..' or control characters")
+    parts = text.rstrip("/").split("/")[1:]
+    if (not text.startswith("/") or _UNSAFE_TEXT.search(text)
+            or any(part in ("", ".", "..") for part in parts)):
+        raise ValueError(f"{text!r} is not an absolute path without '.', '..', '//' or control "
+                         "characters")
     return text.rstrip("/") or "/"
+
+
+def under(root: str, *parts: str) -> str:
+    """``root/parts...``, each part one plain name: proven to stay under ``root``.
+
+    >>> under("/cache", "x86_64", "cp311")
+    '/cache/x86_64/cp311'
+    >>> under("/cache", "x86_64/../../root")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'x86_64/../../root' is not a plain file name ...
+    """
+    for part in parts:
+        if part in ("", ".", "..") or "/" in part or _UNSAFE_TEXT.search(part):
+            raise ValueError(f"{part!r} is not a plain file name (no '/', '.', '..' or control "
+                             "characters)")
+    return "/".join((root.rstrip("/"), *parts))
+
+
+# what a terminal would act on or a reader misread: controls but tab and newline, C1 (CSI
+# \x9b), line separators, bidirectional overrides
+_NOT_SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: each control character spelled as its escape, so a node's
+    text cannot move the cursor, retitle the window or hide what follows.
+
+    >>> printable("Debian\\x1b]0;owned\\x07 12")
+    'Debian\\\\x1b]0;owned\\\\x07 12'
+    """
+    return _NOT_SHOWN.sub(lambda found: repr(found[0])[1:-1], text)
 
 
 def text_value(value: Any) -> str:

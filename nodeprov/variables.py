@@ -9,6 +9,7 @@ validates every value before any connection.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ def _cidr_or_any(value: Any) -> str:
 
 def _torch_cuda(value: Any) -> str:
     text = str(value)
-    if text == "auto" or re.fullmatch(r"cpu|cu\d{3}|rocm\d+\.\d+(?:\.\d+)?", text):
+    if text == "auto" or re.fullmatch(r"cpu|cu[0-9]{2,4}|rocm[0-9]+\.[0-9]+(\.[0-9]+)?", text):
         return text
     raise ValueError(f"{text!r} is not a torch variant; use auto, cpu or cuXYZ (e.g. cu128), "
                      "or rocmX.Y (e.g. rocm6.4)")
@@ -56,23 +57,48 @@ def _list_of(check: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, ...]]:
     return check_list
 
 
+# nccl_env goes into every node's /etc/environment: names only of the libraries it configures
+# (LD_PRELOAD or PATH there would change every program on the node)
+NCCL_ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_")
+NCCL_ENV_NAMES = ("OMP_NUM_THREADS",)  # torchrun sets it to 1 when unset, and warns
+
+
 def _env_mapping(value: Any) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise ValueError(f"expected a mapping of NAME: value, got {type(value).__name__}")
+    for name in value:
+        if not (str(name).startswith(NCCL_ENV_PREFIXES) or name in NCCL_ENV_NAMES):
+            raise ValueError(f"{validate.env_name(name)} is not an NCCL variable; nccl_env takes "
+                             f"{'*, '.join(NCCL_ENV_PREFIXES)}* and {', '.join(NCCL_ENV_NAMES)}")
     return {validate.env_name(k): validate.text_value(v) for k, v in value.items()}
 
 
+# the widest node_subnet taken without node_subnet_allow_wide: a /8, or a /32 of IPv6
+WIDEST_PREFIX = {4: 8, 6: 32}
+
+
+def subnet_too_wide(subnet: str, allow_wide: bool) -> str | None:
+    """Why a node_subnet is refused, or None: wider than WIDEST_PREFIX, the user not having
+    allowed it (the data and rendezvous ports open to all of it).
+
+    >>> subnet_too_wide("0.0.0.0/0", False)  # doctest: +ELLIPSIS
+    "0.0.0.0/0 would open the data and rendezvous ports to 4294967296 addresses; ..."
+    """
+    network = ipaddress.ip_network(subnet)
+    if network.prefixlen >= WIDEST_PREFIX[network.version] or allow_wide:
+        return None
+    return (f"{subnet} would open the data and rendezvous ports to {network.num_addresses} "
+            f"addresses; give the nodes' subnet (at most a /{WIDEST_PREFIX[network.version]}), "
+            "or set node_subnet_allow_wide: true if you mean it")
+
+
 def _fraction(value: Any) -> float:
+    if not str(value).isascii():  # float() reads "٠.٣" too
+        raise ValueError(f"{value!r} is not a fraction between 0 and 1 (e.g. 0.2)")
     number = float(value)
     if not 0 < number < 1:
         raise ValueError(f"{value!r} is not a fraction between 0 and 1 (e.g. 0.2)")
     return number
-
-
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not str(value).isdigit() or int(str(value)) < 1:
-        raise ValueError(f"{value!r} is not a positive integer")
-    return int(str(value))
 
 
 def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -82,6 +108,8 @@ def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
 VARIABLES: dict[str, Variable] = {
     "node_subnet": Variable(None, validate.cidr,
                             "The nodes' subnet (CIDR), required; only it reaches the data ports."),
+    "node_subnet_allow_wide": Variable(False, validate.boolean,
+                                       "Take a node_subnet wider than a /8 (IPv6: /32)."),
     "node_address": Variable(None, _optional(validate.ip_address),
                              "The node's address in node_subnet (default: ansible_host)."),
     "venv_path": Variable("/opt/nodeprov/venv", validate.absolute_path,
@@ -107,7 +135,8 @@ VARIABLES: dict[str, Variable] = {
     "nccl_socket_ifname": Variable("auto", _interface_or_auto,
                                    "NCCL/gloo socket interface; auto = the one in node_subnet."),
     "nccl_env": Variable({}, _env_mapping,
-                         "Extra NCCL_*/GLOO_* variables persisted with the socket interface."),
+                         "Extra NCCL_*, GLOO_*, TORCH_* (and OMP_NUM_THREADS) variables "
+                         "persisted with the socket interface; no other names."),
     "rdzv_port": Variable(29500, validate.port,
                           "torchrun's c10d rendezvous / master port, open to node_subnet only."),
     "ssh_allow_from": Variable("any", _cidr_or_any,
@@ -116,9 +145,9 @@ VARIABLES: dict[str, Variable] = {
                                     "Comment out /etc/hosts lines mapping a node name elsewhere."),
     "job_backend": Variable("auto", _choice("auto", "nccl", "gloo"),
                             "Backend of the verification job: nccl when every node has GPUs."),
-    "job_timeout": Variable(120, _positive_int,
+    "job_timeout": Variable(120, validate.positive_int,
                             "Seconds before a hung verification job is killed on every node."),
-    "job_max_bytes": Variable(64 * 1024 * 1024, _positive_int,
+    "job_max_bytes": Variable(64 * 1024 * 1024, validate.positive_int,
                               "Largest all-reduce message of the verification sweep."),
     "bandwidth_drop": Variable(0.3, _fraction,
                                "verify fails when busbw falls this fraction below baseline."),

@@ -35,6 +35,7 @@ from nodeprov.inventory import load_inventory
 from nodeprov.jsonreport import document
 from nodeprov.playbook import load_playbook
 from nodeprov.session import SshOptions, connect_all
+from nodeprov.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.prove import Proof
@@ -154,7 +155,7 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
 def print_report(console: Console, verification: Verification) -> None:
     """Drift lines and a summary."""
     for line in verification.drift_lines():
-        console.print(line, style="bold red", markup=False)
+        console.print(printable(line), style="bold red", markup=False)  # node text
     nodes = len({result.node for result in verification.results if result.node})
     console.print(f"verify: {nodes} nodes, {len(verification.results)} checks: "
                   f"{verification.count('passed')} passed, {verification.count('failed')} "

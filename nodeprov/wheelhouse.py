@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nodeprov import validate
 from nodeprov.torch_matrix import index_url
 
 PYPI = "https://pypi.org/simple"
@@ -78,8 +80,22 @@ def manylinux_platforms(glibc: tuple[int, int], arch: str) -> tuple[str, ...]:
 
 
 def target_name(python: str, glibc: tuple[int, int], arch: str) -> str:
-    """A wheelhouse folder name for one kind of node: ``cp311-glibc2.36-x86_64``."""
+    """A wheelhouse folder name for one kind of node: ``cp311-glibc2.36-x86_64``; the node's
+    word for its Python and arch is checked first (it becomes a path on this machine)."""
+    if not (re.fullmatch(r"[0-9]{1,2}\.[0-9]{1,3}", python)
+            and re.fullmatch(r"[a-z0-9_]{1,16}", arch)):
+        raise ValueError(f"the node's Python {python[:20]!r} or arch {arch[:20]!r} cannot name "
+                         "a wheelhouse folder (expected e.g. 3.11 and x86_64)")
     return f"cp{python.replace('.', '')}-glibc{glibc[0]}.{glibc[1]}-{arch}"
+
+
+def local_dir(variant: str, name: str) -> str:
+    """A wheelhouse folder on this machine, proven to be under ``cache_root()``: each part
+    is one plain name (validate.under).
+
+        local_dir("cu128", "torch-2.13.0-cp311-glibc2.36-x86_64")
+    """
+    return validate.under(str(cache_root()), variant, name)
 
 
 def download_args(python: str, glibc: tuple[int, int], arch: str, sources: Sequence[str],

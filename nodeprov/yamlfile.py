@@ -3,6 +3,11 @@
     >>> doc = load_yaml_text("all:\\n  vars:\\n    rdzv_port: 29500\\n", "inv.yaml")
     >>> doc["all"]["vars"].line_of("rdzv_port")
     3
+
+A document is refused before it is built when it is too big, too deep or too expanded: aliases
+repeat a node without copying it, so a small file can stand for billions of values (an "alias
+bomb") that anything walking it, a template, ``str()``, would spell out. ``MAX_NODES`` counts
+each node as often as the aliases repeat it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,17 @@ import yaml
 from nodeprov.errors import InputError
 
 MAX_BYTES = 4 * 1024 * 1024  # an inventory or playbook this large is a mistake, not a cluster
+MAX_NODES = 1_000_000  # values of a document with every alias spelled out
+MAX_DEPTH = 100  # nested collections
+
+
+class YamlTooBig(yaml.YAMLError):
+    """A document over MAX_NODES, MAX_DEPTH or MAX_BYTES, or an alias to itself."""
+
+    def __init__(self, message: str, mark: yaml.Mark | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = mark.line + 1 if mark else None
 
 
 class YamlMap(dict[str, Any]):
@@ -75,12 +91,72 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_list)
 
 
-def load_yaml_text(text: str, source: str) -> Any:
-    """Parse YAML text; syntax errors become InputError with the line."""
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a node graph over MAX_NODES once aliases are spelled out, deeper than MAX_DEPTH,
+    or holding an alias to itself (counted without walking the expansion: each node once)."""
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()
+    stack: list[tuple[yaml.Node, bool, int]] = [(root, False, 0)]
+    while stack:
+        node, children_done, depth = stack.pop()
+        children = _children(node)
+        if children_done:
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[id(node)] > MAX_NODES:
+                raise YamlTooBig(f"expands to more than {MAX_NODES} values (through aliases?); "
+                                 "write the values out, or split the file", node.start_mark)
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in entered:
+            raise YamlTooBig("an alias refers to the collection it is in; remove the loop",
+                             node.start_mark)
+        if depth > MAX_DEPTH:
+            raise YamlTooBig(f"nested more than {MAX_DEPTH} deep; flatten it", node.start_mark)
+        entered.add(id(node))
+        stack.append((node, True, depth))
+        stack.extend((child, False, depth + 1) for child in children if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _load(text: str, source: str) -> Any:
+    """Compose, check the size, depth and aliases, then build (raises yaml.YAMLError)."""
+    if len(text) > MAX_BYTES:
+        raise YamlTooBig(f"is {len(text)} characters; expected under {MAX_BYTES // 2**20} MiB")
     loader = _Loader(text)
     loader.source = source
     try:
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    except RecursionError:
+        raise YamlTooBig("nested too deep; flatten it") from None
+    finally:
+        loader.dispose()
+
+
+def load_limited(text: str) -> Any:
+    """Plain ``yaml.safe_load`` with the size, depth and alias limits, for YAML read from a
+    node (raises yaml.YAMLError).
+
+        data = load_limited(cloud_cfg_text)
+    """
+    return _load(text, "")
+
+
+def load_yaml_text(text: str, source: str) -> Any:
+    """Parse YAML text; syntax errors become InputError with the line."""
+    try:
+        return _load(text, source)
+    except YamlTooBig as error:
+        raise InputError(error.message, source=source, line=error.line) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None
@@ -88,19 +164,17 @@ def load_yaml_text(text: str, source: str) -> Any:
                          source=source, line=line) from None
     except yaml.YAMLError as error:
         raise InputError(f"YAML error: {error}", source=source) from None
-    finally:
-        loader.dispose()
 
 
 def load_yaml_file(path: Path) -> Any:
     """Read and parse a YAML file, refusing what cannot be one (missing, huge, binary, empty)."""
     source = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(f"file is {size} bytes; expected a YAML file under "
+        with path.open("rb") as stream:  # read, not stat: /dev/zero or a pipe has no st_size
+            raw = stream.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise InputError(f"file is over {MAX_BYTES} bytes; expected a YAML file under "
                              f"{MAX_BYTES // (1024 * 1024)} MiB", source=source)
-        raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError("file not found; give the path of an existing YAML file",
                          source=source) from None

@@ -3,7 +3,11 @@ the line or field and the fix, prints no traceback, and opens no SSH connection.
 
 from __future__ import annotations
 
+import json
+import os
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -93,6 +97,30 @@ CASES: list[tuple[str, str | bytes, str | None, list[str]]] = [
     ("template-syntax", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: '/a{{', lines: []}\n"), ["template syntax error"]),
     ("template-result-injection", inventory_with("    motd_path: 'relative; rm -rf /'"), playbook_with_task("    - name: t\n      block: {path: '{{ motd_path }}'}\n"), ["block.path", "absolute path"]),
     ("tags-not-words", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a}\n      tags: [[x]]\n"), ["tags: must be a list of words"]),
+    # issue #14: hostile inputs
+    ("template-range", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: '{{ range(10**8)|list }}'}\n"), [":5:", "block.lines", "100000 range items"]),
+    ("template-nested-ranges", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: ['{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}']}\n"), ["100000 range items"]),
+    ("template-repeat", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: [\"{{ 'x' * 10**10 }}\"]}\n"), ["over the template limit"]),
+    ("template-power", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: ['{{ 10 ** (10 ** 10) }}']}\n"), ["over the template limit"]),
+    ("template-width", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: [\"{{ 'x'|center(10**10) }}\"]}\n"), ["over the template limit"]),
+    ("template-recursion", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: ['{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}']}\n"), ["too deep"]),
+    ("template-alias-bomb", inventory_with("    bomb0: &b0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(f"    bomb{i}: &b{i} [{', '.join([f'*b{i - 1}'] * 10)}]\n" for i in range(1, 9))), playbook_with_task("    - name: t\n      block: {path: /a, lines: ['{{ bomb8 }}']}\n"), ["inventory.yaml:", "expands to more than 1000000 values"]),
+    ("yaml-alias-loop", inventory_with("    loop: &l [*l]"), None, ["inventory.yaml:4:", "alias refers to the collection it is in"]),
+    ("playbook-deep", GOOD_INVENTORY, "- " + "[" * 300 + "]" * 300 + "\n", ["playbook.yaml", "nested"]),
+    ("zone-id-hosts-line", GOOD_INVENTORY.replace("10.0.0.0/24", "'fd00::/64'").replace("10.0.0.11", "'fd00::11'").replace("10.0.0.12", "'fd00::12', node_address: \"fd00::12%x\\n6.6.6.6 pypi.org\""), None, ["node_address", "not an IP address", "zone id"]),
+    ("zone-id-shell", GOOD_INVENTORY.replace("10.0.0.0/24", "'fd00::/64'").replace("10.0.0.11", "'fd00::11'").replace("10.0.0.12", "'fd00::12%eth0;$(reboot)'"), None, ["ansible_host", "not an IP address or host name"]),
+    ("nccl-env-ld-preload", inventory_with("    nccl_env: {LD_PRELOAD: /tmp/evil.so}"), None, [":4:", "nccl_env", "LD_PRELOAD is not an NCCL variable", "NCCL_*"]),
+    ("subnet-everything-v4", GOOD_INVENTORY.replace("10.0.0.0/24", "0.0.0.0/0"), None, [":3:", "node_subnet", "4294967296 addresses", "node_subnet_allow_wide"]),
+    ("subnet-everything-v6", GOOD_INVENTORY.replace("10.0.0.0/24", "'::/0'").replace("10.0.0.11", "'fd00::11'").replace("10.0.0.12", "'fd00::12'"), None, [str(2**128), "node_subnet_allow_wide"]),
+    ("subnet-wide-v4", GOOD_INVENTORY.replace("10.0.0.0/24", "10.0.0.0/7"), None, [str(2**25), "at most a /8"]),
+    ("venv-root-in-disguise", inventory_with("    venv_path: /."), None, [":4:", "venv_path", "absolute path"]),
+    ("venv-dot-dot", inventory_with("    venv_path: /opt/.."), None, ["venv_path", "absolute path"]),
+    ("port-arabic-digits", inventory_with("    rdzv_port: '\u0662\u0669\u0665\u0660\u0660'"), None, ["rdzv_port", "not a port"]),
+    ("timeout-arabic-digits", inventory_with("    job_timeout: '\u0661\u0662\u0660'"), None, ["job_timeout", "not a positive integer"]),
+    ("torch-cuda-digits", inventory_with("    torch_cuda: 'cu\u0661\u0662\u0668'"), None, ["torch_cuda", "cuXYZ"]),
+    ("block-line-separator", inventory_with("    motd: \"a\\u2028b\""), playbook_with_task("    - name: t\n      block: {path: /a, lines: ['{{ motd }}']}\n"), ["newline or control character"]),
+    ("block-line-escape", inventory_with("    motd: \"\\e]0;owned\\a\\e[2J\""), playbook_with_task("    - name: t\n      block: {path: /a, lines: ['{{ motd }}']}\n"), ["newline or control character", "\\x1b"]),
+    ("env-value-c1-escape", inventory_with("    nccl_env: {NCCL_DEBUG: \"\\x9b2J\"}"), None, ["nccl_env", "control character"]),
 ]
 
 
@@ -131,3 +159,111 @@ def test_a_trailing_newline_is_not_an_interface_name(value: str) -> None:
 
     with pytest.raises(ValueError, match="is not an interface name"):
         validate.interface_name(value)
+
+
+def apply_files(tmp_path: Path, inventory: str, playbook: str, *extra: str) -> Any:
+    (tmp_path / "inventory.yaml").write_text(inventory)
+    (tmp_path / "playbook.yaml").write_text(playbook)
+    return CliRunner().invoke(app, ["apply", str(tmp_path / "inventory.yaml"), "-p",
+                                    str(tmp_path / "playbook.yaml"), *extra])
+
+
+REACHES = {  # a template reaching for Python internals, each the way it ran code before #14
+    "cycler": "{{ cycler.__init__.__globals__.os.system('touch MARKER') }}",
+    "joiner": "{{ joiner.__init__.__globals__.os.popen('touch MARKER').read() }}",
+    "lipsum": "{{ lipsum.__globals__['os'].system('touch MARKER') }}",
+    "namespace": "{{ namespace.__init__.__globals__.__builtins__.exec("
+                 "\"__import__('os').system('touch MARKER')\") }}",
+    "subclasses": "{{ ''.__class__.__mro__[1].__subclasses__()|map(attribute='__name__')"
+                  "|select('equalto', 'Popen')|list|first }}",
+}
+
+
+@pytest.mark.parametrize("where", ["task", "job"])
+@pytest.mark.parametrize("reach", list(REACHES), ids=list(REACHES))
+def test_a_template_reaching_for_internals_runs_nothing_and_exits_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reach: str, where: str) -> None:
+    connections: list[str] = []
+    monkeypatch.setattr(Session, "open", lambda self: connections.append(self.host.name))
+    marker = tmp_path / "ran"
+    template = REACHES[reach].replace("MARKER", str(marker))
+    quoted = json.dumps(template)  # a JSON string is a YAML one
+    if where == "task":
+        playbook = playbook_with_task(f"    - name: t\n      block: {{path: /a, lines: [{quoted}]}}\n")
+    else:
+        playbook = f"- name: demo\n  hosts: all\n  job: {{venv_path: {quoted}}}\n"
+    result = apply_files(tmp_path, GOOD_INVENTORY, playbook, "--check")
+    assert result.exit_code == 2, result.output
+    assert not marker.exists(), "the template ran code on this machine"
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert f"{tmp_path}/playbook.yaml:" in result.stderr
+    assert "unsafe" in result.stderr or "undefined" in result.stderr
+    assert "<class" not in result.stderr and "Popen" not in result.stderr.replace(
+        "'Popen'", "")
+    assert connections == []
+
+
+def test_a_template_using_facts_that_reaches_for_internals_exits_2_before_connecting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendered only once connected (it needs the node's facts), it is refused when loaded."""
+    connections: list[str] = []
+    monkeypatch.setattr(Session, "open", lambda self: connections.append(self.host.name))
+    for template in ("{{ facts.hostname ~ cycler.__init__.__globals__ }}",
+                     "{{ facts['__class__'] }}", "{{ facts.hostname.__class__ }}"):
+        result = apply_files(tmp_path, GOOD_INVENTORY, playbook_with_task(
+            f"    - name: t\n      block: {{path: /a, lines: [{json.dumps(template)}]}}\n"))
+        assert result.exit_code == 2, result.output
+        assert "playbook.yaml:5:" in result.stderr and "unsafe" in result.stderr
+    assert connections == []
+
+
+def test_file_contents_never_reach_an_error_through_a_template(tmp_path: Path) -> None:
+    for template in ("{{ open('/etc/passwd').read() }}",
+                     "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+                     "{{ self.__init__.__globals__ }}"):
+        result = apply_files(tmp_path, GOOD_INVENTORY, playbook_with_task(
+            f"    - name: t\n      block: {{path: {json.dumps(template)}}}\n"))
+        assert result.exit_code == 2, result.output
+        assert "root:" not in result.stderr and "<class" not in result.stderr, result.stderr
+
+
+def test_the_become_password_templated_into_a_checked_field_is_not_shown(
+        tmp_path: Path) -> None:
+    password = "Hunter-2-Correct-Horse"  # noqa: S105 - the test's own canary
+    inventory = inventory_with(f"    ansible_become: true\n    ansible_become_password: {password}")
+    for playbook in (
+            playbook_with_task("    - name: t\n      block: {path: '{{ ansible_become_password }}'}\n"),
+            playbook_with_task("    - name: t\n      block: {path: '{{ ansible_become_password "
+                               "* 2 }}'}\n"),
+            "- name: demo\n  hosts: all\n  job: {venv_path: 'x{{ ansible_become_password }}'}\n"):
+        result = apply_files(tmp_path, inventory, playbook)
+        assert result.exit_code == 2, result.output
+        assert password not in result.output, result.output
+        assert "***" in result.stderr
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "/dev/urandom"])
+def test_a_playbook_that_never_ends_is_refused_by_its_size(tmp_path: Path, special: str) -> None:
+    (tmp_path / "inventory.yaml").write_text(GOOD_INVENTORY)
+    result = CliRunner().invoke(app, ["apply", str(tmp_path / "inventory.yaml"), "-p", special])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert f"{special}: file is over" in result.stderr and "under 4 MiB" in result.stderr
+
+
+def test_an_inventory_read_from_a_pipe_is_refused_by_its_size(tmp_path: Path) -> None:
+    fifo = tmp_path / "inventory.yaml"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: _fill(fifo, 5 * 1024 * 1024), daemon=True)
+    writer.start()
+    result = CliRunner().invoke(app, ["apply", str(fifo)])
+    assert result.exit_code == 2, result.output
+    assert "file is over" in result.stderr
+
+
+def _fill(path: Path, size: int) -> None:
+    try:
+        with path.open("wb") as pipe:
+            pipe.write(b"# padding\n" * (size // 10))
+    except BrokenPipeError:
+        pass  # the reader stopped at its limit

@@ -113,3 +113,41 @@ def test_each_probe_spells_root_anew_and_the_writer_matches_the_reader() -> None
     found = {"/etc/hosts": "127.0.0.1 localhost\n", "/etc/none": None, "/etc/empty": "",
              "/etc/x y": "no final newline"}
     assert files.observed_files(files.files_output(found, root=first)) == found
+
+
+# every character str.splitlines ends a line at, and ones a terminal acts on
+LINE_BREAKERS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def test_every_accepted_line_is_idempotent_and_reads_back_as_written() -> None:
+    """issue #14: a block line holding U+2028 read back as two lines, and the block task
+    changed the file on every run. Every character validate.text_value accepts (in the BMP's
+    first 12288 and every line breaker) is tried in a block line, with line breakers outside
+    the block and a CRLF file."""
+    from nodeprov import validate
+
+    outside = "a\u2028b\nc\x85d\ne\x0cf\r\n"
+    candidates = [chr(code) for code in range(0x3000)] + list(LINE_BREAKERS)
+    accepted = 0
+    for char in candidates:
+        line = f"x{char}# END nodeprov m"
+        try:
+            validate.text_value(line)
+        except ValueError:
+            continue
+        accepted += 1
+        once = files.replace_block(outside, "m", [line, "y"])
+        assert files.replace_block(once, "m", [line, "y"]) == once, repr(char)
+        assert files.block_lines(once, "m") == [line, "y"], repr(char)
+        assert once.startswith(outside)
+    assert accepted > 12000
+    for breaker in LINE_BREAKERS.replace("\r", ""):  # \r: ends a CRLF line, refused alone too
+        with pytest.raises(ValueError):
+            validate.text_value(f"a{breaker}b")
+
+
+@pytest.mark.parametrize("line", ["10.0.0.11 node1\n6.6.6.6 pypi.org", "a\rb", "a\u2028b",
+                                  "a\x1b[2Jb", "a\x00b"])
+def test_a_block_line_is_checked_again_where_it_is_written(line: str) -> None:
+    with pytest.raises(ValueError, match="newline or control character"):
+        files.replace_block("", "hosts", ["10.0.0.12 node2", line])

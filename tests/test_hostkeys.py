@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 import pytest
 from paramiko import Ed25519Key, HostKeys, SSHClient, SSHConfig
 
-from nodeprov.hostkeys import OpenSshPolicy, SshFiles, UnknownHostKey, prepare
+from nodeprov.errors import Unreachable
+from nodeprov.hostkeys import OpenSshPolicy, SshFiles, UnknownHostKey, connect, jump_hops, prepare
 from nodeprov.inventory import Host, SshConfigs
 from nodeprov.session import SshOptions
+from tests.conftest import MakeTestbed
 
 NODE1_KEY = Ed25519Key(data=base64.b64decode(
     "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"))
@@ -108,3 +111,89 @@ def test_a_missing_ssh_config_fails_the_connection_as_fabric_does(tmp_path: Path
     with pytest.raises(FileNotFoundError, match="no-such-config"):
         prepare(host("node1", "10.0.0.1", 22, tmp_path / "no-such-config"), SshOptions(),
                 SshFiles())
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("given_by", ["inventory", "ssh_config"])
+def test_a_jump_host_key_is_checked_like_the_final_hosts(
+        make_testbed: MakeTestbed, tmp_path: Path, given_by: str) -> None:
+    """node2 reached through node1: node1's key unknown is refused (recorded with accept-new),
+    a wrong key recorded for node1 is refused, though node2's own key is right each time."""
+    bed = make_testbed(nodes=2)
+    jump, target = bed.address("node1"), bed.address("node2")
+    target_keys = "".join(line for line in bed.layout.known_hosts.read_text().splitlines(True)
+                          if line.startswith("node2,"))
+    known = tmp_path / "known_hosts"
+    known.write_text(target_keys)
+    config = tmp_path / "ssh_config"
+    config.write_text((f"Host {target}\n  ProxyJump root@{jump}\n" if given_by == "ssh_config"
+                       else "") + f"Host *\n  User root\n  IdentityFile {bed.layout.client_key}\n"
+                       f"  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n")
+    node2 = Host(name="node2", address=target, node_address=target, user="root",
+                 key_file=str(bed.layout.client_key),
+                 proxy_jump=f"root@{jump}:22" if given_by == "inventory" else None,
+                 vars={"ssh_config_file": str(config)})
+
+    with pytest.raises(Unreachable, match=f"unknown host key for {jump} "):
+        connect(node2, SshOptions(), SshFiles())
+    assert known.read_text() == target_keys
+
+    connection = connect(node2, SshOptions(accept_new_host_keys=True), SshFiles())
+    try:
+        seen = connection.run("hostname; echo $SSH_CLIENT", hide=True,
+                              in_stream=False).stdout.split()
+    finally:
+        connection.close()
+    assert seen[:2] == ["node2", jump], "the session must come through the jump host"
+    recorded = known.read_text()
+    assert recorded.startswith(target_keys) and f"\n{jump} " in f"\n{recorded}"
+    assert connect(node2, SshOptions(), SshFiles()).close() is None  # known now: no accept-new
+
+    known.write_text(target_keys + f"{jump} ssh-ed25519 {OTHER_KEY.get_base64()}\n")
+    with pytest.raises(Unreachable, match=f"host key for {jump} CHANGED"):
+        connect(node2, SshOptions(accept_new_host_keys=True), SshFiles())
+    assert f"{OTHER_KEY.get_base64()}" in known.read_text()
+
+
+@pytest.mark.parametrize(("spec", "problem"), [
+    ("root@10.0.0.1;reboot", "not an IP address or host name"),
+    ("-oProxyCommand=x", "not an IP address or host name"),
+    ("$(id)@10.0.0.1", "not a user name"),
+    ("10.0.0.1:0", "not a port"),
+    ("fd00::1%$(id)", "not an IP address or host name"),
+])
+def test_a_bad_jump_spec_fails_before_any_connection(spec: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        jump_hops(spec)
+
+
+@pytest.mark.integration
+def test_a_proxy_command_runs_only_when_connecting_and_the_final_key_is_checked_through_it(
+        make_testbed: MakeTestbed, tmp_path: Path) -> None:
+    bed = make_testbed(nodes=2)
+    jump, target = bed.address("node1"), bed.address("node2")
+    target_keys = "".join(line for line in bed.layout.known_hosts.read_text().splitlines(True)
+                          if line.startswith("node2,"))
+    known = tmp_path / "known_hosts"
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host *\n  User root\n  IdentityFile {bed.layout.client_key}\n"
+                      f"  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n")
+    marker = tmp_path / "proxy-ran"
+    command = (f"sh -c 'touch {marker} && exec ssh -F {bed.ssh_config_path} -W %h:%p node1'")
+    node2 = Host(name="node2", address=target, node_address=target, user="root",
+                 key_file=str(bed.layout.client_key), proxy_command=command,
+                 vars={"ssh_config_file": str(config)})
+
+    prepare(node2, SshOptions(), SshFiles())
+    assert not marker.exists(), "a ProxyCommand runs only when connecting"
+    with pytest.raises(Unreachable, match=f"unknown host key for {target} "):
+        connect(node2, SshOptions(), SshFiles())
+    assert marker.exists()
+    known.write_text(target_keys)
+    connection = connect(node2, SshOptions(), SshFiles())
+    try:
+        seen = connection.run("hostname; echo $SSH_CLIENT", hide=True,
+                              in_stream=False).stdout.split()
+    finally:
+        connection.close()
+    assert seen[:2] == ["node2", jump]

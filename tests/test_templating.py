@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
 import pytest
-from jinja2 import Environment, UndefinedError
+from jinja2 import Environment, TemplateError, UndefinedError
 
 from nodeprov.templating import Templates
 
@@ -54,3 +55,38 @@ def test_each_source_compiles_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # a name undefined for one host still raises after the source was compiled for another
     with pytest.raises(UndefinedError):
         templates.render(params, {"port": 3})
+
+
+def test_the_sandbox_keeps_what_playbooks_use() -> None:
+    templates = Templates()
+    variables = {"nodes": ["n1", "n2"], "port": 29500, "subnet": "10.0.0.0/24"}
+    assert templates.render("{{ nodes|join(',') }}:{{ port + 1 }}", variables) == "n1,n2:29501"
+    assert templates.render("{{ range(3)|list }}", {}) == [0, 1, 2]
+    assert templates.render("{{ subnet.split('/')[0] }}", variables) == "10.0.0.0"
+    assert templates.render("{{ '%05d'|format(7) }} {{ 'x' * 3 }} {{ 2 ** 10 }}", {}) == (
+        "00007 xxx 1024")
+    assert templates.render("{% set ns = namespace(n=0) %}{% for x in nodes %}"
+                            "{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}", variables) == "2"
+
+
+@pytest.mark.parametrize(("template", "message"), [
+    ("{{ cycler.__init__.__globals__ }}", "unsafe"),
+    ("{{ x.__class__ }}", "unsafe"),
+    ("{{ x['__class__'] }}", "unsafe"),
+    ("{{ lipsum(n=10**6) }}", "'lipsum' is undefined"),
+    ("{{ [1].append(2) }}", "unsafe"),  # immutable: no changing the host's vars
+    ("{{ range(10**8)|list }}", "100000 range items"),
+    ("{% for i in range(60000) %}{% for j in range(60000) %}{% endfor %}{% endfor %}",
+     "100000 range items"),
+    ("{{ 'ab' * 10**9 }}", "over the template limit"),
+    ("{{ 7 ** 1000000 }}", "4096-bit"),
+    ("{{ '%099999999d' % 1 }}", "over the template limit"),
+    ("{{ '{:>99999999}'.format(1) }}", "over the template limit"),
+    ("{{ 'x'.ljust(10**9) }}", "over the template limit"),
+    ("{{ 'x'|indent(10**9) }}", "over the template limit"),
+    ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "too deep"),
+    ("{{ x|int + 'a' }}", "TypeError"),
+])
+def test_what_a_template_may_not_do_is_a_template_error(template: str, message: str) -> None:
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        Templates().render(template, {"x": "1"})

@@ -34,6 +34,7 @@ from nodeprov.tasks.base import (
     TaskType,
     Write,
 )
+from nodeprov.yamlfile import load_limited
 
 if TYPE_CHECKING:
     from nodeprov.facts import Facts
@@ -230,7 +231,7 @@ def manage_etc_hosts(configs: Mapping[str, str | None]
     warnings = []
     for path in order:
         try:
-            data = yaml.safe_load(configs.get(path) or "")
+            data = load_limited(configs.get(path) or "")  # a node's YAML: alias bombs too
         except yaml.YAMLError as error:
             warnings.append(f"{path} is not valid YAML, so cloud-init ignores it too: "
                             f"{str(error).splitlines()[0]}")

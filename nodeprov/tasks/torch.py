@@ -49,7 +49,7 @@ from nodeprov.tasks.venv import marker_environment, parse_dist_infos, parse_pyve
 from nodeprov.torch_choice import choose_for_host
 from nodeprov.torch_matrix import parse_torch_version_py, wheel_spec
 from nodeprov.variables import VARIABLES
-from nodeprov.wheelhouse import Sources, cache_root, download_args, target_name
+from nodeprov.wheelhouse import Sources, download_args, local_dir, target_name
 
 REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
 _REQUIRES = "Requires-Dist: "
@@ -263,7 +263,7 @@ def _install(ctx: Context, params: TorchParams, state: TorchState, variant: str,
 def _local_dir(params: TorchParams, variant: str, python: str, state: TorchState,
                ctx: Context) -> str:
     target = target_name(_minor(python), _need_glibc(state), ctx.facts.arch)
-    return str(cache_root() / variant / f"torch-{params.version}-{target}")
+    return local_dir(variant, f"torch-{params.version}-{target}")
 
 
 def _need_glibc(state: TorchState) -> tuple[int, int]:

@@ -119,3 +119,99 @@ def test_nodes_that_stop_answering_mid_task_are_reported_within_seconds(
     for node in bed.nodes:
         assert files.block_lines(bed.exec(node, "cat", "/etc/motd").stdout, "notice") == [
             "hello"]
+
+
+BIG_BLOCK = """\
+- name: big
+  hosts: all
+  tasks:
+    - name: big file
+      block: {path: /opt/full/managed, name: big, lines: "{{ big_lines }}"}
+"""
+BIG_LINES = [f"{index:06d} " + "x" * 57 for index in range(17_000)]  # 1.06 MiB with newlines
+
+
+def test_a_1_mib_managed_file_reaches_the_node_and_stays_in_sync(
+        make_testbed: MakeTestbed, tmp_path: Path) -> None:
+    """issue #14: the content went into the batch's command line (one argument of the remote
+    shell: 128 KiB at most on Linux)."""
+    bed = make_testbed(nodes=1)
+    args = apply_args(bed, tmp_path, BIG_BLOCK, big_lines=BIG_LINES)
+    first = apply(*args)
+    assert first.code == 0, first.output[-2000:]
+    text = bed.exec("node1", "cat", "/opt/full/managed", check=True).stdout
+    assert len(text.encode()) > 1024 * 1024 and files.block_lines(text, "big") == BIG_LINES
+    again = apply(*args)
+    assert again.code == 0 and again.statuses() == {"node1": "ok"}, again.output[-2000:]
+    assert bed.exec("node1", "sh", "-c", "ls -a /tmp /opt/full | grep -c nodeprov").stdout == (
+        "0\n"), "a staged or temporary file was left"
+
+
+@pytest.mark.parametrize("lines", [600, 2000], ids=["38KB-inline", "128KB-staged"])
+def test_a_full_disk_keeps_the_previous_file_and_is_reported(
+        make_testbed: MakeTestbed, tmp_path: Path, lines: int) -> None:
+    """The node's disk fills during the write: its previous file stays whole, no temporary
+    file is left, the recap names node, item and cause; with space again, a re-run converges."""
+    bed = make_testbed(nodes=2)
+    previous = "previous text\n" + "kept line\n" * 100
+    for node in bed.nodes:
+        bed.exec(node, "sh", "-c", "mkdir -p /opt/full && mount -t tmpfs -o size=512k tmpfs "
+                 '/opt/full && printf %s "$1" > /opt/full/managed', "fill", previous, check=True)
+    # node1's disk: nearly full (what is left is far less than the new file)
+    bed.exec("node1", "sh", "-c", "head -c 480k /dev/zero > /opt/full/filler", check=True)
+    args = apply_args(bed, tmp_path, BIG_BLOCK, big_lines=BIG_LINES[:lines])
+
+    failed = apply(*args)
+    assert failed.code == 1, failed.output
+    assert failed.statuses() == {"node1": "failed", "node2": "changed"}
+    assert re.search(r"FAILED node1: block: 'write /opt/full/managed' exited \d+: .*No space "
+                     r"left on device", failed.output), failed.output
+    assert bed.exec("node1", "cat", "/opt/full/managed", check=True).stdout == previous
+    assert bed.exec("node1", "ls", "-a", "/opt/full", check=True).stdout.split() == [
+        ".", "..", "filler", "managed"], "a temporary file was left"
+
+    bed.exec("node1", "rm", "/opt/full/filler", check=True)
+    rerun = apply(*args)
+    assert rerun.code == 0 and rerun.statuses() == {"node1": "changed", "node2": "ok"}, (
+        rerun.output)
+    for node in bed.nodes:
+        text = bed.exec(node, "cat", "/opt/full/managed", check=True).stdout
+        assert text.startswith(previous) and files.block_lines(text, "big") == BIG_LINES[:lines]
+
+
+# what a restart does to a node's sessions: every process of theirs killed, sshd back at once
+RESTART = ("sh", "-c", "pkill -KILL -f '^sshd: root'; pkill -KILL -f '[n]odeprov'; "
+           "pkill -KILL -x sleep; true")
+
+
+def test_a_node_restarted_mid_apply_is_reported_and_the_rerun_converges(
+        make_testbed: MakeTestbed, tmp_path: Path) -> None:
+    bed = make_testbed(nodes=2)
+    args = apply_args(bed, tmp_path, NOTICE)
+    before = bed.exec("node1", "cat", "/etc/motd").stdout
+    bed.exec("node1", "sh", "-c", 'cat > "$1" && chmod 755 "$1"', "fake", "/usr/local/bin/sync",
+             input=SLOW_SYNC, check=True)
+    with subprocess.Popen(apply_command(*args), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as process:
+        for _ in range(300):  # node1 is in its write, between the temporary file and rename
+            if bed.exec("node1", "test", "-e", "/tmp/nodeprov-test-slow").returncode == 0:
+                break
+            time.sleep(0.1)
+        bed.exec("node1", *RESTART, check=True)
+        try:
+            output = " ".join(process.communicate(timeout=90)[0].split())
+        finally:
+            process.kill()
+    assert process.returncode == 1, output
+    assert re.search(r"FAILED node1: block: connection (?:lost|failed) during write /etc/motd",
+                     output), output
+    assert "node2 | changed" in output, output
+    assert bed.exec("node1", "cat", "/etc/motd").stdout == before  # the old file, whole
+
+    bed.exec("node1", "rm", "/usr/local/bin/sync", check=True)
+    rerun = apply(*args)
+    assert rerun.code == 0 and rerun.statuses() == {"node1": "changed", "node2": "ok"}, (
+        rerun.output)
+    assert files.block_lines(bed.exec("node1", "cat", "/etc/motd").stdout, "notice") == ["hello"]
+    again = apply(*args)
+    assert again.code == 0 and set(again.statuses().values()) == {"ok"}, again.output
