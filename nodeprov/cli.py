@@ -26,10 +26,12 @@ app = typer.Typer(
 app.add_typer(testbed_app, name="testbed")
 
 InventoryArg = Annotated[Path | None, typer.Argument(
-    help="Inventory (Ansible YAML format). Default: ./inventory.yaml, else $NODEPROV_INVENTORY.",
+    help="Inventory (Ansible INI or YAML, a directory, a script, or ansible-inventory --list "
+    "JSON). Default: ./inventory.yaml, else $NODEPROV_INVENTORY.",
     show_default=False)]
 LimitOpt = Annotated[str | None, typer.Option(
-    "--limit", "-l", help="Only these hosts: names, groups, globs, comma-separated, !excluded.")]
+    "--limit", "-l", help="Only these hosts, an Ansible pattern: a:b, a,b, a:&b, a:!b, !b, "
+    "~regex, group[0:2], globs, @file.")]
 ForksOpt = Annotated[int, typer.Option(help="Hosts handled in parallel.", min=1)]
 AcceptKeysOpt = Annotated[bool, typer.Option(
     "--accept-new-host-keys", help="Trust and record unknown SSH host keys (changed keys are "
@@ -138,3 +140,23 @@ def verify(
     except NodeprovError as error:
         fail(error)
     raise typer.Exit(code)
+
+
+@app.command("inventory")
+def inventory_command(
+    inventory: InventoryArg = None,
+    as_list: Annotated[bool, typer.Option("--list", help="Print the resolved inventory as "
+                                          "ansible-inventory --list does (JSON).")] = False,
+    graph: Annotated[str | None, typer.Option(
+        "--graph", help="Print the group tree from GROUP ('all' for everything).",
+        metavar="GROUP")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Print one host's vars (JSON).",
+                                             metavar="NAME")] = None,
+) -> None:
+    """Show the inventory as nodeprov (and Ansible) resolve it; connects to nothing."""
+    from nodeprov.inventory.listing import show
+
+    try:
+        typer.echo(show(resolve_inventory(inventory), as_list=as_list, graph=graph, host=host))
+    except NodeprovError as error:
+        fail(error)

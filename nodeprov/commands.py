@@ -29,7 +29,7 @@ def default_playbook() -> Path:
 
 
 def select_hosts(inventory: Inventory, limit: str | None) -> list[Host]:
-    return inventory.select(limit) if limit else list(inventory.hosts)
+    return inventory.select(limit, limit=True) if limit else list(inventory.hosts)
 
 
 def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
@@ -37,7 +37,7 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
               json_path: str | None, verbose: bool) -> int:
     from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
-    inventory = load_inventory(inventory_path)
+    inventory = load_inventory(inventory_path, playbook_path.parent if playbook_path else None)
     playbook = load_playbook(playbook_path or default_playbook(), inventory)
     targets = select_hosts(inventory, limit)
     options = RunOptions(
