@@ -12,7 +12,7 @@ from typing import Any
 from nodeprov.errors import InputError
 
 MAX_VALUES = 1_000_000  # scalars, lists and mappings, counted as if YAML aliases were copied
-MAX_NESTING = 100
+MAX_NESTING = 210  # a YAML group tree at the group depth limit (100) nests twice as deep
 
 
 def check_size(data: Any, source: str) -> None:

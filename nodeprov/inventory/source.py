@@ -53,6 +53,9 @@ def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) ->
         if not isinstance(document, Mapping):
             raise InputError("a YAML inventory is a mapping of group names (e.g. all:), not a "
                              f"{type(document).__name__}", source=source, line=1)
+    elif path.suffix:  # hosts.ini, hosts.cfg ...: Ansible tries YAML only without an extension
+        parse_ini(text, source, data)
+        return
     else:
         try:
             document = _yaml(text, source)

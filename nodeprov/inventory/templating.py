@@ -56,13 +56,17 @@ class HostTemplar:
 
     def value(self, host: str, var: str) -> Any:
         """``var`` of ``host`` rendered; TemplateError (with the chain of vars) on failure."""
+        raw = self.resolved.hostvars[host][var]
+        if isinstance(raw, (int, float, bool)) or raw is None or (
+                isinstance(raw, str) and "{{" not in raw and "{%" not in raw):
+            return raw  # most values: nothing to render, nothing to remember
         key = (host, var)
         if key not in self._done:
             if key in self._rendering:
                 raise TemplateLoop(f"{var} refers to itself (through its template)")
             self._rendering.add(key)
             try:
-                self._done[key] = self.render(host, self.resolved.hostvars[host][var])
+                self._done[key] = self.render(host, raw)
             finally:
                 self._rendering.discard(key)
         return self._done[key]
