@@ -71,7 +71,8 @@ class InventoryData:
 
     def add_host(self, name: str, group: str | None, origin: Origin,
                  port: int | None = None) -> HostEntry:
-        if name not in self.hosts:
+        created = name not in self.hosts
+        if created:
             self.hosts[name] = HostEntry(name, origin)
         host = self.hosts[name]
         if group is not None:
@@ -79,7 +80,7 @@ class InventoryData:
             if name not in members.hosts:
                 members.hosts.append(name)
                 host.groups.append(group)
-        if port is not None:
+        if port is not None and created:  # as Ansible: a later name:port does not move it
             self.set_host_var(name, "ansible_port", port, origin)
         return host
 

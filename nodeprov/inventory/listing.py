@@ -75,4 +75,9 @@ def _indent(text: str, depth: int) -> str:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, indent=4, ensure_ascii=False, default=str)
+    return json.dumps(value, sort_keys=True, indent=4, ensure_ascii=False, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    """What JSON cannot hold, as Ansible's encoder writes it: sets as lists, else text."""
+    return list(value) if isinstance(value, (set, frozenset)) else str(value)
