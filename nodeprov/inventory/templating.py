@@ -13,7 +13,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, TemplateError
+from jinja2 import StrictUndefined, Template, TemplateError, Undefined
 from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -79,7 +79,10 @@ class HostTemplar:
             # shared: Jinja reads the mapping as it is, so each var renders only when used
             context = template.new_context(_Vars(self, host),  # type: ignore[arg-type]
                                            shared=True)
-            return _concat(template.root_render_func(context))
+            result = _concat(template.root_render_func(context))
+            if isinstance(result, Undefined):
+                str(result)  # "{{ nope }}" alone comes back undefined, not raised: raise it
+            return result
         if isinstance(value, Mapping):
             return {key: self.render(host, item) for key, item in value.items()}
         if isinstance(value, list):

@@ -42,3 +42,10 @@ def list_hosts(source: Path, pattern: str, cwd: Path, limit: str | None = None) 
     args = ["-i", str(source), pattern, "--list-hosts", *(["--limit", limit] if limit else [])]
     lines = ansible("ansible", args, cwd).splitlines()
     return [line.strip() for line in lines[1:] if line.strip()]
+
+
+def templated(source: Path, host: str, var: str, cwd: Path) -> Any:
+    """``var`` of ``host`` as Ansible templates it (``ansible HOST -m debug``; connects to
+    nothing: debug runs on the controller)."""
+    output = ansible("ansible", ["-i", str(source), host, "-m", "debug", "-a", f"var={var}"], cwd)
+    return json.loads(output.split("=>", 1)[1])[var]

@@ -12,7 +12,8 @@ from nodeprov.cli import app
 from nodeprov.errors import InputError
 from nodeprov.inventory import load_inventory, read_inventory
 from nodeprov.inventory.patterns import select
-from tests.inventory.oracle import list_hosts
+from nodeprov.inventory.templating import HostTemplar
+from tests.inventory.oracle import list_hosts, templated
 
 CORPUS = Path(__file__).parent.parent / "data" / "inventories"
 
@@ -170,3 +171,17 @@ def test_limit_file_and_a_pattern_matching_nothing(tmp_path: Path) -> None:
     assert select(data, f"@{limit}", limit_files=True) == ["one.example.com", "two.example.com"]
     with pytest.raises(InputError, match="pattern '!gpu' matches no host or group"):
         select(data, "!gpu")
+
+
+@pytest.mark.parametrize(("case", "host", "var"), [
+    ("jinja-values/inventory.yml", "gpu1", "fqdn"),
+    ("jinja-values/inventory.yml", "gpu1", "first_gpu"),
+    ("jinja-values/inventory.yml", "gpu1", "ansible_host"),
+    ("k3s-io-inventory-sample/inventory-sample.yml", "192.16.35.12", "api_endpoint"),
+    ("homelab-yaml/inventory.yml", "pi-01", "ansible_ssh_private_key_file"),
+])
+def test_templated_values_match_ansible(case: str, host: str, var: str, tmp_path: Path) -> None:
+    source = CORPUS / case
+    resolved = read_inventory(source)
+    ours = HostTemplar(resolved, source).value(host, var)
+    assert ours == templated(source, host, var, tmp_path)
