@@ -37,10 +37,32 @@ class _HostBuilder:
         self.resolved, self.templar, self.folder, self.warn = resolved, templar, folder, warn
         self.near_misses: dict[str, str | None] = {}
         self.warned: set[tuple[str, int | None, str]] = set()
+        # per host: canonical name -> the alias its value came from, so errors name that one
+        self.written_as: dict[str, dict[str, str]] = {}
 
     def error(self, host: str, var: str, message: str) -> InputError:
+        """``message`` at the place ``var`` (as the inventory spells it) was written."""
+        var = self.written_as.get(host, {}).get(var, var)
         origin = self.resolved.origins[host].get(var) or self.resolved.data.hosts[host].origin
         return InputError(message, source=origin.source, line=origin.line, field=f"{host}: {var}")
+
+    def _rendered(self, name: str, raw: dict[str, Any]) -> dict[str, Any]:
+        """nodeprov's defaults, then the host's vars templated; a connection variable nodeprov
+        cannot honour is refused here."""
+        values: dict[str, Any] = {var: spec.default for var, spec in VARIABLES.items()}
+        for var in raw:
+            if var in KNOWN:
+                values[var] = self.value(name, var)
+                why = connection.refusal(var, values[var]) if var in connection.REFUSED else None
+                if why:
+                    raise self.error(name, var, why)
+                continue
+            self._check_spelling(name, var)
+            try:
+                values[var] = self.templar.value(name, var)
+            except (TemplateError, TypeError, ValueError, ArithmeticError, RecursionError):
+                values[var] = raw[var]  # Ansible fails only where it is used; kept as written
+        return values
 
     def value(self, host: str, var: str) -> Any:
         try:
@@ -56,28 +78,16 @@ class _HostBuilder:
                              "(not starting with -)",
                              source=origin.source, line=origin.line, field=name)
         raw = self.resolved.hostvars[name]
-        values: dict[str, Any] = {var: spec.default for var, spec in VARIABLES.items()}
-        for var in raw:
-            if var in KNOWN:
-                values[var] = self.value(name, var)
-            else:
-                self._check_spelling(name, var)
-                try:
-                    values[var] = self.templar.value(name, var)
-                except (TemplateError, TypeError, ValueError, ArithmeticError, RecursionError):
-                    values[var] = raw[var]  # Ansible fails only where it is used; kept as written
-        for var, why in ((v, connection.refusal(v, values.get(v))) for v in connection.REFUSED):
-            if why:
-                raise self.error(name, var, why)
+        values = self._rendered(name, raw)
         written = {var: values[var] for var in raw}
+        written_as = self.written_as.setdefault(name, {})
         for canonical in connection.ALIASES:
             picked = connection.pick(written, canonical)
             values[canonical] = picked[1] if picked else VARIABLES[canonical].default
             if picked:
-                self.resolved.origins[name].setdefault(canonical,
-                                                       self.resolved.origins[name][picked[0]])
+                written_as[canonical] = picked[0]
         for var, spec in VARIABLES.items():
-            if var not in raw and var not in connection.ALIASES:
+            if var not in raw and var not in written_as:
                 continue
             try:
                 if var in PATH_VARIABLES and isinstance(values[var], str):
