@@ -13,6 +13,7 @@ from nodeprov.errors import InputError
 from nodeprov.inventory import load_inventory, read_inventory
 from nodeprov.inventory.patterns import select
 from nodeprov.inventory.templating import HostTemplar
+from nodeprov.playbook import load_playbook
 from tests.inventory.oracle import list_hosts, templated
 
 CORPUS = Path(__file__).parent.parent / "data" / "inventories"
@@ -185,3 +186,26 @@ def test_templated_values_match_ansible(case: str, host: str, var: str, tmp_path
     resolved = read_inventory(source)
     ours = HostTemplar(resolved, source).value(host, var)
     assert ours == templated(source, host, var, tmp_path)
+
+
+def test_group_vars_beside_the_playbook_come_after_the_inventorys(tmp_path: Path) -> None:
+    inventory = write(tmp_path, "inventory/hosts.ini", "[gpu]\nn1 ansible_host=10.0.0.1\n")
+    write(tmp_path, "inventory/group_vars/all.yml", "node_subnet: 10.0.0.0/24\nrdzv_port: 1\n")
+    write(tmp_path, "site/group_vars/gpu.yml", "rdzv_port: 29700\n")
+    write(tmp_path, "site/host_vars/n1.yml", "ansible_user: ops\n")
+    host = load_inventory(inventory, tmp_path / "site").host("n1")
+    assert (host.vars["rdzv_port"], host.user) == (29700, "ops")
+    playbook = write(tmp_path, "site/play.yaml", "- name: p\n  hosts: gpu\n  tasks: []\n")
+    write(tmp_path, "site/host_vars/n1.yml", "ansible_user: ops\nrdzv_port: 0\n")
+    result = CliRunner().invoke(app, ["apply", str(inventory), "-p", str(playbook)])
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'site/host_vars/n1.yml'}:2: n1: rdzv_port:" in result.stderr
+
+
+def test_a_plays_hosts_take_ansible_patterns(tmp_path: Path) -> None:
+    inventory = load_inventory(CORPUS / "yaml-repeated-group" / "inventory.yaml")
+    play = write(tmp_path, "play.yaml", "- name: p\n  hosts: 'cluster:&gpu:!gpu2'\n  tasks: []\n")
+    assert [host.name for host in load_playbook(play, inventory).plays[0].hosts] == ["gpu1"]
+    play.write_text("- name: p\n  hosts: tpu\n  tasks: []\n")
+    with pytest.raises(InputError, match="pattern 'tpu' matches no host or group"):
+        load_playbook(play, inventory)

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nodeprov.cli import app
-from tests.inventory.oracle import ansible_list
+from tests.inventory.oracle import ansible, ansible_list
 
 CORPUS = Path(__file__).parent.parent / "data" / "inventories"
 
@@ -35,3 +35,19 @@ def test_nodeprov_inventory_list_matches_ansible_inventory(case: Path, tmp_path:
     result = CliRunner().invoke(app, ["inventory", str(source), "--list"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == expected
+
+
+GRAPH_CASES = ["docs-aliases-ini", "yaml-repeated-group", "stackhpc-slurm-appliance-groups",
+               "k3s-io-sample-with-lb"]
+
+
+@pytest.mark.parametrize("name", GRAPH_CASES)
+def test_graph_and_host_match_ansible_inventory(name: str, tmp_path: Path) -> None:
+    source = source_of(CORPUS / name)
+    graph = CliRunner().invoke(app, ["inventory", str(source), "--graph", "all"]).stdout
+    assert graph == ansible("ansible-inventory", ["-i", str(source), "--graph"], tmp_path)
+    listed = json.loads(CliRunner().invoke(app, ["inventory", str(source), "--list"]).stdout)
+    for host in list(listed["_meta"]["hostvars"])[:2]:
+        ours = CliRunner().invoke(app, ["inventory", str(source), "--host", host]).stdout
+        theirs = ansible("ansible-inventory", ["-i", str(source), "--host", host], tmp_path)
+        assert json.loads(ours) == json.loads(theirs)
