@@ -119,7 +119,8 @@ def _host_line(line: str, group: str, origin: Origin, data: InventoryData) -> No
     try:
         tokens = shlex.split(line, comments=True) if _NEEDS_SHLEX.search(line) else line.split()
     except ValueError as error:
-        raise InputError(f"cannot split host line ({error}); close the quote",
+        raise InputError(f"cannot split the host line ({error}): close the quote, and keep a "
+                         "host on one line (INI has no line continuation)",
                          source=origin.source, line=origin.line) from None
     try:
         names, port = expand_host_pattern(tokens[0])
