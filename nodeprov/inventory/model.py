@@ -44,7 +44,8 @@ class Inventory:
     groups: Mapping[str, tuple[str, ...]]
     # the ssh_config files, parsed when a connection first needs them
     ssh_configs: SshConfigs = field(repr=False, compare=False)
-    resolved: Resolved | None = field(default=None, repr=False, compare=False)
+    # Ansible's view (groups as written, raw vars), which patterns select from
+    resolved: Resolved = field(repr=False, compare=False)
 
     def host(self, name: str) -> Host:
         return next(host for host in self.hosts if host.name == name)
@@ -52,8 +53,6 @@ class Inventory:
     def select(self, pattern: str | Sequence[str], *, limit: bool = False) -> list[Host]:
         """Hosts matching an Ansible pattern (``limit``: ``@file`` terms allowed, as
         ``--limit`` takes them); InputError names a term that matches nothing."""
-        if self.resolved is None:
-            raise ValueError("an inventory built without its resolution cannot select")
         names = patterns.select(self.resolved.data, pattern, limit_files=limit)
         if not names:
             raise InputError(f"pattern {pattern!r} selects no host", field=str(pattern))
