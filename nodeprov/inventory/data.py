@@ -62,9 +62,8 @@ class InventoryData:
         self.add_child("all", "ungrouped", Origin(source))
 
     def add_group(self, name: str, origin: Origin) -> Group:
-        if not isinstance(name, str) or not name:
-            raise InputError(f"group name {name!r} is not a name", source=origin.source,
-                             line=origin.line)
+        if not name:
+            raise InputError("a group needs a name", source=origin.source, line=origin.line)
         if name not in self.groups:
             self.groups[name] = Group(name, origin)
         return self.groups[name]
