@@ -56,6 +56,9 @@ class _HostBuilder:
                 why = connection.refusal(var, values[var]) if var in connection.REFUSED else None
                 if why:
                     raise self.error(name, var, why)
+                unused = connection.not_applied(var, values[var])
+                if unused:
+                    self._warn_once(name, var, unused)
                 continue
             self._check_spelling(name, var)
             try:
@@ -157,7 +160,10 @@ class _HostBuilder:
         """Warn about a near-miss of nodeprov's own variables (``rdvz_port``), once per
         place it is written."""
         if var not in self.near_misses:
-            close = difflib.get_close_matches(var, KNOWN, n=1, cutoff=0.85)
+            # Ansible's own names sit close to each other (ansible_ssh_args, ansible_ssh_pass):
+            # only a closer match warns there
+            cutoff = 0.9 if var.startswith("ansible_") else 0.85
+            close = difflib.get_close_matches(var, KNOWN, n=1, cutoff=cutoff)
             self.near_misses[var] = close[0] if close else None
         meant = self.near_misses[var]
         if meant:

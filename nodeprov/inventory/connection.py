@@ -41,8 +41,24 @@ REFUSED: dict[str, tuple[tuple[str, ...], str]] = {
     "ansible_become_exe": (("sudo",), "nodeprov runs sudo itself"),
     "ansible_become_flags": ((), "nodeprov runs sudo with its own flags"),
 }
+_PARAMIKO = "nodeprov connects with paramiko, not the ssh program; use ssh_config_file"
+# connection variables nodeprov reads but does not apply: a warning says so, never silence
+NOT_APPLIED: dict[str, str] = {
+    "ansible_host_key_checking": "host keys are always checked (--accept-new-host-keys "
+                                 "records new ones)",
+    "ansible_ssh_host_key_checking": "host keys are always checked (--accept-new-host-keys "
+                                     "records new ones)",
+    **dict.fromkeys(("ansible_ssh_args", "ansible_ssh_executable", "ansible_scp_extra_args",
+                     "ansible_sftp_extra_args", "ansible_ssh_transfer_method",
+                     "ansible_scp_if_ssh", "ansible_pipelining", "ansible_ssh_pipelining",
+                     "ansible_ssh_retries"), _PARAMIKO),
+    **dict.fromkeys(("ansible_timeout", "ansible_ssh_timeout"),
+                    "nodeprov waits 10 s for a connection"),
+    **dict.fromkeys(("ansible_shell_type", "ansible_shell_executable"),
+                    "nodeprov runs its commands with sh"),
+}
 CONNECTION_NAMES = frozenset({*(n for names in ALIASES.values() for n in names), *SSH_ARGS,
-                              *REFUSED, "ansible_become"})
+                              *REFUSED, *NOT_APPLIED, "ansible_become"})
 
 
 def pick(values: dict[str, Any], canonical: str) -> tuple[str, Any] | None:
@@ -60,6 +76,14 @@ def refusal(name: str, value: Any) -> str | None:
         return None
     shown = "(set)" if "pass" in name else repr(value)
     return f"{shown} is not supported: {instead}"
+
+
+def not_applied(name: str, value: Any) -> str | None:
+    """Why a connection variable set to ``value`` changes nothing, None when it is honoured."""
+    if name not in NOT_APPLIED or value is None or (
+            name.endswith("host_key_checking") and str(value).lower() in ("true", "yes", "1")):
+        return None
+    return f"not applied: {NOT_APPLIED[name]}"
 
 
 def proxy_from_args(text: str) -> tuple[str | None, str | None, list[str]]:

@@ -209,3 +209,19 @@ def test_a_plays_hosts_take_ansible_patterns(tmp_path: Path) -> None:
     play.write_text("- name: p\n  hosts: tpu\n  tasks: []\n")
     with pytest.raises(InputError, match="pattern 'tpu' matches no host or group"):
         load_playbook(play, inventory)
+
+
+def test_connection_variables_nodeprov_does_not_apply_are_named_in_a_warning(
+        tmp_path: Path) -> None:
+    path = write(tmp_path, "hosts.ini", "[g]\nn1 ansible_host=10.0.0.1 "
+                 "ansible_host_key_checking=False ansible_ssh_args='-C'\n"
+                 "n2 ansible_host=10.0.0.2 ansible_ssh_host_key_checking=True "
+                 "ansible_hostname=n2 ansible_becom=true\n[all:vars]\nnode_subnet=10.0.0.0/24\n")
+    warnings: list[str] = []
+    load_inventory(path, warn=warnings.append)
+    assert warnings == [
+        f"{path}:2: ansible_host_key_checking: not applied: host keys are always checked "
+        "(--accept-new-host-keys records new ones)",
+        f"{path}:2: ansible_ssh_args: not applied: nodeprov connects with paramiko, not the "
+        "ssh program; use ssh_config_file",
+        f"{path}:3: ansible_becom: unknown variable; did you mean ansible_become?"]
