@@ -32,6 +32,8 @@ _SAFE_NAME = re.compile(r"[\w.:@][\w.:@-]*")
 
 
 class _HostBuilder:
+    """Builds each Host of one inventory, warning once per place a problem is written."""
+
     def __init__(self, resolved: Resolved, templar: HostTemplar, folder: Path,
                  warn: Callable[[str], None]) -> None:
         self.resolved, self.templar, self.folder, self.warn = resolved, templar, folder, warn
