@@ -134,3 +134,23 @@ def verify(
     except NodeprovError as error:
         fail(error)
     raise typer.Exit(code)
+
+
+@app.command("inventory")
+def inventory_command(
+    inventory: InventoryArg = None,
+    as_list: Annotated[bool, typer.Option("--list", help="Print the resolved inventory as "
+                                          "ansible-inventory --list does (JSON).")] = False,
+    graph: Annotated[str | None, typer.Option(
+        "--graph", help="Print the group tree from GROUP ('all' for everything).",
+        metavar="GROUP")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Print one host's vars (JSON).",
+                                             metavar="NAME")] = None,
+) -> None:
+    """Show the inventory as nodeprov (and Ansible) resolve it; connects to nothing."""
+    from nodeprov.inventory.listing import show
+
+    try:
+        typer.echo(show(resolve_inventory(inventory), as_list=as_list, graph=graph, host=host))
+    except NodeprovError as error:
+        fail(error)

@@ -36,7 +36,7 @@ def default_playbook() -> Path:
 
 
 def select_hosts(inventory: Inventory, limit: str | None) -> list[Host]:
-    return inventory.select(limit) if limit else list(inventory.hosts)
+    return inventory.select(limit, limit=True) if limit else list(inventory.hosts)
 
 
 def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
@@ -47,7 +47,8 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
     from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     extra = parse_extra_vars(extra_vars)
-    inventory = load_inventory(inventory_path, extra)
+    inventory = load_inventory(inventory_path, playbook_path.parent if playbook_path else None,
+                               extra_vars=extra)
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
     targets = select_hosts(inventory, limit)
     options = RunOptions(check=check, forks=forks, tags=tag_set(tags), skip_tags=tag_set(skip_tags),
@@ -132,7 +133,7 @@ def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
               extra_vars: Sequence[str] = ()) -> int:
     from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
-    inventory = load_inventory(inventory_path, parse_extra_vars(extra_vars))
+    inventory = load_inventory(inventory_path, extra_vars=parse_extra_vars(extra_vars))
     hosts = select_hosts(inventory, limit)
     sessions, facts, errors = connect_all(
         hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,

@@ -18,12 +18,14 @@ import typer
 from nodeprov.errors import InputError
 
 InventoryArg = Annotated[Path | None, typer.Argument(
-    help="Inventory (Ansible YAML format). Default: ./inventory.yaml, else $NODEPROV_INVENTORY.",
+    help="Inventory (Ansible INI or YAML, a directory, a script, or ansible-inventory --list "
+    "JSON). Default: ./inventory.yaml, else $NODEPROV_INVENTORY.",
     show_default=False)]
 PlaybookOpt = Annotated[Path | None, typer.Option(
     "--playbook", "-p", help="Playbook to run (default: the built-in site.yaml).")]
 LimitOpt = Annotated[str | None, typer.Option(
-    "--limit", "-l", help="Only these hosts: names, groups, globs, comma-separated, !excluded.")]
+    "--limit", "-l", help="Only these hosts, an Ansible pattern: a:b, a,b, a:&b, a:!b, !b, "
+    "~regex, group[0:2], globs, @file.")]
 ForksOpt = Annotated[int, typer.Option("--forks", "-f", help="Hosts handled in parallel.",
                                        min=1)]
 AcceptKeysOpt = Annotated[bool, typer.Option(

@@ -234,7 +234,7 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                 facts, outputs = session.gather(probes, lock_wait=wait)
                 _observe(observed, probes, outputs)
                 stale = False
-            plan = spec.type.plan(Context(run.host, facts, cluster), run.params[index],
+            plan = spec.type.plan(Context(session.host, facts, cluster), run.params[index],
                                   observed[index] or "")
             _record_plan(task, plan)
             if not plan.in_sync and not check:

@@ -15,6 +15,7 @@ With become, the password is typed at sudo's prompt, never put on a command line
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import secrets
@@ -121,9 +122,11 @@ class Session:
             raise
         except Exception as error:  # paramiko/socket raise many kinds; all mean unreachable
             raise Unreachable(self.host.name, "", f"cannot connect to {self.host.address}:"
-                              f"{self.host.port}: {_describe(error)}",
+                              f"{self.host.port or 22}: {_describe(error)}",
                               hint="is sshd running and the address right?") from None
         self.connections += 1
+        # the port ssh_config gave (resolved only now, when connecting): the firewall keeps it
+        self.host = dataclasses.replace(self.host, port=self._connection.port)
         self._closed = threading.Event()
         # a node that stops answering fails the round trip in flight instead of hanging it
         threading.Thread(target=keepalive, daemon=True, name=f"keepalive {self.host.name}",

@@ -98,7 +98,7 @@ def _measured(value: Any, budget: int = MAX_OUTPUT) -> int:
     return budget
 
 
-class _Sandbox(ImmutableSandboxedEnvironment):
+class LimitedSandbox(ImmutableSandboxedEnvironment):
     """The immutable sandbox, with ``*``, ``**`` and ``%`` checked and no ``lipsum``."""
 
     intercepted_binops = frozenset({"*", "**", "%"})
@@ -147,7 +147,7 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return result
 
 
-class _RangeBudget:
+class RangeBudget:
     """``range`` for one rendering: all its calls together give at most MAX_RANGE items."""
 
     def __init__(self) -> None:
@@ -167,7 +167,7 @@ class Templates:
     worst two threads compile the same source, and either result is kept)."""
 
     def __init__(self) -> None:
-        self._environment = _Sandbox()
+        self._environment = LimitedSandbox()
         self._templates: dict[str, Template] = {}
         self._expressions: dict[str, TemplateExpression] = {}
         self._names: dict[str, frozenset[str]] = {}
@@ -176,7 +176,7 @@ class Templates:
         """Render every template string inside ``value`` (native types kept: 29500 stays an
         int); whatever goes wrong is a TemplateError (a limit: TemplateLimit)."""
         try:
-            return self._render(value, {**variables, "range": _RangeBudget()})
+            return self._render(value, {**variables, "range": RangeBudget()})
         except TemplateError:
             raise
         except RecursionError:

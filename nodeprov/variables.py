@@ -155,7 +155,8 @@ VARIABLES: dict[str, Variable] = {
                                 "An ssh_config to read (default ~/.ssh/config), relative paths "
                                 "from the inventory's folder."),
     "ansible_host": Variable(None, _optional(validate.address), "Address SSH connects to."),
-    "ansible_port": Variable(22, validate.port, "SSH port."),
+    "ansible_port": Variable(None, _optional(validate.port),
+                             "SSH port (default: ssh_config's Port, read when connecting)."),
     "ansible_user": Variable(None, _optional(validate.user_name), "SSH user."),
     "ansible_ssh_private_key_file": Variable(None, _optional(validate.absolute_path),
                                              "SSH private key (relative to the inventory)."),

@@ -169,28 +169,34 @@ def load_yaml_text(text: str, source: str) -> Any:
 def load_yaml_file(path: Path) -> Any:
     """Read and parse a YAML file, refusing what cannot be one (missing, huge, binary, empty)."""
     source = str(path)
+    data = load_yaml_text(read_text(path), source)
+    if data is None:
+        raise InputError("file is empty; expected YAML content", source=source)
+    return data
+
+
+def read_text(path: Path, kind: str = "YAML") -> str:
+    """A text file's content, refusing what cannot be one (missing, huge, binary, not UTF-8)."""
+    source = str(path)
     try:
         with path.open("rb") as stream:  # read, not stat: /dev/zero or a pipe has no st_size
             raw = stream.read(MAX_BYTES + 1)
         if len(raw) > MAX_BYTES:
-            raise InputError(f"file is over {MAX_BYTES} bytes; expected a YAML file under "
+            raise InputError(f"file is over {MAX_BYTES} bytes; expected a {kind} file under "
                              f"{MAX_BYTES // (1024 * 1024)} MiB", source=source)
     except FileNotFoundError:
-        raise InputError("file not found; give the path of an existing YAML file",
+        raise InputError(f"file not found; give the path of an existing {kind} file",
                          source=source) from None
     except IsADirectoryError:
-        raise InputError("is a directory; give the path of a YAML file", source=source) from None
+        raise InputError(f"is a directory; give the path of a {kind} file",
+                         source=source) from None
     except PermissionError:
         raise InputError("permission denied; make the file readable", source=source) from None
     if b"\0" in raw:
-        raise InputError("binary data (NUL bytes); expected a YAML text file", source=source)
+        raise InputError(f"binary data (NUL bytes); expected a {kind} text file", source=source)
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise InputError("not UTF-8 text; save the file as UTF-8", source=source,
                          line=line) from None
-    data = load_yaml_text(text, source)
-    if data is None:
-        raise InputError("file is empty; expected YAML content", source=source)
-    return data

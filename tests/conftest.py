@@ -107,4 +107,5 @@ def make_testbed() -> Iterator[MakeTestbed]:
 @pytest.fixture(autouse=True)
 def _no_user_ssh_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never read the developer's ~/.ssh (their inventories name their ssh_config)."""
-    monkeypatch.setattr("nodeprov.inventory.USER_SSH_CONFIG", str(tmp_path / "no-ssh-config"))
+    monkeypatch.setattr("nodeprov.inventory.sshconfigs.USER_SSH_CONFIG",
+                        str(tmp_path / "no-ssh-config"))

@@ -184,4 +184,6 @@ def test_list_hosts_and_tasks_follow_limit_tags_and_skip_tags(nowhere: Path) -> 
     assert listing(nowhere, "--list-tasks", "--tags", "job,issue")[4:] == [
         "      issue  TAGS: [issue, motd]", "", "  play #2 (all): Prove the cluster can train",
         "    tasks:", "      verification job (matrix, torchrun)  TAGS: [job]"]
-    assert "    hosts (0):" in listing(nowhere, "--list-hosts", "--limit", "!node1")
+    # a limit that leaves no host is a usage error, as in Ansible, not an empty listing
+    emptied = CliRunner().invoke(app, ["apply", str(nowhere), "--list-hosts", "--limit", "!node1"])
+    assert emptied.exit_code == 2 and "'!node1' selects no host" in emptied.stderr

@@ -70,7 +70,7 @@ def test_extra_vars_beat_host_group_and_play_vars(tmp_path: Path) -> None:
     (tmp_path / "inventory.yaml").write_text(INVENTORY)
     (tmp_path / "playbook.yaml").write_text(PLAYBOOK)
     extra = parse_extra_vars(["motd_line=from-cli rdzv_port=29600"])
-    inventory = load_inventory(tmp_path / "inventory.yaml", extra)
+    inventory = load_inventory(tmp_path / "inventory.yaml", extra_vars=extra)
     (host,) = inventory.hosts
     assert host.vars["rdzv_port"] == 29600 and host.vars["motd_line"] == "from-cli"
     (play,) = load_playbook(tmp_path / "playbook.yaml", inventory, extra).plays
@@ -86,5 +86,5 @@ def test_extra_vars_beat_host_group_and_play_vars(tmp_path: Path) -> None:
 def test_extra_vars_reach_the_ssh_settings(tmp_path: Path) -> None:
     (tmp_path / "inventory.yaml").write_text(INVENTORY)
     extra = parse_extra_vars(["ansible_user=deploy ansible_port=2222 ansible_become=true"])
-    (host,) = load_inventory(tmp_path / "inventory.yaml", extra).hosts
+    (host,) = load_inventory(tmp_path / "inventory.yaml", extra_vars=extra).hosts
     assert (host.user, host.port, host.become) == ("deploy", 2222, True)

@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from nodeprov import files
 from nodeprov.facts import Facts, parse_facts, split_sections
-from nodeprov.inventory import load_inventory
+from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
 from nodeprov.runner import RunOptions, TaskResult, run_playbook
 from nodeprov.session import Session
@@ -39,6 +39,7 @@ class FakeNode:
 
     def __init__(self, texts: dict[str, str]) -> None:
         self.texts = texts
+        self.host = Host("node1", "10.0.0.1", "10.0.0.1", port=22)  # as a Session after open
         self.connections = self.round_trips = 0
         self.locked = False
         self.calls: list[str] = []

@@ -278,7 +278,7 @@ def _allow(source: str, port: str, comment: str, ipv6: bool) -> list[Rule]:
 
 
 def _ssh_port(ctx: Context, params: FirewallParams) -> int:
-    return params.ssh_port if params.ssh_port is not None else ctx.host.port
+    return params.ssh_port if params.ssh_port is not None else ctx.host.port or 22
 
 
 def _ours(rule: Rule) -> bool:

@@ -127,6 +127,10 @@ FREE_FORM = """\
 """
 
 
+def _raw(text: str) -> str:
+    return f"{{% raw %}}{text}{{% endraw %}}" if "{{" in text else text
+
+
 @pytest.mark.integration
 def test_free_form_values_reach_the_node_as_literal_text_and_run_nothing(
         make_testbed: MakeTestbed, tmp_path: Path) -> None:
@@ -139,8 +143,9 @@ def test_free_form_values_reach_the_node_as_literal_text_and_run_nothing(
            "NCCL_X": spells[3], "NCCL_Y": "-n", "NCCL_Z": "{{ 7 * 7 }}"}
     venv = f"/opt/my venv $(touch {canary}-7);`touch {canary}-8` -x"
     odd_path = f"/etc/odd dir $(touch {canary}-9)/'q\" -n;`touch {canary}-10`"
-    args = apply_args(bed, tmp_path, FREE_FORM, nccl_env=env, venv_path=venv, odd_path=odd_path,
-                      odd_lines=spells)
+    # inventory values are Jinja templates, as in Ansible: "{% raw %}" keeps "{{ 7 * 7 }}" text
+    args = apply_args(bed, tmp_path, FREE_FORM, nccl_env={k: _raw(v) for k, v in env.items()},
+                      venv_path=venv, odd_path=odd_path, odd_lines=[_raw(s) for s in spells])
 
     check = apply(*args, "--check")
     assert check.code == 0 and set(check.statuses().values()) == {"changed"}, check.output

@@ -1,0 +1,53 @@
+"""Ansible inventories as people write them: INI or YAML (or a dynamic inventory script, or
+the JSON ``ansible-inventory --list`` prints), group_vars/ and host_vars/, ranges, aliases,
+patterns, Jinja, resolved as ``ansible-inventory`` resolves them, then validated for nodeprov
+before any connection.
+
+    >>> inventory = load_inventory(Path("inventory/example.yaml"))  # doctest: +SKIP
+    >>> inventory.hosts[0].address  # doctest: +SKIP
+    '10.0.0.11'
+
+One module per concern: ``ranges`` (host names), ``ini`` and ``yamlsrc`` (the formats),
+``source`` (which format, scripts), ``data`` (groups and hosts as Ansible holds them),
+``varsdirs`` (group_vars/host_vars), ``resolve`` (precedence), ``templating`` (sandboxed Jinja),
+``connection`` (connection variables), ``build`` (nodeprov's checks), ``patterns``,
+``listing`` (``nodeprov inventory``), ``guard`` and ``vault`` (hostile or encrypted input).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nodeprov.inventory.build import build_hosts
+from nodeprov.inventory.data import Origin
+from nodeprov.inventory.model import Host, Inventory
+from nodeprov.inventory.reading import read_inventory, warn_stderr
+from nodeprov.inventory.sshconfigs import SshConfigs
+from nodeprov.inventory.templating import HostTemplar
+
+EXTRA_VARS = Origin("--extra-vars")
+
+__all__ = ["Host", "Inventory", "SshConfigs", "load_inventory", "read_inventory"]
+
+
+def load_inventory(path: Path, playbook_dir: Path | None = None,
+                   warn: Callable[[str], None] = warn_stderr, *,
+                   extra_vars: Mapping[str, Any] | None = None) -> Inventory:
+    """Load and validate an inventory; every problem is an InputError naming file and line.
+    ``extra_vars`` (``-e``) override every host's vars, as Ansible's extra vars do."""
+    from nodeprov.errors import InputError
+
+    resolved = read_inventory(path, playbook_dir, warn)
+    for name, host_vars in resolved.hostvars.items():
+        host_vars.update(extra_vars or {})
+        resolved.origins[name].update(dict.fromkeys(extra_vars or {}, EXTRA_VARS))
+    if not resolved.hostvars:
+        raise InputError("no hosts; add hosts to a group (all: hosts: in YAML, or a [group] "
+                         "section in INI)", source=str(path), line=1)
+    folder = path if path.is_dir() else path.parent
+    hosts = build_hosts(resolved, HostTemplar(resolved, path, playbook_dir), folder, warn)
+    groups = {name: tuple(resolved.data.group_hosts(name)) for name in resolved.data.groups}
+    return Inventory(path=path, hosts=hosts, groups=groups, ssh_configs=SshConfigs(),
+                     resolved=resolved)

@@ -1,0 +1,206 @@
+"""From Ansible's resolution to nodeprov's hosts: values templated, connection variables read
+under every alias, nodeprov's variables validated, and every problem one InputError naming the
+file, the line, the host and the variable.
+
+    hosts = build_hosts(resolved, HostTemplar(resolved, path), path, warn=print)
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import os
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import TemplateError
+
+from nodeprov import validate
+from nodeprov.errors import InputError
+from nodeprov.inventory import connection
+from nodeprov.inventory.data import Origin
+from nodeprov.inventory.model import Host
+from nodeprov.inventory.resolve import Resolved
+from nodeprov.inventory.templating import HostTemplar
+from nodeprov.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
+
+KNOWN = frozenset(VARIABLES) | connection.CONNECTION_NAMES
+# what Ansible's names are made of (ranges already expanded, host:port split off)
+_SAFE_NAME = re.compile(r"[\w.:@][\w.:@-]*")
+
+
+class _HostBuilder:
+    """Builds each Host of one inventory, warning once per place a problem is written."""
+
+    def __init__(self, resolved: Resolved, templar: HostTemplar, folder: Path,
+                 warn: Callable[[str], None]) -> None:
+        self.resolved, self.templar, self.folder, self.warn = resolved, templar, folder, warn
+        self.near_misses: dict[str, str | None] = {}
+        self.warned: set[tuple[str, int | None, str]] = set()
+        # per host: canonical name -> the alias its value came from, so errors name that one
+        self.written_as: dict[str, dict[str, str]] = {}
+
+    def error(self, host: str, var: str, message: str) -> InputError:
+        """``message`` at the place ``var`` (as the inventory spells it) was written."""
+        var = self.written_as.get(host, {}).get(var, var)
+        origin = self.resolved.origins[host].get(var) or self.resolved.data.hosts[host].origin
+        return InputError(message, source=origin.source, line=origin.line, field=f"{host}: {var}")
+
+    def _rendered(self, name: str, raw: dict[str, Any]) -> dict[str, Any]:
+        """nodeprov's defaults, then the host's vars templated; a connection variable nodeprov
+        cannot honour is refused here."""
+        values: dict[str, Any] = {var: spec.default for var, spec in VARIABLES.items()}
+        for var in raw:
+            if var in KNOWN:
+                values[var] = self.value(name, var)
+                why = connection.refusal(var, values[var]) if var in connection.REFUSED else None
+                if why:
+                    raise self.error(name, var, why)
+                unused = connection.not_applied(var, values[var])
+                if unused:
+                    self._warn_once(name, var, unused)
+                continue
+            self._check_spelling(name, var)
+            try:
+                values[var] = self.templar.value(name, var)
+            except (TemplateError, TypeError, ValueError, ArithmeticError, RecursionError):
+                values[var] = raw[var]  # Ansible fails only where it is used; kept as written
+        return values
+
+    def value(self, host: str, var: str) -> Any:
+        try:
+            return self.templar.value(host, var)
+        except (TemplateError, TypeError, ValueError, ArithmeticError, RecursionError) as error:
+            raise self.error(host, var, f"template error: {error}") from None
+
+    def build(self, name: str) -> Host:
+        if not _SAFE_NAME.fullmatch(name):
+            origin = self.resolved.data.hosts[name].origin
+            raise InputError(f"inventory name {name!r} is not a valid host name for nodeprov (it "
+                             "reaches /etc/hosts and logs); use letters, digits and _ . : @ - "
+                             "(not starting with -)",
+                             source=origin.source, line=origin.line, field=name)
+        raw = self.resolved.hostvars[name]
+        values = self._rendered(name, raw)
+        written = {var: values[var] for var in raw}
+        written_as = self.written_as.setdefault(name, {})
+        for canonical in connection.ALIASES:
+            picked = connection.pick(written, canonical)
+            values[canonical] = picked[1] if picked else VARIABLES[canonical].default
+            if picked:
+                written_as[canonical] = picked[0]
+        for var, spec in VARIABLES.items():
+            if var not in raw and var not in written_as:
+                continue
+            try:
+                if var in PATH_VARIABLES and isinstance(values[var], str):
+                    # relative paths are from the inventory's folder
+                    values[var] = str(self.folder.joinpath(os.path.expanduser(values[var]))
+                                      .resolve())
+                values[var] = spec.check(values[var])
+            except ValueError as error:
+                raise self.error(name, var, str(error)) from None
+        jump, command = self._proxy(name, values)
+        values["inventory_hostname"] = name
+        address = values["ansible_host"] or self._name_as_address(name)
+        values["node_address"] = self._node_address(name, address, values)
+        return Host(
+            name=name, address=address, node_address=values["node_address"],
+            port=values["ansible_port"], user=values["ansible_user"],
+            key_file=values["ansible_ssh_private_key_file"], become=values["ansible_become"],
+            become_password=values["ansible_become_password"], proxy_jump=jump,
+            proxy_command=command, groups=tuple(self.resolved.group_names(name)), vars=values)
+
+    def _proxy(self, name: str, values: dict[str, Any]) -> tuple[str | None, str | None]:
+        jump: str | None = None
+        command: str | None = None
+        for var in connection.SSH_ARGS:
+            if not values.get(var):
+                continue
+            try:
+                found_jump, found_command, others = connection.proxy_from_args(str(values[var]))
+            except ValueError as error:
+                raise self.error(name, var, f"{error} (expected -o ProxyJump=[user@]host[:port]"
+                                 ", -J ... or -o ProxyCommand=...)") from None
+            jump, command = found_jump or jump, found_command or command
+            if others:
+                self._warn_once(name, var, f"{' '.join(others)} not applied: nodeprov reads "
+                                "only ProxyJump and ProxyCommand from it (host keys are always "
+                                "checked; put other options in ssh_config_file)")
+        return jump, command
+
+    def _name_as_address(self, name: str) -> str:
+        """Without ansible_host, SSH goes to the inventory name: then it must be an address."""
+        try:
+            return validate.address(name)
+        except ValueError as error:
+            raise self.error(name, "ansible_host", f"{error}: without ansible_host, SSH connects "
+                             "to the inventory name; set ansible_host") from None
+
+    def _node_address(self, name: str, address: str, values: dict[str, Any]) -> str:
+        subnet = values["node_subnet"]
+        if subnet is None:
+            raise self.error(name, "node_subnet", "node_subnet is required (the nodes' subnet, "
+                             "e.g. 10.0.0.0/24); set it for group all")
+        if wide := subnet_too_wide(subnet, values["node_subnet_allow_wide"]):
+            raise self.error(name, "node_subnet", wide)
+        key = "node_address" if values["node_address"] else "ansible_host"
+        node_address = values["node_address"] or address
+        try:
+            inside = ipaddress.ip_address(node_address) in ipaddress.ip_network(subnet)
+        except ValueError:
+            raise self.error(name, key, f"{node_address!r} is not an IP address; a host named "
+                             "by DNS name needs node_address, its address in "
+                             f"{subnet}") from None
+        if not inside:
+            raise self.error(name, key, f"address {node_address} is outside node_subnet "
+                             f"{subnet}; fix the address, the subnet, or set node_address to "
+                             "the node's address in the subnet")
+        return node_address
+
+    def _check_spelling(self, host: str, var: str) -> None:
+        """Warn about a near-miss of nodeprov's own variables (``rdvz_port``), once per
+        place it is written."""
+        if var not in self.near_misses:
+            # Ansible's own names sit close to each other (ansible_ssh_args, ansible_ssh_pass):
+            # only a closer match warns there
+            cutoff = 0.9 if var.startswith("ansible_") else 0.85
+            close = difflib.get_close_matches(var, KNOWN, n=1, cutoff=cutoff)
+            self.near_misses[var] = close[0] if close else None
+        meant = self.near_misses[var]
+        if meant:
+            self._warn_once(host, var, f"unknown variable; did you mean {meant}?")
+
+    def _warn_once(self, host: str, var: str, message: str) -> None:
+        origin = self.resolved.origins[host].get(var, Origin(""))
+        key = (origin.source, origin.line, var)
+        if key not in self.warned:
+            self.warned.add(key)
+            line = f":{origin.line}" if origin.line else ""
+            self.warn(f"{origin.source}{line}: {var}: {message}")
+
+
+def build_hosts(resolved: Resolved, templar: HostTemplar, folder: Path,
+                warn: Callable[[str], None]) -> tuple[Host, ...]:
+    builder = _HostBuilder(resolved, templar, folder, warn)
+    hosts = tuple(builder.build(name) for name in resolved.hostvars)
+    _check_unique(hosts, builder)
+    return hosts
+
+
+def _check_unique(hosts: Iterable[Host], builder: _HostBuilder) -> None:
+    seen: dict[tuple[str, int | None], str] = {}
+    seen_node: dict[str, str] = {}
+    for host in hosts:
+        other = seen.setdefault((host.address, host.port), host.name)
+        if other != host.name:
+            raise builder.error(host.name, "ansible_host", f"{host.name} and {other} have the "
+                                f"same address {host.address}:{host.port or 22}; each host "
+                                "needs its own")
+        other = seen_node.setdefault(host.node_address, host.name)
+        if other != host.name:
+            raise builder.error(host.name, "node_address", f"{host.name} and {other} have the "
+                                f"same node address {host.node_address}; each host needs its "
+                                "own")

@@ -1,0 +1,83 @@
+"""What ``ansible-inventory`` prints, for ``nodeprov inventory --list | --graph | --host``.
+
+    print(as_json(resolved))     # JSON: groups with hosts/children, _meta.hostvars
+    print(as_graph(resolved))    # @all: / |--@gpu: / |  |--node1
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nodeprov.errors import InputError
+from nodeprov.inventory.data import InventoryData
+from nodeprov.inventory.reading import read_inventory
+from nodeprov.inventory.resolve import Resolved
+
+# what ansible-inventory 2.19 writes beside hostvars: the variable-precedence profile it used
+PROFILE = "inventory_legacy"
+
+
+def show(path: Path, *, as_list: bool, graph: str | None, host: str | None) -> str:
+    """What ``nodeprov inventory`` prints: exactly one of --list, --graph GROUP, --host NAME."""
+    if [as_list, graph is not None, host is not None].count(True) != 1:
+        raise InputError("give one of --list, --graph GROUP or --host NAME")
+    resolved = read_inventory(path)
+    if host is not None:
+        return as_host(resolved, host)
+    return as_graph(resolved, graph) if graph is not None else as_json(resolved)
+
+
+def as_json(resolved: Resolved) -> str:
+    data = resolved.data
+    groups: dict[str, Any] = {}
+    for name in data.descendants("all"):
+        group = data.groups[name]
+        entry: dict[str, Any] = {}
+        if name != "all" and group.hosts:
+            entry["hosts"] = list(group.hosts)
+        if group.children:
+            entry["children"] = list(group.children)
+        if entry:
+            groups[name] = entry
+    hostvars = {name: values for name, values in resolved.hostvars.items() if values}
+    groups["_meta"] = {"hostvars": hostvars, "profile": PROFILE}
+    return _dump(groups)
+
+
+def as_host(resolved: Resolved, name: str) -> str:
+    if name not in resolved.hostvars:
+        raise InputError(f"no host {name!r} in the inventory; hosts: "
+                         f"{', '.join(resolved.hostvars)}", field="--host")
+    return _dump(resolved.hostvars[name])
+
+
+def as_graph(resolved: Resolved, top: str = "all") -> str:
+    data = resolved.data
+    if top not in data.groups:
+        raise InputError(f"no group {top!r}; groups: {', '.join(data.groups)}", field="--graph")
+    return "\n".join(_graph(data, top, 0))
+
+
+def _graph(data: InventoryData, name: str, depth: int) -> list[str]:
+    lines = [_indent(f"@{name}:", depth)]
+    # recursion is bounded: InventoryData refuses groups nested deeper than MAX_GROUP_DEPTH
+    for child in data.groups[name].children:
+        lines += _graph(data, child, depth + 1)
+    if name != "all":
+        lines += [_indent(host, depth + 1) for host in data.groups[name].hosts]
+    return lines
+
+
+def _indent(text: str, depth: int) -> str:
+    return "  |" * depth + "--" + text if depth else text
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, indent=4, ensure_ascii=False, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    """What JSON cannot hold, as Ansible's encoder writes it: sets as lists, else text."""
+    return list(value) if isinstance(value, (set, frozenset)) else str(value)

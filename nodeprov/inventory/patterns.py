@@ -1,0 +1,108 @@
+"""Ansible host patterns, for ``--limit`` and a play's ``hosts:``.
+
+    gpu:cpu   gpu,cpu      union              gpu:&rack1   in both
+    gpu:!node3             gpu without node3  !node3       every host but node3
+    ~node[0-9]+            a regex            gpu[0]  gpu[0:2]  gpu[-1]   by position
+    node*                  a glob             @hosts.txt   (--limit only) one pattern a line
+
+    >>> split_patterns("gpu:&rack1:!node3")
+    ['gpu', '&rack1', '!node3']
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from nodeprov.errors import InputError
+from nodeprov.inventory.data import InventoryData
+from nodeprov.inventory.ranges import split_port
+
+_SUBSCRIPT = re.compile(r"^(.+)\[(?:(-?[0-9]+)|([0-9]+)([:-])([0-9]+)?)\]$")
+_TERMS = re.compile(r"(?:[^\s:\[\]]|\[[^\]]*\])+")
+
+
+def split_patterns(pattern: str | Sequence[str]) -> list[str]:
+    if not isinstance(pattern, str):
+        return [term for part in pattern for term in split_patterns(part)]
+    pattern = pattern.strip()
+    if "," in pattern:
+        terms = pattern.split(",")
+    elif split_port(pattern)[1] is not None:
+        terms = [pattern]  # host:port names one host
+    else:
+        terms = _TERMS.findall(pattern)
+    return [term.strip() for term in terms if term.strip()]
+
+
+def select(data: InventoryData, pattern: str | Sequence[str], *,
+           limit_files: bool = False) -> list[str]:
+    """Host names matching ``pattern`` in Ansible's order: plain terms first (union), then
+    ``&`` (intersection), then ``!`` (exclusion); a pattern of only exclusions starts from
+    ``all``. InputError names a term that matches nothing."""
+    terms = split_patterns(pattern)
+    if limit_files:
+        terms = [line for term in terms for line in _from_file(term)]
+    plain = [t for t in terms if t[0] not in "&!"]
+    ordered = (plain or ["all"]) + [t for t in terms if t[0] == "&"] + [
+        t for t in terms if t[0] == "!"]
+    chosen: list[str] = []
+    for term in ordered:
+        matched = [term] if term in data.hosts else _match_one(data, term.lstrip("&!"))
+        if not matched:
+            raise InputError(f"pattern {term!r} matches no host or group; groups: "
+                             f"{', '.join(data.groups)}; hosts: {', '.join(list(data.hosts)[:20])}"
+                             f"{' ...' if len(data.hosts) > 20 else ''}", field=str(term))
+        if term[0] == "!":
+            chosen = [name for name in chosen if name not in set(matched)]
+        elif term[0] == "&":
+            chosen = [name for name in chosen if name in set(matched)]
+        else:
+            chosen += [name for name in matched if name not in set(chosen)]
+    return chosen
+
+
+def _from_file(term: str) -> list[str]:
+    if not term.startswith("@"):
+        return [term]
+    path = Path(term[1:])
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as error:
+        raise InputError(f"cannot read the limit file: {error.strerror}", source=str(path),
+                         field="--limit") from None
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _match_one(data: InventoryData, term: str) -> list[str]:
+    expression, subscript = term, None
+    if not term.startswith("~"):
+        found = _SUBSCRIPT.match(term)
+        if found:
+            expression = found[1]
+            start = int(found[2] if found[2] is not None else found[3])
+            end = None if found[2] is not None else int(found[5]) if found[5] else -1
+            subscript = (start, end)
+    try:
+        regex = re.compile(expression[1:] if expression.startswith("~")
+                           else fnmatch.translate(expression))
+    except re.error as error:
+        raise InputError(f"invalid host pattern {term!r}: {error}", field=term) from None
+    groups = [name for name in data.groups if regex.match(name)]
+    hosts: dict[str, None] = {}
+    for group in groups:
+        hosts.update(dict.fromkeys(data.group_hosts(group)))
+    if not groups or expression.startswith("~") or any(c in expression for c in ".?*["):
+        hosts.update(dict.fromkeys(name for name in data.hosts if regex.match(name)))
+    matched = list(hosts)
+    if subscript is None:
+        return matched
+    start, end = subscript
+    if end is None:
+        if not -len(matched) <= start < len(matched):
+            raise InputError(f"{term!r}: position {start} is outside {expression!r}, which "
+                             f"has {len(matched)} hosts (0 to {len(matched) - 1})", field=term)
+        return [matched[start]]
+    return matched[start:(len(matched) if end == -1 else end + 1)]

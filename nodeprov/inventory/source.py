@@ -1,0 +1,123 @@
+"""Reading an inventory source into ``InventoryData``, choosing the reader as Ansible does:
+an executable script with a shebang runs with ``--list``; ``.yml``/``.yaml``/``.json`` (and files
+without an extension that parse as a YAML mapping) are YAML; anything else is INI. A directory
+reads every inventory file in it, in name order.
+
+    data = InventoryData()
+    read_source(Path("inventory/hosts.ini"), data, warn=print)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nodeprov.errors import InputError
+from nodeprov.inventory.data import InventoryData
+from nodeprov.inventory.guard import check_size
+from nodeprov.inventory.ini import parse_ini
+from nodeprov.inventory.vault import check_vault
+from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml
+from nodeprov.yamlfile import load_yaml_text, read_text
+
+YAML_EXTENSIONS = (".yml", ".yaml", ".json")
+# Ansible's INVENTORY_IGNORE_EXTS and its vars folders, skipped when reading a directory
+IGNORED_EXTENSIONS = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst",
+                      ".orig", ".cfg", ".retry")
+VARS_FOLDERS = ("group_vars", "host_vars")
+SCRIPT_TIMEOUT = 120.0
+
+
+def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) -> None:
+    if path.is_dir():
+        for entry in sorted(os.listdir(path)):
+            if entry.startswith(".") or entry in VARS_FOLDERS or entry.endswith(
+                    IGNORED_EXTENSIONS) or (path / entry).is_dir():
+                continue
+            read_source(path / entry, data, warn)
+        return
+    if _is_script(path):
+        parse_json_list(_run_script(path), str(path), data)
+        return
+    source = str(path)
+    text = read_text(path, kind="inventory")
+    check_vault(text, source)
+    if path.suffix in YAML_EXTENSIONS:
+        document = _yaml(text, source)
+        if document is None:
+            raise InputError("file is empty; expected an inventory", source=source)
+        if not isinstance(document, Mapping):
+            raise InputError("a YAML inventory is a mapping of group names (e.g. all:), not a "
+                             f"{type(document).__name__}", source=source, line=1)
+    elif path.suffix:  # hosts.ini, hosts.cfg ...: Ansible tries YAML only without an extension
+        parse_ini(text, source, data)
+        return
+    else:
+        try:
+            document = _yaml(text, source)
+        except InputError:
+            document = None  # not YAML: INI, as Ansible falls back
+        if not isinstance(document, Mapping):
+            parse_ini(text, source, data)
+            return
+    check_size(document, source)
+    if _is_json_list(document):
+        parse_json_list(document, source, data)
+    else:
+        parse_yaml(document, source, data, warn)
+
+
+def _yaml(text: str, source: str) -> Any:
+    try:
+        return load_yaml_text(text, source)
+    except RecursionError:
+        raise InputError("nested too deeply to read; flatten the file", source=source) from None
+
+
+def _is_json_list(document: Mapping[str, Any]) -> bool:
+    """``ansible-inventory --list`` output (and saved script output) has ``_meta``."""
+    return "_meta" in document
+
+
+def _is_script(path: Path) -> bool:
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        return False
+    with path.open("rb") as opened:
+        return opened.read(2) == b"#!"
+
+
+def _run_script(path: Path) -> Mapping[str, Any]:
+    """A dynamic inventory script's ``--list`` (and ``--host`` per host without ``_meta``)."""
+    document = _script_json(path, ["--list"])
+    meta = document.get("_meta")
+    if not isinstance(meta, Mapping) or "hostvars" not in meta:
+        hosts = {str(host) for group in document.values() if isinstance(group, Mapping)
+                 for host in group.get("hosts") or []}
+        document = {**document, "_meta": {"hostvars": {
+            host: _script_json(path, ["--host", host]) for host in sorted(hosts)}}}
+    return document
+
+
+def _script_json(path: Path, args: list[str]) -> Mapping[str, Any]:
+    source = f"{path} {' '.join(args)}"
+    try:
+        done = subprocess.run([str(path.resolve()), *args], capture_output=True, text=True,
+                              timeout=SCRIPT_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InputError(f"inventory script failed to run: {error}", source=source) from None
+    if done.returncode != 0:
+        tail = " ".join(done.stderr.strip().splitlines()[-2:])[-300:]
+        raise InputError(f"inventory script exited {done.returncode}: {tail}", source=source)
+    try:
+        document = json.loads(done.stdout or "{}")
+    except (ValueError, RecursionError) as error:
+        raise InputError(f"inventory script printed no valid JSON ({error})",
+                         source=source) from None
+    if not isinstance(document, Mapping):
+        raise InputError("inventory script must print a JSON object", source=source)
+    check_size(document, source)
+    return document

@@ -1,0 +1,138 @@
+"""Jinja in inventory values, templated as Ansible does: lazily (a value is rendered when it is
+read, with the vars it names rendered in turn), with ``inventory_hostname``, ``group_names``,
+``groups`` and ``hostvars``, in Jinja's immutable sandbox (no attribute tricks, no mutation).
+
+    templar = HostTemplar(resolved)
+    templar.value("node1", "key_path")   # "{{ inventory_dir }}/keys/id" -> ".../keys/id"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from itertools import chain, islice
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Template, TemplateError, Undefined
+from jinja2.nativetypes import NativeCodeGenerator
+
+from nodeprov.inventory.resolve import Resolved
+from nodeprov.templating import LimitedSandbox, RangeBudget
+
+
+def _concat(values: Iterator[Any]) -> Any:
+    """One expression keeps its type (29500 stays an int); anything else joins into text
+    (no literal_eval: "3.10" stays text)."""
+    head = list(islice(values, 2))
+    if len(head) == 1:
+        return head[0]
+    return "".join(str(value) for value in chain(head, values))
+
+
+class _Sandbox(LimitedSandbox):
+    """The playbook's limited sandbox, keeping native types as Ansible's templar does."""
+
+    code_generator_class = NativeCodeGenerator
+    concat = staticmethod(_concat)  # type: ignore[assignment]
+
+
+class TemplateLoop(TemplateError):
+    pass
+
+
+class HostTemplar:
+    """Renders inventory values per host; each (host, var) rendered once."""
+
+    def __init__(self, resolved: Resolved, inventory_path: Path,
+                 playbook_dir: Path | None = None) -> None:
+        self.resolved = resolved
+        self._environment = _Sandbox()
+        self._templates: dict[str, Template] = {}
+        self._done: dict[tuple[str, str], Any] = {}
+        self._rendering: set[tuple[str, str]] = set()
+        folder = inventory_path if inventory_path.is_dir() else inventory_path.parent
+        self._magic = {"inventory_dir": str(folder.resolve()),
+                       "inventory_file": str(inventory_path.resolve()),
+                       "playbook_dir": str((playbook_dir or Path.cwd()).resolve())}
+        self._groups = {name: resolved.data.group_hosts(name) for name in resolved.data.groups}
+
+    def value(self, host: str, var: str) -> Any:
+        """``var`` of ``host`` rendered; TemplateError (with the chain of vars) on failure."""
+        raw = self.resolved.hostvars[host][var]
+        if isinstance(raw, (int, float, bool)) or raw is None or (
+                isinstance(raw, str) and "{{" not in raw and "{%" not in raw):
+            return raw  # most values: nothing to render, nothing to remember
+        key = (host, var)
+        if key not in self._done:
+            if key in self._rendering:
+                raise TemplateLoop(f"{var} refers to itself (through its template)")
+            self._rendering.add(key)
+            try:
+                self._done[key] = self.render(host, raw)
+            finally:
+                self._rendering.discard(key)
+        return self._done[key]
+
+    def render(self, host: str, value: Any) -> Any:
+        if isinstance(value, str) and ("{{" in value or "{%" in value):
+            if value not in self._templates:
+                self._templates[value] = self._environment.from_string(value)
+            template = self._templates[value]
+            # shared: Jinja reads the mapping as it is, so each var renders only when used
+            context = template.new_context(_Vars(self, host),  # type: ignore[arg-type]
+                                           shared=True)
+            result = _concat(template.root_render_func(context))
+            if isinstance(result, Undefined):
+                str(result)  # "{{ nope }}" alone comes back undefined, not raised: raise it
+            return result
+        if isinstance(value, Mapping):
+            return {key: self.render(host, item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.render(host, item) for item in value]
+        return value
+
+    def magic(self, host: str) -> dict[str, Any]:
+        return {**self._magic, "inventory_hostname": host,
+                "inventory_hostname_short": host.split(".")[0],
+                "group_names": self.resolved.group_names(host), "groups": self._groups,
+                "hostvars": _HostVars(self), "range": RangeBudget()}
+
+
+class _Vars(Mapping[str, Any]):
+    """One host's vars as a template sees them, each rendered only when read."""
+
+    def __init__(self, templar: HostTemplar, host: str) -> None:
+        self._templar, self._host = templar, host
+        self._magic = templar.magic(host)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._templar.resolved.hostvars[self._host]:
+            return self._templar.value(self._host, key)
+        return self._magic[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._magic or key in self._templar.resolved.hostvars[self._host]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._magic, **self._templar.resolved.hostvars[self._host]})
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+class _HostVars(Mapping[str, Any]):
+    """``hostvars``: every host's vars, rendered when read."""
+
+    def __init__(self, templar: HostTemplar) -> None:
+        self._templar = templar
+
+    def __getitem__(self, host: str) -> _Vars:
+        if host not in self._templar.resolved.hostvars:
+            raise KeyError(host)
+        return _Vars(self._templar, host)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._templar.resolved.hostvars)
+
+    def __len__(self) -> int:
+        return len(self._templar.resolved.hostvars)

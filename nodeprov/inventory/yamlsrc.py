@@ -1,0 +1,141 @@
+"""YAML inventories as Ansible's ``yaml`` plugin reads them, and the JSON that dynamic
+inventory scripts and ``ansible-inventory --list`` print.
+
+    all:                      # or any top-level group, with or without all:
+      children:
+        gpu:
+          hosts: {gpu[01:04]: }
+    gpu:                      # the same group again: vars and members merge
+      vars: {rdzv_port: 29600}
+
+A ``_meta`` key marks the JSON shape (``{"gpu": {"hosts": [...]}, "_meta": {"hostvars": ...}}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from nodeprov.errors import InputError
+from nodeprov.inventory.data import MAX_GROUP_DEPTH, InventoryData, Origin
+from nodeprov.inventory.ranges import expand_host_pattern
+from nodeprov.yamlfile import YamlMap
+
+SECTIONS = ("vars", "children", "hosts")
+Warn = Callable[[str], None]
+
+
+def _line(mapping: Any, key: str) -> int | None:
+    return mapping.line_of(key) if isinstance(mapping, YamlMap) else None
+
+
+def parse_yaml(document: Mapping[str, Any], source: str, data: InventoryData,
+               warn: Warn) -> None:
+    """Fill ``data`` from a parsed YAML inventory (top-level keys are groups)."""
+    if "plugin" in document:
+        raise InputError("this is an inventory plugin's configuration, not an inventory; run "
+                         f"ansible-inventory -i {source} --list > inventory.json and give "
+                         "nodeprov inventory.json", source=source, line=_line(document, "plugin"))
+    # Depth first in the order written, as Ansible's recursion goes, but on a list of frames:
+    # deep trees (and recursive YAML aliases) stop at the depth limit, not at Python's stack.
+    stack: list[tuple[Iterator[tuple[str, Any, Origin]], str, Origin | None]] = []
+    for name in document:
+        origin = Origin(source, _line(document, name))
+        stack.append((_group(str(name), document[name], origin, data, warn), str(name), None))
+        while stack:
+            frame, group, link = stack[-1]
+            child = next(frame, None)
+            if child is not None:
+                if len(stack) > MAX_GROUP_DEPTH:
+                    raise InputError(f"groups nested more than {MAX_GROUP_DEPTH} deep; flatten "
+                                     "the group tree", source=source, line=child[2].line,
+                                     field=child[0])
+                stack.append((_group(*child, data, warn), child[0], child[2]))
+                continue
+            stack.pop()
+            if link is not None and group in data.groups:
+                data.add_child(stack[-1][1], group, link)
+
+
+def _group(name: str, group: Any, origin: Origin, data: InventoryData,
+           warn: Warn) -> Iterator[tuple[str, Any, Origin]]:
+    """Read a group's vars and hosts into ``data``, yielding each child group to read next."""
+    if group is not None and not isinstance(group, Mapping):
+        warn(f"{origin.source}:{origin.line}: skipping {name!r}: a group is a mapping of "
+             "hosts:, vars: and children:")
+        return
+    data.add_group(name, origin)
+    source = origin.source
+    for key, section in (group or {}).items():
+        where = Origin(source, _line(group, key))
+        if isinstance(section, str) and key in SECTIONS:
+            section = {section: None}  # Ansible reads "hosts: node1" as one host
+        if key not in SECTIONS:
+            warn(f"{source}:{where.line}: skipping key {key!r} in group {name!r}: only vars, "
+                 "children and hosts are read")
+            continue
+        if section is None:
+            continue
+        if not isinstance(section, Mapping):
+            raise InputError(f"{key}: must be a mapping (name: value), not a "
+                             f"{type(section).__name__}", source=source, line=where.line,
+                             field=f"{name}.{key}")
+        if key == "vars":
+            for var, value in section.items():
+                data.set_group_var(name, var, value, Origin(source, _line(section, var)))
+        elif key == "children":
+            for child, value in section.items():
+                yield str(child), value, Origin(source, _line(section, child))
+        else:
+            for pattern, host_vars in section.items():
+                _add_hosts(str(pattern), host_vars, name, Origin(source, _line(section, pattern)),
+                           data)
+
+
+def _add_hosts(pattern: str, host_vars: Any, group: str, origin: Origin,
+               data: InventoryData) -> None:
+    try:
+        names, port = expand_host_pattern(pattern)
+    except ValueError as error:
+        raise InputError(str(error), source=origin.source, line=origin.line,
+                         field=pattern) from None
+    if host_vars is not None and not isinstance(host_vars, Mapping):
+        raise InputError("a host's value must be a mapping of vars (or empty)",
+                         source=origin.source, line=origin.line, field=pattern)
+    for name in names:
+        data.add_host(name, group, origin, port)
+        for var, value in (host_vars or {}).items():
+            data.set_host_var(name, var, value, Origin(origin.source, _line(host_vars, var)))
+
+
+def parse_json_list(document: Mapping[str, Any], source: str, data: InventoryData) -> None:
+    """Fill ``data`` from a dynamic inventory's ``--list`` JSON (Ansible's script format)."""
+    origin = Origin(source)
+    meta = document.get("_meta") or {}
+    hostvars = meta.get("hostvars", {}) if isinstance(meta, Mapping) else {}
+    if not isinstance(hostvars, Mapping):
+        raise InputError("_meta.hostvars must be a mapping of host: vars", source=source,
+                         field="_meta.hostvars")
+    for name, group in document.items():
+        if name == "_meta":
+            continue
+        data.add_group(name, origin)
+        if not isinstance(group, Mapping):
+            group = {"hosts": group}
+        elif not any(key in group for key in SECTIONS):
+            group = {"hosts": [name], "vars": group}
+        hosts, group_vars = group.get("hosts") or [], group.get("vars") or {}
+        if not isinstance(hosts, list) or not isinstance(group_vars, Mapping):
+            raise InputError("a group's hosts must be a list and its vars a mapping",
+                             source=source, field=name)
+        for host in hosts:
+            data.add_host(str(host), name, origin)
+        for var, value in group_vars.items():
+            data.set_group_var(name, var, value, origin)
+        for child in group.get("children") or []:
+            data.add_group(str(child), origin)
+            data.add_child(name, str(child), origin)
+    for name, host_vars in hostvars.items():
+        if name in data.hosts and isinstance(host_vars, Mapping):
+            for var, value in host_vars.items():
+                data.set_host_var(name, var, value, origin)

@@ -1,0 +1,105 @@
+"""Every error the inventory loader raises: exit 2, one line, naming the file, the line or
+field, and what would be valid. ``apply`` stops at the inventory, before any connection."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nodeprov.cli import app
+
+# ruff: noqa: E501
+SUBNET = "[all:vars]\nnode_subnet=10.0.0.0/24\n"
+
+# (case id, {file: text}, the file given to nodeprov, fragments the one-line message must hold)
+CASES: list[tuple[str, dict[str, str], str, list[str]]] = [
+    ("ini-unknown-section-kind", {"h.ini": "[g:host]\nn1\n"}, "h.ini", ["h.ini:1:", "[g:host]", "valid: [group], [group:vars], [group:children]"]),
+    ("ini-section-with-space", {"h.ini": "[my group]\nn1\n"}, "h.ini", ["h.ini:1:", "without spaces"]),
+    ("ini-vars-without-equals", {"h.ini": "[g]\nn1\n[g:vars]\nrdzv_port 29500\n"}, "h.ini", ["h.ini:4:", "expected key=value in [g:vars]"]),
+    ("ini-child-bad-name", {"h.ini": "[g:children]\na b\n"}, "h.ini", ["h.ini:2:", "is not a group name"]),
+    ("ini-vars-undefined-group", {"h.ini": "[g:vars]\nx=1\n"}, "h.ini", ["h.ini:1: g:", "never defined", "add a [g] or [g:children] section"]),
+    ("ini-child-undefined", {"h.ini": "[g:children]\nmissing\n"}, "h.ini", ["h.ini:2: missing:", "[g:children] names group 'missing'", "add a [missing] section"]),
+    ("ini-unclosed-quote", {"h.ini": "[g]\nn1 x='open\n"}, "h.ini", ["h.ini:2:", "close the quote"]),
+    ("ini-host-var-without-equals", {"h.ini": "[g]\nn1 ansible_host 10.0.0.1\n"}, "h.ini", ["h.ini:2: n1:", "expected key=value"]),
+    ("range-unequal-width", {"h.ini": "[g]\nn[01:9]\n"}, "h.ini", ["h.ini:2:", "same digits"]),
+    ("range-reversed", {"h.ini": "[g]\nn[c:a]\n"}, "h.ini", ["h.ini:2:", "begin <= end"]),
+    ("range-no-end", {"h.ini": "[g]\nn[1:]\n"}, "h.ini", ["h.ini:2:", "must give an end value"]),
+    ("range-bad-step", {"h.ini": "[g]\nn[1:9:0]\n"}, "h.ini", ["h.ini:2:", "step must be a positive integer"]),
+    ("range-three-parts", {"h.ini": "[g]\nn[1:2:3:4]\n"}, "h.ini", ["h.ini:2:", "[begin:end] or [begin:end:step]"]),
+    ("range-mixed", {"h.ini": "[g]\nn[1:c]\n"}, "h.ini", ["h.ini:2:", "numbers (01:20) or letters (a:f)"]),
+    ("range-unclosed", {"h.ini": "[g]\nn[1:2\n"}, "h.ini", ["h.ini:2:", "no closing ']'"]),
+    ("trailing-colon", {"h.ini": "[g]\nn1:\n"}, "h.ini", ["h.ini:2:", "ends in ':'"]),
+    ("group-loop", {"h.ini": "[a:children]\nb\n[b:children]\na\n"}, "h.ini", ["h.ini:", "makes a loop"]),
+    ("all-as-child", {"h.yml": "g:\n  children:\n    all:\n"}, "h.yml", ["h.yml:3: all:", "cannot be a child group"]),
+    ("priority-not-int", {"h.yml": "g:\n  vars: {ansible_group_priority: high}\n"}, "h.yml", ["h.yml:2: g: ansible_group_priority:", "not an integer"]),
+    ("yaml-plugin-config", {"aws_ec2.yml": "plugin: amazon.aws.aws_ec2\n"}, "aws_ec2.yml", ["aws_ec2.yml:1:", "ansible-inventory -i", "--list > inventory.json"]),
+    ("yaml-section-not-mapping", {"h.yml": "g:\n  vars: [1, 2]\n"}, "h.yml", ["h.yml:2: g.vars:", "must be a mapping"]),
+    ("yaml-host-value-not-mapping", {"h.yml": "g:\n  hosts:\n    n1: 5\n"}, "h.yml", ["h.yml:3: n1:", "mapping of vars (or empty)"]),
+    ("yaml-not-a-mapping", {"h.yml": "- n1\n"}, "h.yml", ["h.yml:1:", "mapping of group names"]),
+    ("yaml-empty", {"h.yml": "# nothing\n"}, "h.yml", ["h.yml: file is empty"]),
+    ("json-hosts-not-list", {"h.json": '{"_meta": {"hostvars": {}}, "g": {"hosts": "n1"}}'}, "h.json", ["h.json: g:", "hosts must be a list"]),
+    ("json-hostvars-not-mapping", {"h.json": '{"_meta": {"hostvars": []}}'}, "h.json", ["h.json: _meta.hostvars:", "mapping of host: vars"]),
+    ("vars-file-not-mapping", {"h.ini": "n1\n", "group_vars/all.yml": "- 1\n"}, "h.ini", ["group_vars/all.yml:1:", "a vars file holds a mapping"]),
+    ("vault-whole-file", {"h.ini": "n1\n", "host_vars/n1.yml": "$ANSIBLE_VAULT;1.1;AES256\n6162\n"}, "h.ini", ["host_vars/n1.yml:1:", "whole file is vault-encrypted", "ansible-vault view"]),
+    ("vault-in-inventory", {"h.yml": "all:\n  vars:\n    token: !vault |\n      $ANSIBLE_VAULT;1.1;AES256\n"}, "h.yml", ["h.yml:3: token:", "vault-encrypted"]),
+    ("unsafe-name", {"h.ini": "'n1;reboot' ansible_host=10.0.0.1\n" + SUBNET}, "h.ini", ["h.ini:1: n1;reboot:", "not a valid host name", "letters, digits and _ . : @ -"]),
+    ("name-as-address", {"h.ini": "n_1\n" + SUBNET}, "h.ini", ["h.ini:1: n_1: ansible_host:", "not an IP address or host name", "set ansible_host"]),
+    ("template-undefined", {"h.ini": "n1 ansible_host='{{ nope }}'\n" + SUBNET}, "h.ini", ["h.ini:1: n1: ansible_host: template error", "'nope' is undefined"]),
+    ("template-loop", {"h.ini": "n1 ansible_host=10.0.0.1 venv_path='{{ venv_path }}'\n" + SUBNET}, "h.ini", ["h.ini:1: n1: venv_path: template error", "refers to itself"]),
+    ("invalid-known-var", {"h.ini": "n1 ansible_host=10.0.0.1 ansible_ssh_port=ssh\n" + SUBNET}, "h.ini", ["h.ini:1: n1: ansible_ssh_port:", "not a port"]),
+    ("alias-user-injection", {"h.ini": "n1 ansible_host=10.0.0.1 ansible_ssh_user='root;id'\n" + SUBNET}, "h.ini", ["h.ini:1: n1: ansible_ssh_user:", "not a user name"]),
+    ("proxyjump-bad-port", {"h.ini": "n1 ansible_host=10.0.0.1 ansible_ssh_common_args='-J jump:99999'\n" + SUBNET}, "h.ini", ["h.ini:1: n1: ansible_ssh_common_args:", "not a port", "-o ProxyJump=[user@]host[:port]"]),
+    ("proxycommand-newline", {"h.yml": "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n    n1:\n      ansible_host: 10.0.0.1\n      ansible_ssh_extra_args: \"-o 'ProxyCommand=nc %h\\nrm' \"\n"}, "h.yml", ["h.yml:6: n1: ansible_ssh_extra_args:", "newline"]),
+    ("become-user", {"h.ini": "n1 ansible_host=10.0.0.1 ansible_become_user=postgres\n" + SUBNET}, "h.ini", ["h.ini:1: n1: ansible_become_user:", "becomes root only"]),
+    ("no-subnet", {"h.ini": "n1 ansible_host=10.0.0.1\n"}, "h.ini", ["h.ini:1: n1: node_subnet:", "node_subnet is required"]),
+    ("dns-name", {"h.ini": "n1 ansible_host=n1.example.org\n" + SUBNET}, "h.ini", ["h.ini:1: n1: ansible_host:", "needs node_address"]),
+    ("outside-subnet", {"h.ini": "n1 ansible_host=10.9.0.1\n" + SUBNET}, "h.ini", ["h.ini:1: n1: ansible_host:", "outside node_subnet 10.0.0.0/24"]),
+    ("same-address", {"h.ini": "n1 ansible_host=10.0.0.1\nn2 ansible_ssh_host=10.0.0.1\nn3 ansible_host=10.0.0.3\n" + SUBNET}, "h.ini", ["h.ini:2: n2: ansible_ssh_host:", "same address 10.0.0.1:22"]),
+    ("same-node-address", {"h.ini": "n1 ansible_host=10.0.0.1\nn2 ansible_host=10.0.0.2 node_address=10.0.0.1\n" + SUBNET}, "h.ini", ["h.ini:2: n2: node_address:", "same node address"]),
+    ("no-hosts", {"h.ini": "[g]\n"}, "h.ini", ["h.ini:1:", "no hosts"]),
+    ("limit-no-match", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit gpu", ["gpu:", "pattern 'gpu' matches no host or group"]),
+    ("limit-bad-regex", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit ~(", ["invalid host pattern '~('"]),
+    ("limit-position", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit all[3]", ["position 3 is outside 'all', which has 1 hosts"]),
+    ("limit-file-missing", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit @nofile", ["nofile: --limit:", "cannot read the limit file"]),
+]
+
+
+@pytest.mark.parametrize(("files", "given", "fragments"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_inventory_errors_exit_2_with_a_pointed_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], given: str,
+        fragments: list[str]) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    path, *options = given.split(" ")
+    result = CliRunner().invoke(app, ["facts", path, *options])
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+def test_a_failing_inventory_script_is_named(tmp_path: Path) -> None:
+    script = tmp_path / "inventory.sh"
+    script.write_text("#!/bin/sh\necho broken >&2\nexit 3\n")
+    os.chmod(script, 0o755)
+    result = CliRunner().invoke(app, ["inventory", str(script), "--list"])
+    assert result.exit_code == 2
+    assert result.stderr == f"nodeprov: {script} --list: inventory script exited 3: broken\n"
+
+
+def test_inventory_command_errors(tmp_path: Path) -> None:
+    path = tmp_path / "h.ini"
+    path.write_text("n1\n")
+    runner = CliRunner()
+    assert "give one of --list, --graph GROUP or --host NAME" in runner.invoke(
+        app, ["inventory", str(path)]).stderr
+    assert "--host: no host 'n2' in the inventory; hosts: n1" in runner.invoke(
+        app, ["inventory", str(path), "--host", "n2"]).stderr
+    assert "--graph: no group 'gpu'" in runner.invoke(
+        app, ["inventory", str(path), "--graph", "gpu"]).stderr

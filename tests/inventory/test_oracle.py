@@ -1,0 +1,53 @@
+"""nodeprov's resolution against ansible-core's own, on every inventory of the corpus
+(tests/data/inventories, sources in its README): every host, its groups, every variable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from nodeprov.cli import app
+from tests.inventory.oracle import ansible, ansible_list
+
+CORPUS = Path(__file__).parent.parent / "data" / "inventories"
+
+
+def source_of(case: Path) -> Path:
+    """A case's inventory: its only file (README.md aside), else the folder itself."""
+    files = [p for p in case.iterdir() if p.is_file() and p.name != "README.md"]
+    return files[0] if len(files) == 1 else case
+
+
+CASES = sorted(p for p in CORPUS.iterdir() if p.is_dir())
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(CASES) >= 25
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_nodeprov_inventory_list_matches_ansible_inventory(case: Path, tmp_path: Path) -> None:
+    source = source_of(case)
+    expected = ansible_list(source, tmp_path)
+    result = CliRunner().invoke(app, ["inventory", str(source), "--list"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == expected
+
+
+GRAPH_CASES = ["docs-aliases-ini", "yaml-repeated-group", "stackhpc-slurm-appliance-groups",
+               "k3s-io-sample-with-lb"]
+
+
+@pytest.mark.parametrize("name", GRAPH_CASES)
+def test_graph_and_host_match_ansible_inventory(name: str, tmp_path: Path) -> None:
+    source = source_of(CORPUS / name)
+    graph = CliRunner().invoke(app, ["inventory", str(source), "--graph", "all"]).stdout
+    assert graph == ansible("ansible-inventory", ["-i", str(source), "--graph"], tmp_path)
+    listed = json.loads(CliRunner().invoke(app, ["inventory", str(source), "--list"]).stdout)
+    for host in list(listed["_meta"]["hostvars"])[:2]:
+        ours = CliRunner().invoke(app, ["inventory", str(source), "--host", host]).stdout
+        theirs = ansible("ansible-inventory", ["-i", str(source), "--host", host], tmp_path)
+        assert json.loads(ours) == json.loads(theirs)
