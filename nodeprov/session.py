@@ -212,7 +212,9 @@ class Session:
                 raise CommandFailed(self.host.name, "facts", "sh facts.sh", result.exit_code,
                                     result.stderr or result.stdout)
             return self._read(result.stdout, token, len(probes))
-        quiet = self.options.keepalive_interval * self.options.keepalive_count_max * 2
+        # the holder's watchdog is for a connection cut without sshd noticing: a saturated
+        # machine can send its heartbeats late, and must not lose the lock for it
+        quiet = max(120.0, self.options.keepalive_interval * self.options.keepalive_count_max * 2)
         command = shlex.join(self._as_root(holder_argv(script, token, lock_wait, quiet)))
         self.round_trips += 1
         try:
