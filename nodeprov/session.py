@@ -292,7 +292,8 @@ class Session:
                 return None  # the actions were done, the read failed: gather reads (and says)
             action = batch[failed] if failed is not None else batch[0]
             raise CommandFailed(self.host.name, task, str(action), result.exit_code,
-                                (result.stdout + output).strip())
+                                (result.stdout + output).strip(),
+                                hint=action.hint if isinstance(action, Run) else "")
         return None if then_read is None else self._read(result.stdout, token, len(then_read))
 
     def _upload(self, task: str, action: Upload) -> None:
