@@ -34,6 +34,7 @@ UV_PROBE = (f"if [ -x {shlex.quote(UV)} ]; then echo uv; "
 _UNPACK = r"""import glob, os, shutil, sys, zipfile
 upload, dest = sys.argv[1:]
 (wheel,) = glob.glob(os.path.join(upload, "uv-*.whl"))
+os.makedirs(os.path.dirname(dest), exist_ok=True)
 with zipfile.ZipFile(wheel) as archive:
     name = next(n for n in archive.namelist() if n.endswith(".data/scripts/uv"))
     with archive.open(name) as source, open(dest + ".tmp", "wb") as target:

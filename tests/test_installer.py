@@ -107,7 +107,7 @@ def test_uv_is_unpacked_from_its_wheel_atomically(tmp_path: Path) -> None:
         wheel.writestr("uv/__init__.py", "")
         wheel.writestr("uv-0.13.9.data/scripts/uvx", "not this one")
         wheel.writestr("uv-0.13.9.data/scripts/uv", "#!/bin/sh\necho uv 0.13.9\n")
-    dest = tmp_path / "uv"
+    dest = tmp_path / "uv-0.13.9" / "uv"
     subprocess.run([sys.executable, "-c", installer._UNPACK, str(upload), str(dest)], check=True)
     assert subprocess.run([str(dest)], capture_output=True, text=True).stdout == "uv 0.13.9\n"
     assert not upload.exists() and not Path(f"{dest}.tmp").exists()

@@ -457,7 +457,7 @@ def test_four_steps_from_a_local_mirror(installed: Installed, tmp_path: Path) ->
     code, out = installed.check
     assert code == 0 and "2 hosts, 4 tasks would change" in out
     assert ("node1 | torch | changed | install torch==2.13.0+cpu (~200 MB) from /opt/wheels, "
-            "file:///opt/pypi/simple (torch not installed)") in out
+            f"file:///opt/pypi/simple with uv {installer.UV_VERSION} (torch not installed)") in out
     code, out = installed.first
     assert code == 0 and "2 hosts, 4 tasks changed, 0 hosts failed" in out, out
     started = time.monotonic()
@@ -484,7 +484,7 @@ def test_an_extra_package_installs_once(installed: Installed, tmp_path: Path) ->
             "--limit", ",".join(NODES)]
     code, out = apply(*args)
     assert code == 0 and (f"node1 | torch | changed | install six==1.17.0 into {TEST_VENV} from "
-                          "/opt/wheels, file:///opt/pypi/simple") in out
+                          "/opt/wheels, file:///opt/pypi/simple with uv") in out
     code, out = apply(*args)
     assert code == 0 and "2 hosts, 0 tasks changed" in out
     assert installed.testbed.exec("node2", f"{TEST_VENV}/bin/python", "-c",
