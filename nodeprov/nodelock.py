@@ -29,7 +29,9 @@ from nodeprov.errors import CommandFailed, HostError
 STATE_DIR = "/var/lib/nodeprov"
 LOCK_PATH = f"{STATE_DIR}/lock"  # the batch lock
 RUN_LOCK = "/run/lock/nodeprov.lock"  # says whose run holds it
-SUDO_SECONDS = 30.0  # for sudo to check the password (PAM, LDAP) and start the command
+# for sudo to check the password (PAM, LDAP) and start the command: a last resort (a refused
+# password is seen at once), so generous enough for a node or machine saturated by a big run
+SUDO_SECONDS = 120.0
 # Prints "started" (sudo let it run), then "held" or "busy: why" (the run lock, and no batch
 # still running, within $wait s), then runs the read script given after it (the facts), fd 9
 # closed and no stdin; held, it keeps the lock until the channel's EOF or $quiet s without a
