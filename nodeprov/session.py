@@ -306,7 +306,9 @@ class Session:
         try:
             for source, remote in pairs:
                 self._connection.put(str(source), remote)
-        except (OSError, EOFError) as error:
+        except Exception as error:  # paramiko raises SSHException too, not only OSError/EOF
+            if self._lost:
+                raise self._broken(task, f"upload to {action.remote_path}", "") from None
             raise HostError(self.host.name, task, f"upload to {action.remote_path} failed: "
                             f"{_describe(error)}") from None
 
