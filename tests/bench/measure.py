@@ -99,12 +99,33 @@ class Sample:
     peak_threads: int | None = None
 
 
-def mem_available_mb() -> float:
-    """MemAvailable of /proc/meminfo: a testbed's nodes cost its drop."""
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+def processes_pss_mb(roots: Sequence[int]) -> float:
+    """Proportional memory (Pss, /proc/PID/smaps_rollup) of ``roots`` and their descendants:
+    what a testbed's nodes hold, whatever else the machine runs."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        parents[int(stat.parent.name)] = int(fields[1])
+    wanted = set(roots)
+    for pid in sorted(parents):  # a child's pid may be lower than its parent's: loop to rest
+        chain, cursor = [], pid
+        while cursor in parents and cursor not in wanted and cursor > 1:
+            chain.append(cursor)
+            cursor = parents[cursor]
+        if cursor in wanted:
+            wanted.update(chain)
+    total_kb = 0
+    for pid in wanted:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        total_kb += sum(int(line.split()[1]) for line in text.splitlines()
+                        if line.startswith("Pss:"))
+    return total_kb / 1024
 
 
 class Peaks:

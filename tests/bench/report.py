@@ -119,8 +119,8 @@ def scale_table(records: Sequence[Record], nodes: int) -> str:
                      f"{f'{median(threads):.0f}' if threads else '-'} |")
     memory = [r["node_mem_mb"] for r in records if r["nodes"] == nodes and r.get("node_mem_mb")]
     if memory:
-        lines.append(f"\nmemory per testbed node (MemAvailable's drop over the bring-up): "
-                     f"{median(memory):.0f} MB")
+        lines.append(f"\nmemory per testbed node, its processes once up (Pss): "
+                     f"{median(memory):.1f} MB")
     return "\n".join(lines)
 
 

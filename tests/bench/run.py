@@ -41,7 +41,7 @@ from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.environment import problems
 from nodeprov.testbed.lifecycle import down, up
 from tests.bench import endstate, job, report
-from tests.bench.measure import OwnCpu, Sample, mem_available_mb, timed
+from tests.bench.measure import OwnCpu, Sample, processes_pss_mb, timed
 from tests.bench.tools import Ansible, Nodeprov, Outcome, Pyinfra, Tool, ensure_venv
 
 FLOOR = Path(__file__).with_name("floor.py")
@@ -53,12 +53,13 @@ def log(message: str) -> None:
 
 @contextmanager
 def fresh_testbed(directory: Path, nodes: int, **options: Any) -> Iterator[tuple[Testbed, float]]:
-    """The testbed, and the memory each node took (MemAvailable's drop over its bring-up)."""
+    """The testbed, and the memory each node's processes hold once up (Pss, MB)."""
     down(directory)  # what an interrupted run of ours may have left
-    before = mem_available_mb()
     bed = up(directory, nodes=nodes, **options)
+    inits = [member.init.pid for name in bed.nodes
+             if (member := bed.state.member(name)).init is not None]
     try:
-        yield bed, (before - mem_available_mb()) / nodes
+        yield bed, processes_pss_mb(inits) / nodes
     finally:
         down(directory)
 
