@@ -89,7 +89,9 @@ class UvState:
 
 
 def parse_uv_line(line: str) -> UvState:
-    """>>> parse_uv_line("no-uv glibc 2.36")
+    """The line of ``UV_PROBE``.
+
+    >>> parse_uv_line("no-uv glibc 2.36")
     UvState(present=False, glibc=(2, 36))
     """
     if line.strip() == "uv":
