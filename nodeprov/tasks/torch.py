@@ -51,9 +51,8 @@ from nodeprov.wheelhouse import Sources
 _REQUIRES = "Requires-Dist: "
 _OWN_FILES = ("/pyvenv.cfg", "/torch/version.py")
 # argv: the venv, then nodeprov_read's ROOT. Prints whether uv is there (installer.UV_PROBE),
-# the glibc version on a line, the venv's
-# *.dist-info names and torch's Requires-Dist lines, the node's PIP_* variables, then pyvenv.cfg,
-# torch/version.py and the node's pip configuration files.
+# the glibc version on a line, the venv's *.dist-info names and torch's Requires-Dist lines, the
+# node's PIP_* variables, then pyvenv.cfg, torch/version.py and the node's pip files.
 _PROBE = files.READER + installer.UV_PROBE + r"""venv=$1; root=$2
 getconf GNU_LIBC_VERSION 2>/dev/null || echo
 set -- "$venv/pyvenv.cfg"

@@ -25,8 +25,9 @@ REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
 
 
 def sources_for(params: TorchParams, state: TorchState, variant: str) -> tuple[Sources, str]:
-    """Where the node installs from, and those words for the plan line."""
-    if params.sources.custom:
+    """Where the node installs from, and those words for the plan line. The wheelhouse is
+    filled here, from this machine's sources: the node's pip configuration names its own."""
+    if params.sources.custom or params.wheelhouse:
         return params.sources, params.sources.describe(variant)
     try:
         node = pipconfig.node_pip(state.pip_files, state.pip_env)

@@ -257,9 +257,11 @@ def test_the_nodes_own_pip_configuration_is_used_when_the_inventory_sets_none() 
         "could the node not reach https://download.zope.org/ppix? set pip_index_url or "
         "pip_find_links to a source it reaches, or wheelhouse: true to send the wheels from "
         "this machine")
-    # the inventory's pip_* variables win over the node's files
-    ours = plan(context("node1", {"node1": facts("node1")}), params(find_links=["/w"]), mirror)
-    assert "zope" not in str(ours.changes[0])
+    # the inventory's pip_* variables win over the node's files, and a wheelhouse is filled
+    # here, from this machine's sources
+    for own in (params(find_links=["/w"]), params(wheelhouse=True)):
+        ours = plan(context("node1", {"node1": facts("node1")}), own, mirror)
+        assert "zope" not in str(ours.changes[0])
     broken = observed(pip_files={"/etc/pip.conf": "index-url = http://x\n"})
     with pytest.raises(TaskFailed, match="^/etc/pip.conf is not a pip configuration file"):
         plan(context("node1", {"node1": facts("node1")}), params(), broken)
