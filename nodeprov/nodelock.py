@@ -15,6 +15,10 @@
 
 from __future__ import annotations
 
+import fcntl
+import socket
+import struct
+import termios
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +29,9 @@ from nodeprov.errors import CommandFailed, HostError
 STATE_DIR = "/var/lib/nodeprov"
 LOCK_PATH = f"{STATE_DIR}/lock"  # the batch lock
 RUN_LOCK = "/run/lock/nodeprov.lock"  # says whose run holds it
-SUDO_SECONDS = 30.0  # for sudo to check the password (PAM, LDAP) and start the command
+# for sudo to check the password (PAM, LDAP) and start the command: a last resort (a refused
+# password is seen at once), so generous enough for a node or machine saturated by a big run
+SUDO_SECONDS = 120.0
 # Prints "started" (sudo let it run), then "held" or "busy: why" (the run lock, and no batch
 # still running, within $wait s), then runs the read script given after it (the facts), fd 9
 # closed and no stdin; held, it keeps the lock until the channel's EOF or $quiet s without a
@@ -135,10 +141,16 @@ class RunLock:
         return read
 
     def beat(self) -> None:
-        """One heartbeat to the holder (from the keepalive thread)."""
+        """One heartbeat to the holder (from the keepalive thread). A channel the node closed
+        (its holder ended) is let go: the lock is no longer ``held``, and nothing raises."""
         channel = self._channel
-        if channel is not None and channel.send_ready():
-            channel.send(b".")
+        if channel is None:
+            return
+        try:
+            if channel.send_ready():
+                channel.send(b".")
+        except OSError:  # paramiko's "Socket is closed": send_ready() is True once closed
+            self._channel = None
 
     def free(self) -> None:
         """Free the lock: the holder reads EOF and ends."""
@@ -148,16 +160,55 @@ class RunLock:
 
 
 def keepalive(transport: Any, interval: float, count: int, stop: threading.Event,
-              beat: Callable[[], None], silent: Callable[[str], None]) -> None:
-    """Until ``stop``: every ``interval`` s a heartbeat (``beat``) and an SSH keepalive; one
-    unanswered for ``count`` intervals calls ``silent(why)`` (which drops the connection, so
-    the round trip in flight fails instead of hanging) and ends."""
+              beat: Callable[[], None], silent: Callable[[str], None], *,
+              clock: Callable[[], float] = time.monotonic) -> None:
+    """Until ``stop``: every ``interval`` s a heartbeat (``beat``) and an SSH keepalive. A
+    keepalive unanswered for ``count`` intervals calls ``silent(why)`` (which drops the
+    connection, so the round trip in flight fails instead of hanging) and ends.
+
+    The limit is about a node that stopped answering, not a busy machine: an interval this
+    thread itself woke late for (the machine saturated) does not count, nor does one after which
+    the node's reply waits unread in the socket. Ends quietly when the connection goes away.
+    """
+    pending: threading.Thread | None = None
+    unanswered = 0
+    woke = clock()
     while not stop.wait(interval):
+        late = clock() - woke > 2 * interval
+        woke = clock()
         beat()
-        reply = threading.Thread(target=transport.global_request, daemon=True,
-                                 args=("keepalive@openssh.com",))
-        reply.start()
-        reply.join(interval * count)
-        if reply.is_alive() and not stop.is_set():
+        if pending is None or not pending.is_alive():
+            pending = threading.Thread(target=_request, args=(transport,), daemon=True,
+                                       name=f"{threading.current_thread().name} request")
+            pending.start()
+            unanswered = 0
+        elif late or unread_bytes(transport):
+            continue
+        else:
+            unanswered += 1
+        if unanswered >= count and not stop.is_set():
             silent(f"the node answered no SSH keepalive for {interval * count:g} s")
             return
+
+
+def _request(transport: Any) -> None:
+    """One keepalive@openssh.com, waiting for its reply; returns at once on a closed
+    transport. A thread of its own: paramiko's wait has no timeout."""
+    try:
+        transport.global_request("keepalive@openssh.com")
+    except Exception:  # the connection went away (the round trip in flight says why)
+        return
+
+
+def unread_bytes(transport: Any) -> int:
+    """Bytes the node sent that wait unread in the socket (0 when it is not a plain socket,
+    as through a ProxyJump channel): a reply there means this machine is slow, not the node."""
+    sock = getattr(transport, "sock", None)
+    if not isinstance(sock, socket.socket):
+        return 0
+    try:
+        waiting: int = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD,
+                                                       b"\0" * 4))[0]
+    except OSError:
+        return 0
+    return waiting

@@ -226,7 +226,9 @@ class Session:
                 raise CommandFailed(self.host.name, "facts", "sh facts.sh", result.exit_code,
                                     result.stderr or result.stdout)
             return self._read(result.stdout, token, len(probes))
-        quiet = self.options.keepalive_interval * self.options.keepalive_count_max * 2
+        # the holder's watchdog is for a connection cut without sshd noticing: a saturated
+        # machine can send its heartbeats late, and must not lose the lock for it
+        quiet = max(120.0, self.options.keepalive_interval * self.options.keepalive_count_max * 2)
         command = shlex.join(self._as_root(holder_argv(script, token, lock_wait, quiet)))
         self.round_trips += 1
         try:
@@ -310,7 +312,8 @@ class Session:
                 return None  # the actions were done, the read failed: gather reads (and says)
             action = batch[failed] if failed is not None else batch[0]
             raise CommandFailed(self.host.name, task, str(action), result.exit_code,
-                                (result.stdout + output).strip())
+                                (result.stdout + output).strip(),
+                                hint=action.hint if isinstance(action, Run) else "")
         return None if then_read is None else self._read(result.stdout, token, len(then_read))
 
     def _stage(self, task: str, action: Write) -> str:
@@ -337,7 +340,9 @@ class Session:
         try:
             for source, remote in pairs:
                 self._connection.put(str(source), remote)
-        except (OSError, EOFError) as error:
+        except Exception as error:  # paramiko raises SSHException too, not only OSError/EOF
+            if self._lost:
+                raise self._broken(task, f"upload to {action.remote_path}", "") from None
             raise HostError(self.host.name, task, f"upload to {action.remote_path} failed: "
                             f"{_describe(error)}") from None
 

@@ -44,15 +44,17 @@ class Sources:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
+    no_index: bool = False  # a node's pip.conf may say so (pipconfig); the inventory cannot
 
     @property
     def custom(self) -> bool:
-        return bool(self.index_url or self.extra_index_urls or self.find_links)
+        return bool(self.index_url or self.extra_index_urls or self.find_links or self.no_index)
 
     def options(self, variant: str) -> tuple[str, ...]:
         if not self.custom:
             return ("--index-url", index_url(variant), "--extra-index-url", PYPI)
-        options = ["--index-url", self.index_url] if self.index_url else []
+        options = ["--no-index"] if self.no_index else []
+        options += ["--index-url", self.index_url] if self.index_url else []
         for url in self.extra_index_urls:
             options += ["--extra-index-url", url]
         for link in self.find_links:
@@ -63,8 +65,8 @@ class Sources:
         """Where wheels come from, for a change summary: "/opt/wheels", "https://..."."""
         if not self.custom:
             return index_url(variant)
-        return ", ".join([*self.find_links, *filter(None, [self.index_url]),
-                          *self.extra_index_urls])
+        return ", ".join([*self.find_links, *([] if self.no_index else filter(
+            None, [self.index_url, *self.extra_index_urls]))]) or "no index (--no-index)"
 
 
 def manylinux_platforms(glibc: tuple[int, int], arch: str) -> tuple[str, ...]:

@@ -1,13 +1,20 @@
 """The run lock's holder script, run by a local sh with its lock files under tmp_path: held
-until EOF or a silence, busy naming its holder, waiting for a running batch."""
+until EOF or a silence, busy naming its holder, waiting for a running batch. The keepalive
+watchdog with fake transports: silent nodes found, a busy machine tolerated, no traceback."""
 
 from __future__ import annotations
 
+import itertools
+import socket
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from nodeprov.nodelock import LOCK_PATH, RUN_LOCK, holder_argv
+import pytest
+
+from nodeprov.nodelock import LOCK_PATH, RUN_LOCK, RunLock, holder_argv, keepalive, unread_bytes
 
 READ = "printf '\\n@@%s end\\n' \"$1\"\n"  # stands in for the facts
 
@@ -73,3 +80,97 @@ def test_waits_for_a_running_batch_and_frees_the_run_lock_when_busy(tmp_path: Pa
         batch.wait()
     assert output == "started\nheld\n\n@@T end\n" and process.returncode == 0
     assert free(batches)
+
+
+class ClosedChannel:
+    """A paramiko channel the node closed: send_ready() is True, send() raises."""
+
+    def send_ready(self) -> bool:
+        return True
+
+    def send(self, data: bytes) -> int:
+        raise OSError("Socket is closed")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_heartbeat_to_a_closed_channel_lets_the_lock_go_without_raising() -> None:
+    lock = RunLock("node1")
+    lock._channel = ClosedChannel()
+    lock.beat()
+    assert not lock.held
+    lock.beat()  # and stays quiet
+
+
+class Transport:
+    """A transport whose keepalive replies come after ``delay`` s (None: never), or raise."""
+
+    def __init__(self, delay: float | None = 0.0, error: Exception | None = None) -> None:
+        self.delay, self.error, self.requests = delay, error, 0
+        self.sock: object = None
+        self.closed = threading.Event()
+
+    def global_request(self, kind: str) -> None:
+        self.requests += 1
+        if self.error is not None:
+            raise self.error
+        self.closed.wait(self.delay)
+
+
+def run_keepalive(transport: Transport, seconds: float, beat: Callable[[], None] = lambda: None,
+                  clock: Callable[[], float] = time.monotonic) -> list[str]:
+    """keepalive (every 0.01 s, 3 missed) in a thread for ``seconds``: what it called silent."""
+    silent: list[str] = []
+    stop = threading.Event()
+    thread = threading.Thread(target=keepalive, args=(transport, 0.01, 3, stop, beat,
+                                                      silent.append), kwargs={"clock": clock})
+    thread.start()
+    time.sleep(seconds)
+    stop.set()
+    transport.closed.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    return silent
+
+
+@pytest.fixture
+def thread_errors(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Exceptions that ended a thread (what would print a traceback)."""
+    errors: list[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(repr(args.exc_value)))
+    return errors
+
+
+def test_a_node_that_stops_answering_is_called_silent(thread_errors: list[str]) -> None:
+    assert run_keepalive(Transport(delay=None), 0.5) == [
+        "the node answered no SSH keepalive for 0.03 s"]
+    assert thread_errors == []
+
+
+def test_a_node_that_answers_is_never_called_silent() -> None:
+    transport = Transport(delay=0.0)
+    assert run_keepalive(transport, 0.3) == [] and transport.requests > 3
+
+
+def test_intervals_this_machine_woke_late_for_do_not_count() -> None:
+    ticks = itertools.count(step=1.0)  # every wake-up 1 s after the last: 100 intervals late
+    assert run_keepalive(Transport(delay=None), 0.3, clock=lambda: next(ticks)) == []
+
+
+def test_a_reply_waiting_unread_in_the_socket_is_an_answer() -> None:
+    transport = Transport(delay=None)
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.send(b"reply")
+        transport.sock = ours
+        assert unread_bytes(transport) == 5
+        assert run_keepalive(transport, 0.3) == []
+
+
+def test_a_closed_connection_ends_the_threads_quietly(thread_errors: list[str]) -> None:
+    lock = RunLock("node1")
+    lock._channel = ClosedChannel()
+    transport = Transport(error=OSError("Socket is closed"))
+    assert run_keepalive(transport, 0.2, beat=lock.beat) == []
+    assert transport.requests > 3 and thread_errors == [] and not lock.held

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from nodeprov import files
-from nodeprov.errors import CommandFailed
+from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
 from nodeprov.session import Session, SshOptions
-from nodeprov.tasks.base import Local, Probe, Run, Write
+from nodeprov.tasks.base import Local, Probe, Run, Upload, Write
 
 
 @dataclass
@@ -141,3 +141,24 @@ def test_become_sends_password_on_stdin_only(tmp_path: Any) -> None:
     session.run(["true"])
     assert shell.commands[0].startswith("sudo -S -p '[nodeprov: sudo password]' -- true")
     assert "s3cret" not in shell.commands[0] and shell.stdins[0] is None
+
+
+class BrokenPut(LocalShell):
+    def put(self, local: str, remote: str) -> None:
+        from paramiko import SSHException
+
+        raise SSHException("Channel closed.")
+
+
+def test_a_failed_upload_names_node_task_and_cause(tmp_path: Any) -> None:
+    session, _ = session_for(tmp_path)
+    session._connection = BrokenPut(str(tmp_path))
+    (tmp_path / "wheel.whl").write_text("")
+    upload = Upload(str(tmp_path / "wheel.whl"), "/var/cache/w.whl")
+    with pytest.raises(HostError, match="^node1: torch: upload to /var/cache/w.whl failed: "
+                       "Channel closed.$"):
+        session.execute("torch", [upload])
+    session._lost = "the node answered no SSH keepalive for 15 s"  # the keepalive dropped it
+    with pytest.raises(HostError, match="^node1: torch: connection lost during upload to "
+                       "/var/cache/w.whl: the node answered no SSH keepalive for 15 s"):
+        session.execute("torch", [upload])

@@ -41,6 +41,7 @@ class Run:
 
     argv: tuple[str, ...]
     stdin: str | None = None
+    hint: str = dataclasses.field(default="", compare=False)  # how to fix it, should it fail
 
     def __str__(self) -> str:
         return " ".join(self.argv)

@@ -25,37 +25,36 @@ pins (the same on every node with the same torch build).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nodeprov import files, validate
+from nodeprov import files, installer, pipconfig, validate
+from nodeprov.installer import UvState, parse_uv_line
 from nodeprov.tasks.base import (
-    Action,
     Change,
     Context,
-    Local,
     Plan,
     Probe,
     Run,
     TaskFailed,
     TaskType,
-    Upload,
 )
+from nodeprov.tasks.torch_install import install_actions, installed_with, local_dir, sources_for
 from nodeprov.tasks.venv import marker_environment, parse_dist_infos, parse_pyvenv_cfg, unsatisfied
 from nodeprov.torch_choice import choose_for_host
 from nodeprov.torch_matrix import parse_torch_version_py, wheel_spec
 from nodeprov.variables import VARIABLES
-from nodeprov.wheelhouse import Sources, download_args, local_dir, target_name
+from nodeprov.wheelhouse import Sources
 
-REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
 _REQUIRES = "Requires-Dist: "
-# argv: the venv, then nodeprov_read's ROOT. Prints the glibc version on a line, the venv's
-# *.dist-info names and torch's Requires-Dist lines, then pyvenv.cfg and torch/version.py.
-_PROBE = files.READER + r"""venv=$1; root=$2
+_OWN_FILES = ("/pyvenv.cfg", "/torch/version.py")
+# argv: the venv, then nodeprov_read's ROOT. Prints whether uv is there (installer.UV_PROBE),
+# the glibc version on a line, the venv's *.dist-info names and torch's Requires-Dist lines, the
+# node's PIP_* variables, then pyvenv.cfg, torch/version.py and the node's pip files.
+_PROBE = files.READER + installer.UV_PROBE + r"""venv=$1; root=$2
 getconf GNU_LIBC_VERSION 2>/dev/null || echo
 set -- "$venv/pyvenv.cfg"
 for sp in "$venv"/lib/python3*/site-packages; do
@@ -67,10 +66,8 @@ for sp in "$venv"/lib/python3*/site-packages; do
   sed -n '/^Requires-Dist: /p; /^$/q' "$sp"/torch-*.dist-info/METADATA 2>/dev/null; echo
   set -- "$@" "$sp/torch/version.py"
 done
-nodeprov_read "$root" "$@"
+""" + pipconfig.SHELL + """nodeprov_read "$root" "$@"
 """
-# The SFTP user (the sudo caller under become) must be able to write the upload folder.
-_MAKE_UPLOAD_DIR = 'install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
 VERIFY = r"""import importlib.metadata, sys
 import torch, torch.distributed
 version, variant, cuda, gpus = sys.argv[1:]
@@ -142,6 +139,9 @@ class TorchState:
     torch_cuda: str | None
     torch_requires: tuple[str, ...]
     installed: Mapping[str, str]  # PEP 503 name -> version, from *.dist-info folder names
+    pip_files: Mapping[str, str | None] = field(default_factory=dict)  # pipconfig
+    pip_env: Mapping[str, str] = field(default_factory=dict)
+    uv: UvState = UvState(False)
 
 
 def probe(params: TorchParams) -> Probe:
@@ -149,14 +149,17 @@ def probe(params: TorchParams) -> Probe:
 
 
 def parse_probe(observed: str) -> TorchState:
+    uv, _, observed = observed.partition("\n")
     glibc, _, rest = observed.partition("\n")
     lines = rest.split("\n")
     start = next((i for i, line in enumerate(lines) if line.startswith("/")), len(lines))
     requires = [line for line in lines[:start] if line.startswith(_REQUIRES)]
-    dists = "\n".join(line for line in lines[:start] if not line.startswith(_REQUIRES))
-    # nodeprov_read's output (ROOT first): {"pyvenv.cfg": text, "version.py": text}
-    found = {path.rpartition("/")[2]: text for path, text in
-             files.observed_files("\n".join(lines[start:])).items() if text is not None}
+    dists = "\n".join(line for line in lines[:start]
+                      if not line.startswith((_REQUIRES, pipconfig.ENV_PREFIX)))
+    # nodeprov_read's output (ROOT first): pyvenv.cfg, version.py, then pip's files
+    read = files.observed_files("\n".join(lines[start:]))
+    ours = {path: text for path, text in read.items() if path.endswith(_OWN_FILES)}
+    found = {path.rpartition("/")[2]: text for path, text in ours.items() if text is not None}
     try:
         torch_version, torch_cuda = parse_torch_version_py(found.get("version.py", ""))
     except ValueError:  # a mangled version.py: torch is as good as absent
@@ -167,6 +170,9 @@ def parse_probe(observed: str) -> TorchState:
         torch_version=torch_version, torch_cuda=torch_cuda,
         torch_requires=tuple(line.removeprefix(_REQUIRES) for line in requires),
         installed=parse_dist_infos(dists),
+        pip_files={path: text for path, text in read.items() if path not in ours},
+        pip_env=pipconfig.parse_env("\n".join(lines[:start])),
+        uv=parse_uv_line(uv),
     )
 
 
@@ -206,8 +212,10 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
         satisfied = [f"{len(params.packages)} extra packages already satisfied"]
         return Plan.noop(f"torch {state.torch_version} already in {params.venv}", *nccl,
                          *satisfied[:len(params.packages)], *notes, warnings=warnings)
-    where = (f"this machine's wheelhouse ({_local_dir(params, variant, python, state, ctx)})"
-             if params.wheelhouse else params.sources.describe(variant))
+    sources, where = sources_for(params, state, variant)
+    if params.wheelhouse:
+        where = f"this machine's wheelhouse ({local_dir(params, variant, python, state, ctx)})"
+    where += f" {installed_with(ctx, state)}"
     if problem:
         size = "~200 MB" if variant == "cpu" else "~3 GB with the NVIDIA libraries"
         extras = f" with {', '.join(missing)}" if missing else ""
@@ -215,8 +223,12 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
     else:
         summary = f"install {', '.join(missing + broken)} into {params.venv} from {where}"
     force = bool(problem) and not unsatisfied([spec], state.installed, environment)
-    actions = _install(ctx, params, state, variant, python, [spec, *missing], force)
-    return Plan.of(Change(summary, actions), notes=notes, warnings=warnings)
+    actions = install_actions(ctx, params, state, variant, python, [spec, *missing], force,
+                              sources)
+    gpus = str(ctx.facts.gpu.count) if ctx.facts.gpu and variant != "cpu" else "0"
+    verify = Run((f"{params.venv}/bin/python", "-c", VERIFY, params.version, variant,
+                  variant_cuda(variant) or "", gpus))
+    return Plan.of(Change(summary, (*actions, verify)), notes=notes, warnings=warnings)
 
 
 def torch_problem(state: TorchState, version: str, variant: str) -> str | None:
@@ -228,53 +240,6 @@ def torch_problem(state: TorchState, version: str, variant: str) -> str | None:
             variant):
         return f"found torch {state.torch_version}, CUDA {state.torch_cuda or 'none'}"
     return None
-
-
-def _install(ctx: Context, params: TorchParams, state: TorchState, variant: str, python: str,
-             specs: list[str], force: bool) -> tuple[Action, ...]:
-    venv_python = f"{params.venv}/bin/python"
-    # a node installs once: a pip cache would only hold a second copy of the wheels
-    pip: tuple[str, ...] = (venv_python, "-m", "pip", "install", "--no-input",
-                            "--disable-pip-version-check", "--progress-bar", "off",
-                            "--no-cache-dir")
-    prepare: list[Action] = []
-    finish: list[Action] = []
-    sources = params.sources.options(variant)
-    if params.wheelhouse:
-        local_dir = _local_dir(params, variant, python, state, ctx)
-        remote_dir = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
-        wanted = (wheel_spec(params.version, variant), *params.packages)
-        args = download_args(_minor(python), _need_glibc(state), ctx.facts.arch, sources, wanted)
-        prepare = [Local((sys.executable, "-m", "nodeprov.wheelhouse", local_dir, *args)),
-                   Run(("sh", "-c", _MAKE_UPLOAD_DIR, "nodeprov-mkdir", remote_dir)),
-                   Upload(local_dir, remote_dir)]
-        # only the pushed wheels: not an index or find-links from the node's pip.conf
-        pip = ("env", "PIP_CONFIG_FILE=/dev/null", *pip)
-        sources = ("--no-index", "--find-links", remote_dir)
-        finish = [Run(("rm", "-rf", "--", remote_dir))]
-    if force:  # version.py disagrees with the metadata pip trusts: replace torch's files
-        prepare.append(Run((*pip, "--force-reinstall", "--no-deps", *sources, "--", specs[0])))
-    gpus = str(ctx.facts.gpu.count) if ctx.facts.gpu and variant != "cpu" else "0"
-    verify = Run((venv_python, "-c", VERIFY, params.version, variant,
-                  variant_cuda(variant) or "", gpus))
-    return (*prepare, Run((*pip, *sources, "--", *specs)), *finish, verify)
-
-
-def _local_dir(params: TorchParams, variant: str, python: str, state: TorchState,
-               ctx: Context) -> str:
-    target = target_name(_minor(python), _need_glibc(state), ctx.facts.arch)
-    return local_dir(variant, f"torch-{params.version}-{target}")
-
-
-def _need_glibc(state: TorchState) -> tuple[int, int]:
-    if state.glibc is None:
-        raise TaskFailed("wheelhouse mode needs a glibc node ('getconf GNU_LIBC_VERSION' "
-                         "printed nothing): use pip_find_links or pip_index_url instead")
-    return state.glibc
-
-
-def _minor(python: str) -> str:
-    return ".".join(python.split(".")[:2])
 
 
 TASK = TaskType("torch", "torch built for the cluster's drivers, plus extra packages",

@@ -19,15 +19,17 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
-from nodeprov import files, validate
+from nodeprov import files, installer, validate
 from nodeprov.facts import Facts
-from nodeprov.tasks.base import Change, Context, Plan, Probe, Run, TaskFailed, TaskType
+from nodeprov.installer import UvState, create_venv, parse_uv_line, push_uv, uv_unusable
+from nodeprov.tasks.base import Action, Change, Context, Plan, Probe, Run, TaskFailed, TaskType
 
-# argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: "yes" when its
+# argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: whether uv is
+# there (installer.UV_PROBE), "yes" when its
 # python runs (a dangling symlink after an upgrade of the system python fails -x), "yes" when
 # the folder holds anything, the lib folders that have ensurepip; then pyvenv.cfg. Shell
 # builtins only, but for the one `head` of nodeprov_read.
-_PROBE = files.READER + r"""venv=$1; shift
+_PROBE = files.READER + installer.UV_PROBE + r"""venv=$1; shift
 if [ -x "$venv/bin/python" ]; then echo yes; else echo; fi
 occupied=
 for entry in "$venv"/* "$venv"/.[!.]* "$venv"/..?*; do
@@ -64,6 +66,7 @@ class VenvState:
     runs: bool
     occupied: bool
     ensurepip: tuple[str, ...]
+    uv: UvState = UvState(False)
 
 
 def probe(params: VenvParams) -> Probe:
@@ -72,12 +75,13 @@ def probe(params: VenvParams) -> Probe:
 
 
 def parse_probe(observed: str) -> VenvState:
-    runs, occupied, ensurepip, cfg = (observed.split("\n", 3) + ["", "", ""])[:4]
+    uv, runs, occupied, ensurepip, cfg = (observed.split("\n", 4) + ["", "", "", ""])[:5]
     return VenvState(
         version=parse_pyvenv_cfg(next(iter(files.observed_files(cfg).values()), None) or ""),
         runs=runs == "yes",
         occupied=occupied == "yes",
         ensurepip=tuple(ensurepip.split()),
+        uv=parse_uv_line(uv),
     )
 
 
@@ -172,7 +176,7 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
         raise TaskFailed(f"{path} exists and is not a venv (no pyvenv.cfg); move it away or "
                          "choose another venv_path")
     python = _node_python(ctx.facts, minimum)
-    actions: list[Run] = []
+    actions: list[Action] = []
     package = _venv_package(ctx.facts, python, state.ensurepip)
     if package:
         actions.append(Run(("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install",
@@ -180,8 +184,12 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
         why += f" (installing {package} for ensurepip)"
     if state.version is not None:
         actions.append(Run(("rm", "-rf", "--", path)))
-    actions.append(Run((python, "-m", "venv", "--", path)))
-    return Plan.of(Change(f"{why} with {python} {ctx.facts.python_version}", tuple(actions)))
+    why_not = uv_unusable(state.uv, ctx.facts.arch)
+    actions[:0] = push_uv(state.uv, ctx.facts.arch, python) if why_not is None else ()
+    actions += create_venv(python, path, with_uv=why_not is None)
+    pip = "pip put in by uv" if why_not is None else f"pip put in by ensurepip ({why_not})"
+    return Plan.of(Change(f"{why} with {python} {ctx.facts.python_version}, {pip}",
+                          tuple(actions)))
 
 
 def _node_python(facts: Facts, minimum: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +95,62 @@ class Sample:
     background_cores: float
     exit_code: int
     output: str
+    peak_rss_mb: float | None = None  # the command's own process (nodeprov: every SSH client)
+    peak_threads: int | None = None
+
+
+def processes_pss_mb(roots: Sequence[int]) -> float:
+    """Proportional memory (Pss, /proc/PID/smaps_rollup) of ``roots`` and their descendants:
+    what a testbed's nodes hold, whatever else the machine runs."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        parents[int(stat.parent.name)] = int(fields[1])
+    wanted = set(roots)
+    for pid in sorted(parents):  # a child's pid may be lower than its parent's: loop to rest
+        chain, cursor = [], pid
+        while cursor in parents and cursor not in wanted and cursor > 1:
+            chain.append(cursor)
+            cursor = parents[cursor]
+        if cursor in wanted:
+            wanted.update(chain)
+    total_kb = 0
+    for pid in wanted:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        total_kb += sum(int(line.split()[1]) for line in text.splitlines()
+                        if line.startswith("Pss:"))
+    return total_kb / 1024
+
+
+class Peaks:
+    """Samples a process's resident memory and threads (/proc/PID/status) until it ends."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.rss_mb, self.threads = pid, 0.0, 0
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        status = Path(f"/proc/{self.pid}/status")
+        while True:
+            try:
+                fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+            except (OSError, ValueError):
+                return  # the process ended (or became a zombie without these fields)
+            if "VmHWM" not in fields:
+                return
+            self.rss_mb = max(self.rss_mb, int(fields["VmHWM"].split()[0]) / 1024)
+            self.threads = max(self.threads, int(fields["Threads"]))
+            time.sleep(0.05)
+
+    def join(self) -> None:
+        self._thread.join(5)
 
 
 def timed(argv: Sequence[str], *, own: OwnCpu | None, env: Mapping[str, str] | None = None,
@@ -104,18 +161,23 @@ def timed(argv: Sequence[str], *, own: OwnCpu | None, env: Mapping[str, str] | N
     own_before = own.seconds() if own else None
     machine_before = busy_jiffies()
     started = time.perf_counter()
-    try:
-        done = subprocess.run(list(argv), env=dict(env) if env is not None else None, cwd=cwd,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout)
-        exit_code, output = done.returncode, done.stdout + done.stderr
-    except subprocess.TimeoutExpired as expired:
-        exit_code, output = -9, f"killed after {timeout} s: {expired.output!r}"
+    with subprocess.Popen(list(argv), env=dict(env) if env is not None else None, cwd=cwd,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as process:
+        peaks = Peaks(process.pid)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+            exit_code, output = process.returncode, stdout + stderr
+        except subprocess.TimeoutExpired:
+            process.kill()
+            exit_code, output = -9, f"killed after {timeout} s: {process.communicate()[0]!r}"
     wall = time.perf_counter() - started
+    peaks.join()
     machine = (busy_jiffies() - machine_before) / CLOCK_TICKS
     own_after = own.seconds() if own else None
     own_cpu = own_after - own_before if own_after is not None and own_before is not None else None
-    return Sample(wall, machine, own_cpu, load, exit_code, output)
+    return Sample(wall, machine, own_cpu, load, exit_code, output, peaks.rss_mb or None,
+                  peaks.threads or None)
 
 
 def median(values: Sequence[float]) -> float:

@@ -99,6 +99,31 @@ def cpu_table(records: Sequence[Record], nodes: int) -> str:
     return "\n".join(lines)
 
 
+def scale_table(records: Sequence[Record], nodes: int) -> str:
+    """nodeprov in sync: re-apply, apply --check, verify --no-job; its peak RSS and threads; the
+    memory each testbed node took."""
+    lines = [f"#### {nodes} node{'s' if nodes != 1 else ''}: nodeprov on nodes in sync, median",
+             "", "| run | wall s | round trips per host | peak RSS (MB) | peak threads |",
+             "| --- | --- | --- | --- | --- |"]
+    for phase, name in (("again", "apply (no-change)"), ("check", "apply --check"),
+                        ("verify", "verify --no-job"), ("floor", "floor (Fabric)")):
+        wall = values(records, nodes, "nodeprov", phase)
+        if not wall:
+            continue
+        trips = sorted({t for r in pick(records, nodes, "nodeprov", phase)
+                        for _, t in (r.get("per_host") or {}).values()})
+        rss = values(records, nodes, "nodeprov", phase, "peak_rss_mb")
+        threads = values(records, nodes, "nodeprov", phase, "peak_threads")
+        lines.append(f"| {name} | {spread(wall)} | {trips or 'not reported'} | "
+                     f"{f'{median(rss):.0f}' if rss else '-'} | "
+                     f"{f'{median(threads):.0f}' if threads else '-'} |")
+    memory = [r["node_mem_mb"] for r in records if r["nodes"] == nodes and r.get("node_mem_mb")]
+    if memory:
+        lines.append(f"\nmemory per testbed node, its processes once up (Pss): "
+                     f"{median(memory):.1f} MB")
+    return "\n".join(lines)
+
+
 def round_trips(records: Sequence[Record], nodes: int) -> tuple[set[int], set[int]]:
     """Connections and round trips per host seen in nodeprov's no-change runs."""
     seen = [counts for r in pick(records, nodes, "nodeprov", "again")

@@ -41,7 +41,7 @@ from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.environment import problems
 from nodeprov.testbed.lifecycle import down, up
 from tests.bench import endstate, job, report
-from tests.bench.measure import OwnCpu, Sample, timed
+from tests.bench.measure import OwnCpu, Sample, processes_pss_mb, timed
 from tests.bench.tools import Ansible, Nodeprov, Outcome, Pyinfra, Tool, ensure_venv
 
 FLOOR = Path(__file__).with_name("floor.py")
@@ -52,11 +52,14 @@ def log(message: str) -> None:
 
 
 @contextmanager
-def fresh_testbed(directory: Path, nodes: int, **options: Any) -> Iterator[Testbed]:
+def fresh_testbed(directory: Path, nodes: int, **options: Any) -> Iterator[tuple[Testbed, float]]:
+    """The testbed, and the memory each node's processes hold once up (Pss, MB)."""
     down(directory)  # what an interrupted run of ours may have left
     bed = up(directory, nodes=nodes, **options)
+    inits = [member.init.pid for name in bed.nodes
+             if (member := bed.state.member(name)).init is not None]
     try:
-        yield bed
+        yield bed, processes_pss_mb(inits) / nodes
     finally:
         down(directory)
 
@@ -76,7 +79,8 @@ def record(sample: Sample, tool: Tool, bed: Testbed, work: Path, phase: str, rep
             "wall_s": sample.wall_s, "machine_cpu_s": sample.machine_cpu_s,
             "own_cpu_s": sample.own_cpu_s, "background_cores": sample.background_cores,
             "ok": outcome.ok, "changes": outcome.changes, "problem": outcome.problem,
-            "per_host": outcome.per_host, "endstate": []}
+            "per_host": outcome.per_host, "endstate": [], "peak_rss_mb": sample.peak_rss_mb,
+            "peak_threads": sample.peak_threads}
 
 
 def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int,
@@ -101,6 +105,10 @@ def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int,
             sample = timed([sys.executable, str(FLOOR), str(bed.ssh_config_path), *bed.nodes],
                            own=own)
             records.append(record(sample, tool, bed, work, "floor", rep))
+            for phase in ("check", "verify"):  # apply --check and verify --no-job, in sync
+                command = tool.command(bed, work, phase=phase, network_only=False)
+                sample = timed(command.argv, own=own, env=command.env, cwd=command.cwd)
+                records.append(record(sample, tool, bed, work, phase, rep))
     finally:
         tool.cleanup(work)
     return records
@@ -116,10 +124,12 @@ def bench_sizes(sizes: list[int], reps: int, tools: list[Tool], root: Path, own:
                     continue
                 work = root / "work" / f"n{nodes}-r{rep}-{tool.name}"
                 shutil.rmtree(work, ignore_errors=True)
-                with fresh_testbed(root / "testbed", nodes) as bed:
-                    records += bench_tool(tool, bed, work, rep, own)
+                with fresh_testbed(root / "testbed", nodes) as (bed, node_mb):
+                    records += [{**r, "node_mem_mb": node_mb}
+                                for r in bench_tool(tool, bed, work, rep, own)]
         print(report.speed_table(records, nodes) + "\n", flush=True)
         print(report.cpu_table(records, nodes) + "\n", flush=True)
+        print(report.scale_table(records, nodes) + "\n", flush=True)
     return records
 
 
@@ -206,6 +216,7 @@ def print_tables(data: dict[str, Any]) -> None:
     for nodes in sorted({r["nodes"] for r in records}):
         print(report.speed_table(records, nodes) + "\n")
         print(report.cpu_table(records, nodes) + "\n")
+        print(report.scale_table(records, nodes) + "\n")
     if data["job"]:
         print(report.job_table(data["job"]) + "\n")
     print(report.target_table(records, data["job"]))

@@ -40,7 +40,7 @@ def test_smoke_run_completes_and_every_second_run_changes_nothing() -> None:
 
     ran = {(record["tool"], record["phase"]) for record in records}
     assert ran == {(tool, phase) for tool in TOOLS for phase in ("first", "venv", "again")} | {
-        ("nodeprov", "floor")}
+        ("nodeprov", "floor"), ("nodeprov", "check"), ("nodeprov", "verify")}
     for record in records:
         assert record["ok"], f"{record['tool']} {record['phase']}: {record['problem']}"
         assert record["endstate"] == [], f"{record['tool']}: {record['endstate']}"
@@ -53,3 +53,7 @@ def test_smoke_run_completes_and_every_second_run_changes_nothing() -> None:
     for connections, round_trips in nodeprov["per_host"].values():
         assert connections == 1 and round_trips <= 3
     assert "| nodeprov |" in done.stdout and "#### Targets" in done.stdout
+    in_sync = {r["phase"]: r for r in records if r["phase"] in ("check", "verify")}
+    assert in_sync["check"]["changes"] == 0 and in_sync["verify"]["changes"] == 0  # no drift
+    assert in_sync["check"]["peak_threads"] and in_sync["check"]["peak_rss_mb"]
+    assert "nodeprov on nodes in sync" in done.stdout

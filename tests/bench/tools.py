@@ -73,10 +73,14 @@ class Nodeprov:
 
     def command(self, bed: Testbed, work: Path, *, phase: str, network_only: bool) -> Command:
         program = Path(sys.executable).with_name("nodeprov")
+        report = ["--json", str(work / f"{phase}.json")]
+        if phase == "verify":  # the checks only, next to apply --check on the same nodes
+            return Command([str(program), "verify", str(bed.inventory_path), "-p",
+                            str(self.playbook), "--no-job", *report])
         tags = ["--tags", "network"] if network_only else []
+        check = ["--check"] if phase == "check" else []
         return Command([str(program), "apply", str(bed.inventory_path), "-p", str(self.playbook),
-                        "--forks", str(len(bed.nodes)), "--json", str(work / f"{phase}.json"),
-                        *tags])
+                        "--forks", str(len(bed.nodes)), *report, *tags, *check])
 
     def outcome(self, work: Path, phase: str, output: str, exit_code: int,
                 nodes: int) -> Outcome:
@@ -84,6 +88,10 @@ class Nodeprov:
         if not report_path.exists():
             return Outcome(False, None, f"exit {exit_code}, no report: {output[-500:]}")
         report = json.loads(report_path.read_text())
+        if phase == "verify":  # its report has checks and drift, not hosts
+            drift = len(report["drift"])
+            ok = exit_code == 0 and report["ok"]
+            return Outcome(ok, drift, "" if ok else f"exit {exit_code}: {output[-500:]}")
         hosts = report["hosts"]
         changes = sum(task["status"] == "changed" for host in hosts.values()
                       for task in host["tasks"])

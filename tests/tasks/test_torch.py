@@ -12,13 +12,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 import yaml
 from typer.testing import CliRunner
 
-from nodeprov import files, wheelhouse
+from nodeprov import files, installer, wheelhouse
 from nodeprov.cli import app
 from nodeprov.facts import Facts, parse_facts, split_sections
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
@@ -93,13 +94,16 @@ def context(name: str, cluster: Mapping[str, Facts | None]) -> Context:
     return Context(hosts[name][0], own, hosts)
 
 
-def observed(version_py: str = "", dists: str = "", requires: str = "", cfg: str = CFG) -> str:
-    """What the probe prints for a venv with these files ("": none), dists and Requires-Dist."""
+def observed(version_py: str = "", dists: str = "", requires: str = "", cfg: str = CFG,
+             uv: str = "uv", env: str = "", pip_files: Mapping[str, str | None] = MappingProxyType(
+                 {})) -> str:
+    """What the probe prints for a venv with these files ("": none), dists and Requires-Dist,
+    the uv line (installer.UV_PROBE), PIP_* lines and pip's files (pipconfig.SHELL)."""
     lines = [f"{dist}.dist-info" for dist in dists.split()]
     lines += [f"Requires-Dist: {line}" for line in requires.splitlines()]
-    return ("glibc 2.36\n" + "".join(f"{line}\n" for line in lines) + "\n"
+    return (f"{uv}\nglibc 2.36\n" + "".join(f"{line}\n" for line in lines) + "\n" + env
             + files.files_output({f"{VENV}/pyvenv.cfg": cfg or None,
-                                  f"{SITE}/torch/version.py": version_py or None}))
+                                  f"{SITE}/torch/version.py": version_py or None, **pip_files}))
 
 
 def version_py(version: str, cuda: str | None) -> str:
@@ -125,7 +129,8 @@ def test_cpu_cluster_installs_the_cpu_build_from_the_pytorch_index() -> None:
     result = plan(context("node1", cluster), params(), observed(cfg=""))
     (change,) = result.changes
     assert change.summary == ("install torch==2.13.0+cpu (~200 MB) from "
-                              "https://download.pytorch.org/whl/cpu (torch not installed)")
+                              "https://download.pytorch.org/whl/cpu with uv 0.13.9 (torch not "
+                              "installed)")
     assert install_argv(result)[-6:] == (
         "--index-url", "https://download.pytorch.org/whl/cpu", "--extra-index-url",
         "https://pypi.org/simple", "--", "torch==2.13.0+cpu")
@@ -236,6 +241,11 @@ def test_another_build_or_a_hand_edited_torch_is_replaced() -> None:
     (change,) = plan(context("node1", cluster), params(), edited).changes
     force = change.actions[0]
     assert isinstance(force, Run) and force.argv[-2:] == ("--", "torch==2.13.0+cpu")
+    assert force.argv[:2] == ("sh", "-c") and "reinstall" in force.argv  # uv: --reinstall
+    no_uv = observed(version_py("2.12.0+cpu", None), CPU_DISTS, TORCH_REQUIRES, uv="no-uv")
+    (change,) = plan(context("node1", cluster), params(), no_uv).changes
+    force = change.actions[0]
+    assert isinstance(force, Run) and force.argv[:3] == (PY, "-m", "pip")
     assert "--force-reinstall" in force.argv and "--no-deps" in force.argv
     mangled = observed("__version__ = (", CPU_DISTS, TORCH_REQUIRES)
     assert "torch not installed" in plan(context("node1", cluster), params(),
@@ -247,7 +257,7 @@ def test_extra_packages_install_once_and_a_lost_dependency_is_repaired() -> None
     extras = params(packages=["six==1.17.0", "Jinja2>=3", "tomli; python_version < '3.11'"])
     result = plan(context("node1", cluster), extras, INSTALLED_CPU)
     assert result.changes[0].summary == (f"install six==1.17.0 into {VENV} from "
-                                         "https://download.pytorch.org/whl/cpu")
+                                         "https://download.pytorch.org/whl/cpu with uv 0.13.9")
     assert install_argv(result)[-3:] == ("--", "torch==2.13.0+cpu", "six==1.17.0")
     done = observed(version_py("2.13.0+cpu", None), CPU_DISTS + " six-1.17.0", TORCH_REQUIRES)
     assert plan(context("node1", cluster), extras, done).notes[1:2] == (
@@ -269,6 +279,31 @@ def test_mirrors_replace_the_default_sources() -> None:
         "--find-links", "/opt/wheels", "--", "torch==2.13.0+cpu")
     assert result.changes[0].summary.startswith("install torch==2.13.0+cpu (~200 MB) from "
                                                 "/opt/wheels, file:///opt/pypi/simple")
+
+
+def test_the_nodes_own_pip_configuration_is_used_when_the_inventory_sets_none() -> None:
+    mirror = observed(pip_files={"/etc/xdg/pip/pip.conf": None, "/etc/pip.conf": (
+        DATA / "pip-conf" / "naming.conf").read_text()})
+    result = plan(context("node1", {"node1": facts("node1")}), params(), mirror)
+    (change,) = result.changes
+    assert change.summary == (
+        "install torch==2.13.0+cpu (~200 MB) from https://download.zope.org/ppix (the node's pip "
+        "configuration (/etc/pip.conf)) with uv 0.13.9 (torch not installed)")
+    install = next(a for a in change.actions if isinstance(a, Run) and "install" in a.argv)
+    assert install.argv[-4:] == ("--index-url", "https://download.zope.org/ppix", "--",
+                                 "torch==2.13.0+cpu")
+    assert install.hint == (
+        "could the node not reach https://download.zope.org/ppix? set pip_index_url or "
+        "pip_find_links to a source it reaches, or wheelhouse: true to send the wheels from "
+        "this machine")
+    # the inventory's pip_* variables win over the node's files, and a wheelhouse is filled
+    # here, from this machine's sources
+    for own in (params(find_links=["/w"]), params(wheelhouse=True)):
+        ours = plan(context("node1", {"node1": facts("node1")}), own, mirror)
+        assert "zope" not in str(ours.changes[0])
+    broken = observed(pip_files={"/etc/pip.conf": "index-url = http://x\n"})
+    with pytest.raises(TaskFailed, match="^/etc/pip.conf is not a pip configuration file"):
+        plan(context("node1", {"node1": facts("node1")}), params(), broken)
 
 
 def test_params_are_checked() -> None:
@@ -463,7 +498,7 @@ def test_four_steps_from_a_local_mirror(installed: Installed, tmp_path: Path) ->
     code, out = installed.check
     assert code == 0 and "2 hosts, 4 tasks would change" in out
     assert ("node1 | torch | changed | install torch==2.13.0+cpu (~200 MB) from /opt/wheels, "
-            "file:///opt/pypi/simple (torch not installed)") in out
+            f"file:///opt/pypi/simple with uv {installer.UV_VERSION} (torch not installed)") in out
     code, out = installed.first
     assert code == 0 and "2 hosts, 4 tasks changed, 0 hosts failed" in out, out
     started = time.monotonic()
@@ -490,7 +525,7 @@ def test_an_extra_package_installs_once(installed: Installed, tmp_path: Path) ->
             "--limit", ",".join(NODES)]
     code, out = apply(*args)
     assert code == 0 and (f"node1 | torch | changed | install six==1.17.0 into {TEST_VENV} from "
-                          "/opt/wheels, file:///opt/pypi/simple") in out
+                          "/opt/wheels, file:///opt/pypi/simple with uv") in out
     code, out = apply(*args)
     assert code == 0 and "2 hosts, 0 tasks changed" in out
     assert installed.testbed.exec("node2", f"{TEST_VENV}/bin/python", "-c",
@@ -538,3 +573,34 @@ def test_wheelhouse_downloads_once_and_pushes_to_offline_nodes(
     assert apply(*args, "--check")[1].endswith("0 tasks would change, 0 hosts failed")
     assert len(log.read_text().splitlines()) == 1
     print(f"wheelhouse: download once + push + install on 2 nodes: {seconds:.0f}s")
+
+
+@pytest.mark.integration
+def test_nodes_install_from_their_own_pip_conf_and_an_unreachable_index_is_one_line(
+        testbed: Testbed, tmp_path: Path) -> None:
+    venv = "/opt/nodeprov-pipconf/venv"
+    confs = {"node3": "[global]\nindex-url = file:///opt/pypi/simple\nfind-links = /opt/wheels\n",
+             # the node's own loopback, where nothing listens: refused at once, nothing leaves
+             "node1": "[global]\nindex-url = http://127.0.0.1:9/simple\n"}
+    args = [*write_files(testbed, tmp_path, venv_path=venv, torch_version="2.13.0"),
+            "--limit", ",".join(confs)]
+    try:
+        for node, text in confs.items():
+            testbed.exec(node, "sh", "-c", 'cat > /etc/pip.conf', input=text, check=True)
+        code, out = apply(*args)
+        assert code == 1, out
+        assert ("node3 | torch | changed | install torch==2.13.0+cpu (~200 MB) from /opt/wheels, "
+                "file:///opt/pypi/simple (the node's pip configuration (/etc/pip.conf)) with uv "
+                f"{installer.UV_VERSION} (torch not installed)") in out, out
+        assert ("(could the node not reach http://127.0.0.1:9/simple? set pip_index_url or "
+                "pip_find_links to a source it reaches, or wheelhouse: true to send the wheels "
+                "from this machine)") in out, out
+        assert out.count("FAILED node1: torch: ") == 1 and "FAILED node3" not in out, out
+        shown = testbed.exec("node3", f"{venv}/bin/python", "-W", "ignore", "-c",
+                             "import torch; print(torch.__version__)")
+        assert shown.stdout == "2.13.0+cpu\n", shown.stderr
+        assert testbed.exec("node3", f"{venv}/bin/pip", "--version").returncode == 0
+        assert testbed.exec("node3", "test", "-x", f"{venv}/bin/torchrun").returncode == 0
+    finally:
+        for node in confs:
+            testbed.exec(node, "rm", "-rf", "--", "/etc/pip.conf", str(Path(venv).parent))

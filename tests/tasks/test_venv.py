@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from nodeprov import files
+from nodeprov import files, installer
 from nodeprov.cli import app
 from nodeprov.facts import Facts, parse_facts, split_sections
 from nodeprov.inventory import Host
-from nodeprov.tasks.base import Context, ParamError, Run, TaskFailed, parse_params
+from nodeprov.tasks.base import Context, Local, ParamError, Run, TaskFailed, Upload, parse_params
 from nodeprov.tasks.venv import (
     VenvParams,
     VenvState,
@@ -47,10 +47,10 @@ def context(facts: Facts) -> Context:
 
 
 def observed(cfg: str = "", runs: bool = False, entries: str = "",
-             ensurepip: str = HAS_ENSUREPIP) -> str:
+             ensurepip: str = HAS_ENSUREPIP, uv: str = "uv") -> str:
     """What the probe prints for a venv with this pyvenv.cfg ("": none), python that runs or
-    not, entries in its folder, and lib folders with ensurepip."""
-    return (f"{'yes' if runs else ''}\n{'yes' if entries else ''}\n{ensurepip}\n"
+    not, entries in its folder, lib folders with ensurepip, and uv's line (UV_PROBE)."""
+    return (f"{uv}\n{'yes' if runs else ''}\n{'yes' if entries else ''}\n{ensurepip}\n"
             + files.files_output({f"{VENV}/pyvenv.cfg": cfg or None}))
 
 
@@ -66,8 +66,33 @@ def test_existing_venv_is_kept() -> None:
 def test_missing_venv_is_created_with_the_nodes_python() -> None:
     result = plan(context(node_facts()), VenvParams(VENV), observed())
     (change,) = result.changes
-    assert change.summary == f"create venv {VENV} with /usr/bin/python3 3.11.2"
-    assert change.actions == (Run(("/usr/bin/python3", "-m", "venv", "--", VENV)),)
+    assert change.summary == f"create venv {VENV} with /usr/bin/python3 3.11.2, pip put in by uv"
+    create, seed = change.actions
+    assert create == Run(("/usr/bin/python3", "-m", "venv", "--without-pip", "--", VENV))
+    assert isinstance(seed, Run) and seed.argv[:2] == ("sh", "-c") and seed.argv[4:6] == (
+        installer.UV, VENV)
+
+
+def test_uv_is_pushed_where_missing_and_pip_installs_where_uv_cannot_run(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    (change,) = plan(context(node_facts()), VenvParams(VENV),
+                     observed(uv="no-uv glibc 2.36")).changes
+    fetch, mkdir, upload, unpack, create, _ = change.actions
+    local = str(tmp_path / "nodeprov" / "uv" / f"uv-{installer.UV_VERSION}-x86_64-glibc2.36")
+    assert fetch == Local((sys.executable, "-m", "nodeprov.wheelhouse", local, "download",
+                           "--no-deps", "--only-binary=:all:", *fetch.argv[7:-5], "--no-input",
+                           "--progress-bar", "off", "--", f"uv=={installer.UV_VERSION}"))
+    assert "manylinux_2_17_x86_64" in fetch.argv and "manylinux_2_36_x86_64" in fetch.argv
+    assert isinstance(mkdir, Run) and upload == Upload(local, mkdir.argv[-1])
+    assert isinstance(unpack, Run) and unpack.argv[-2:] == (mkdir.argv[-1], installer.UV)
+    assert "--without-pip" in str(create)
+    for uv, arch, why in (("no-uv ", "x86_64", "the node has no glibc"),
+                          ("no-uv glibc 2.36", "ppc64le", "no uv build for ppc64le")):
+        (change,) = plan(context(node_facts(arch=arch)), VenvParams(VENV),
+                         observed(uv=uv)).changes
+        assert change.summary.endswith(f"pip put in by ensurepip ({why}") or why in change.summary
+        assert change.actions == (Run(("/usr/bin/python3", "-m", "venv", "--", VENV)),)
 
 
 def test_debian_without_ensurepip_gets_the_venv_package_first() -> None:
@@ -81,7 +106,7 @@ def test_debian_without_ensurepip_gets_the_venv_package_first() -> None:
     for facts in (node_facts(python_path="/opt/python/bin/python3"),
                   node_facts(package_manager="dnf")):
         (change,) = plan(context(facts), VenvParams(VENV), observed(ensurepip="")).changes
-        assert len(change.actions) == 1
+        assert "apt-get" not in str(change.actions) and len(change.actions) == 2
 
 
 def test_too_old_python_fails_clearly() -> None:

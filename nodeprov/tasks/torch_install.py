@@ -1,0 +1,99 @@
+"""How the torch task installs: its sources, the wheelhouse, and uv or pip on the node.
+
+    sources, where = sources_for(params, state, variant)
+    actions = install_actions(ctx, params, state, variant, python, specs, force, sources)
+
+Sources: the inventory's ``pip_*`` variables, else the node's own pip configuration
+(``pipconfig``), else PyTorch's index of the variant with PyPI. In wheelhouse mode this machine
+downloads the wheels once and pushes them; the node installs from the pushed copy only.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from nodeprov import installer, pipconfig, wheelhouse
+from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed, Upload
+from nodeprov.torch_matrix import wheel_spec
+from nodeprov.wheelhouse import Sources, download_args, target_name
+
+if TYPE_CHECKING:
+    from nodeprov.tasks.torch import TorchParams, TorchState
+
+REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
+
+
+def sources_for(params: TorchParams, state: TorchState, variant: str) -> tuple[Sources, str]:
+    """Where the node installs from, and those words for the plan line. The wheelhouse is
+    filled here, from this machine's sources: the node's pip configuration names its own."""
+    if params.sources.custom or params.wheelhouse:
+        return params.sources, params.sources.describe(variant)
+    try:
+        node = pipconfig.node_pip(state.pip_files, state.pip_env)
+    except ValueError as error:
+        raise TaskFailed(f"{error}; fix it, or set pip_index_url or pip_find_links") from None
+    if node.configured:
+        return node.sources, f"{node.sources.describe(variant)} ({node.describe()})"
+    return params.sources, params.sources.describe(variant)
+
+
+def installed_with(ctx: Context, state: TorchState) -> str:
+    """The plan line's words on the installer: uv, or pip and why."""
+    why_not = installer.uv_unusable(state.uv, ctx.facts.arch)
+    return f"with uv {installer.UV_VERSION}" if why_not is None else f"with pip ({why_not})"
+
+
+def install_actions(ctx: Context, params: TorchParams, state: TorchState, variant: str,
+                    python: str, specs: list[str], force: bool,
+                    chosen: Sources) -> tuple[Action, ...]:
+    """Everything but the final import check: uv pushed if need be, the wheels, the install."""
+    sources = chosen.options(variant)
+    hint = (f"could the node not reach {chosen.describe(variant)}? set pip_index_url or "
+            "pip_find_links to a source it reaches, or wheelhouse: true to send the wheels "
+            "from this machine")
+    prepare: list[Action] = []
+    finish: list[Action] = []
+    env: tuple[str, ...] = ()
+    if params.wheelhouse:
+        local = local_dir(params, variant, python, state, ctx)
+        remote_dir = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
+        wanted = (wheel_spec(params.version, variant), *params.packages)
+        args = download_args(_minor(python), _need_glibc(state), ctx.facts.arch, sources, wanted)
+        prepare = [Local((sys.executable, "-m", "nodeprov.wheelhouse", local, *args)),
+                   Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", remote_dir)),
+                   Upload(local, remote_dir)]
+        # only the pushed wheels: not an index or find-links from the node's pip.conf
+        env = ("env", "PIP_CONFIG_FILE=/dev/null")
+        sources = ("--no-index", "--find-links", remote_dir)
+        finish = [Run(("rm", "-rf", "--", remote_dir))]
+        hint = ""
+    with_uv = installer.uv_unusable(state.uv, ctx.facts.arch) is None
+    if with_uv and ctx.facts.python_path:
+        prepare[:0] = installer.push_uv(state.uv, ctx.facts.arch, ctx.facts.python_path)
+    run = installer.install if with_uv else installer.pip_install
+    if force:  # version.py disagrees with the metadata pip trusts: replace torch's files
+        prepare.append(_with_env(env, run(params.venv, sources, specs[:1], reinstall=True,
+                                          hint=hint)))
+    return (*prepare, _with_env(env, run(params.venv, sources, specs, hint=hint)), *finish)
+
+
+def _with_env(env: tuple[str, ...], action: Run) -> Run:
+    return Run((*env, *action.argv), hint=action.hint) if env else action
+
+
+def local_dir(params: TorchParams, variant: str, python: str, state: TorchState,
+              ctx: Context) -> str:
+    target = target_name(_minor(python), _need_glibc(state), ctx.facts.arch)
+    return wheelhouse.local_dir(variant, f"torch-{params.version}-{target}")
+
+
+def _need_glibc(state: TorchState) -> tuple[int, int]:
+    if state.glibc is None:
+        raise TaskFailed("wheelhouse mode needs a glibc node ('getconf GNU_LIBC_VERSION' "
+                         "printed nothing): use pip_find_links or pip_index_url instead")
+    return state.glibc
+
+
+def _minor(python: str) -> str:
+    return ".".join(python.split(".")[:2])
