@@ -166,6 +166,7 @@ class TaskFailed(Exception):
 # --- task types and their parameters -------------------------------------------------------------
 
 P = TypeVar("P")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,26 @@ class ParamError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         self.field = field
         super().__init__(message)
+
+
+def checked(field: str, check: Callable[[Any], T], value: Any) -> T:
+    """``check(value)``, its ValueError raised as a ParamError naming ``field``: how a
+    parameter dataclass's ``__post_init__`` validates one field with a ``validate`` function.
+
+        >>> from nodeprov import validate
+        >>> checked("rdzv_port", validate.port, "29500")
+        29500
+        >>> checked("rdzv_port", validate.port, "0")
+        Traceback (most recent call last):
+        ...
+        nodeprov.tasks.base.ParamError: 0 is not a port; expected an integer from 1 to 65535
+    """
+    try:
+        return check(value)
+    except ParamError:
+        raise
+    except ValueError as error:
+        raise ParamError(field, str(error)) from None
 
 
 def param_names(params_type: type[Any]) -> list[str]:
@@ -274,5 +295,5 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
 
 __all__ = [
     "Action", "Change", "ConfirmNewConnection", "Context", "Local", "ParamError", "Plan", "Probe",
-    "Run", "TaskFailed", "TaskType", "Upload", "Write", "param_names", "parse_params",
+    "Run", "TaskFailed", "TaskType", "Upload", "Write", "checked", "param_names", "parse_params",
 ]

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from nodeprov import ufw, ufw_files
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
     Change,
@@ -42,13 +41,12 @@ from nodeprov.tasks.firewall import (
 )
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.ufw import Rule
+from tests.tasks.kit import make_facts
 
 DATA = Path(__file__).parent / "data" / "firewall"
-FACTS = Facts(hostname="node1", fqdn="node1", os_id="debian", os_version="12",
-              os_name="Debian GNU/Linux 12", kernel="6.1.0", arch="x86_64",
-              python_path="/usr/bin/python3", python_version="3.11.2", interfaces=(),
-              ephemeral_port_range=(32768, 60999), ufw_installed=True, ufw_active=True,
-              systemd=False, package_manager="apt-get", gpu=None)
+FACTS = make_facts(hostname="node1", fqdn="node1", kernel="6.1.0", interfaces=(),
+                   ephemeral_port_range=(32768, 60999), ufw_installed=True, ufw_active=True,
+                   systemd=False, package_manager="apt-get", gpu=None)
 SSH_ANY = ("ufw", "allow", "proto", "tcp", "from", "any", "to", "any", "port", "22", "comment",
            "nodeprov: ssh")
 NCCL = ("ufw", "allow", "proto", "tcp", "from", "10.0.0.0/24", "to", "any", "port",
