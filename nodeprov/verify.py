@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CheckResult", "Collector", "Outcome", "Verification", "run_checks", "run_verify"]
 
+
 @dataclass(frozen=True)
 class Verification:
     """Every check's result; what ``nodeprov verify`` prints, and what a later step builds on."""

@@ -2,14 +2,17 @@
 connections and round trips per host, on fresh testbed nodes the benchmark playbook provisioned.
 
     sudo .venv/bin/python -m tests.bench.verify --nodes 8 --reps 3
-    git archive OLD nodeprov | tar -x -C /tmp/old       # the code before a change ...
-    sudo .venv/bin/python -m tests.bench.verify --nodes 8 --source /tmp/old   # ... measured too
+    git archive OLD nodeprov | tar -x -C /tmp/old       # the code before a change, measured
+    sudo .venv/bin/python -m tests.bench.verify --nodes 8 --source /tmp/old --source .
 
-``--source`` runs the nodeprov package found in that folder instead of this checkout's (the
-testbed and this script stay this checkout's). Wall time is the CLI's, one process per run,
-timed once the machine is quiet; the connections and round trips come from a separate run of
-the same command in a process that tallies every Session's counters when it closes. A table
-goes to stdout, progress to stderr.
+Each ``--source`` is a folder holding a nodeprov package to run instead of this checkout's (the
+testbed and this script stay this checkout's); with several, each repetition runs every
+command of every source in turn on the same nodes, so a busy machine weighs on all alike. Wall
+time and CPU (this process tree's: the CLI, its SSH, every node's sshd and commands; machine
+CPU where no cgroup could be made) are the CLI's, one process per run, timed once the machine
+is quiet; the connections and round trips come from a separate run of the same command in a
+process that tallies every Session's counters when it closes. A table goes to stdout, progress
+to stderr.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import os
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 from tests.bench.measure import OwnCpu, Sample, spread, timed
 from tests.bench.run import fresh_testbed, log
@@ -28,6 +30,7 @@ from tests.bench.tools import Nodeprov
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = {"verify --no-job": ("verify", "--no-job"), "apply --check": ("apply", "--check")}
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}  # tests.bench from here, nodeprov from the source
 
 
 def argv(command: str, inventory: Path, playbook: Path) -> list[str]:
@@ -47,13 +50,13 @@ def count(args: list[str]) -> dict[str, tuple[int, int]]:
         seen[id(session)] = (session.host.name, session.connections, session.round_trips)
         close(session)
 
-    Session.close = tally  # type: ignore[method-assign]
+    setattr(Session, "close", tally)  # noqa: B010 (mypy rejects assigning a method)
     try:
         app(args)
     except SystemExit:
         pass
     finally:
-        Session.close = close  # type: ignore[method-assign]
+        setattr(Session, "close", close)  # noqa: B010
     per_host: dict[str, tuple[int, int]] = defaultdict(lambda: (0, 0))
     for name, connections, round_trips in seen.values():
         before = per_host[name]
@@ -61,36 +64,53 @@ def count(args: list[str]) -> dict[str, tuple[int, int]]:
     return dict(per_host)
 
 
-def measure(command: str, inventory: Path, playbook: Path, source: Path, reps: int,
-            own: OwnCpu) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}  # tests.bench from here, nodeprov from source
-    samples: list[Sample] = []
-    for _ in range(reps):
-        sample = timed([sys.executable, "-m", "nodeprov", *argv(command, inventory, playbook)],
-                       own=own, env=env, cwd=source)
-        log(f"  {command}: {sample.wall_s:.2f} s, exit {sample.exit_code}, background "
-            f"{sample.background_cores:.2f} cores")
-        samples.append(sample)
-    counted = timed([sys.executable, "-m", "tests.bench.verify", "--count", "--",
-                     *argv(command, inventory, playbook)],
-                    own=own, env=env, cwd=source, quiet_wait=False)
-    per_host = json.loads(counted.output.strip().splitlines()[-1])
-    return {"command": command, "wall": [s.wall_s for s in samples],
-            "exit": sorted({s.exit_code for s in samples}),
-            "background": max(s.background_cores for s in samples),
-            "connections": sorted({pair[0] for pair in per_host.values()}),
-            "round_trips": sorted({pair[1] for pair in per_host.values()})}
+def measure(command: str, inventory: Path, playbook: Path, source: Path, own: OwnCpu
+            ) -> Sample:
+    sample = timed([sys.executable, "-m", "nodeprov", *argv(command, inventory, playbook)],
+                   own=own, env=ENV, cwd=source)
+    log(f"  {source}: {command}: {sample.wall_s:.2f} s, exit {sample.exit_code}, background "
+        f"{sample.background_cores:.2f} cores")
+    return sample
 
 
-def table(nodes: int, rows: list[dict[str, Any]], source: Path) -> str:
-    lines = [f"nodeprov from {source}, {nodes} nodes",
-             "| command | wall s, median (min-max) | exit | connections / host | "
-             "round trips / host | background cores (max) |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(f"| {row['command']} | {spread(row['wall'])} | "
-                     f"{','.join(map(str, row['exit']))} | "
-                     f"{'-'.join(map(str, row['connections']))} | "
-                     f"{'-'.join(map(str, row['round_trips']))} | {row['background']:.2f} |")
+def counted(command: str, inventory: Path, playbook: Path, source: Path, own: OwnCpu
+            ) -> dict[str, list[int]]:
+    run = timed([sys.executable, "-m", "tests.bench.verify", "--count", "--",
+                 *argv(command, inventory, playbook)], own=own, env=ENV, cwd=source,
+                quiet_wait=False)
+    return json.loads(run.output.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def row(source: Path, command: str, samples: list[Sample], per_host: dict[str, list[int]]
+        ) -> str:
+    cpu = [s.own_cpu_s if s.own_cpu_s is not None else s.machine_cpu_s for s in samples]
+    return (f"| {source} | {command} | {spread([s.wall_s for s in samples])} | "
+            f"{spread(cpu)} | {','.join(sorted({str(s.exit_code) for s in samples}))} | "
+            f"{'-'.join(sorted({str(pair[0]) for pair in per_host.values()}))} | "
+            f"{'-'.join(sorted({str(pair[1]) for pair in per_host.values()}))} | "
+            f"{max(s.background_cores for s in samples):.2f} |")
+
+
+def bench(nodes: int, sources: list[Path], reps: int, root: Path, own: OwnCpu) -> str:
+    playbook = Nodeprov.playbook
+    with fresh_testbed(root / "testbed", nodes) as bed:
+        log(f"{nodes} nodes: provisioning with {playbook.name}")
+        first = timed([sys.executable, "-m", "nodeprov", "apply", str(bed.inventory_path),
+                       "-p", str(playbook), "--forks", str(nodes)], own=own, env=ENV,
+                      quiet_wait=False)
+        if first.exit_code != 0:
+            raise SystemExit(first.output[-2000:])
+        samples: dict[tuple[Path, str], list[Sample]] = {
+            (source, command): [] for source in sources for command in COMMANDS}
+        for _ in range(reps):
+            for (source, command), taken in samples.items():
+                taken.append(measure(command, bed.inventory_path, playbook, source, own))
+        lines = [f"{nodes} nodes, {reps} repetition(s)",
+                 "| nodeprov from | command | wall s | CPU s | exit | connections / host | "
+                 "round trips / host | background cores (max) |", "|---" * 8 + "|"]
+        for (source, command), taken in samples.items():
+            lines.append(row(source, command, taken,
+                             counted(command, bed.inventory_path, playbook, source, own)))
     return "\n".join(lines)
 
 
@@ -98,8 +118,9 @@ def main(argv_: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", default="8", help="comma-separated node counts")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--source", type=Path, default=REPO,
-                        help="the folder holding the nodeprov package to measure")
+    parser.add_argument("--source", type=Path, action="append",
+                        help="a folder holding the nodeprov package to measure (repeatable; "
+                             "default: this checkout)")
     parser.add_argument("--root", type=Path, default=Path("/srv/nodeprov-bench-verify"))
     parser.add_argument("--count", action="store_true",
                         help="internal: run the CLI with the remaining arguments, print "
@@ -109,22 +130,10 @@ def main(argv_: list[str] | None = None) -> int:
     if args.count:
         print(json.dumps(count(args.rest)))
         return 0
-    playbook = Nodeprov.playbook
-    source = args.source.resolve()
+    sources = [source.resolve() for source in args.source or [REPO]]
     with OwnCpu() as own:
         for nodes in (int(n) for n in args.nodes.split(",")):
-            with fresh_testbed(args.root / "testbed", nodes) as bed:
-                log(f"{nodes} nodes: provisioning with {playbook.name}")
-                first = timed([sys.executable, "-m", "nodeprov", "apply",
-                               str(bed.inventory_path), "-p", str(playbook), "--forks",
-                               str(nodes)], own=own, cwd=source, quiet_wait=False,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
-                if first.exit_code != 0:
-                    log(first.output[-2000:])
-                    return 1
-                rows = [measure(command, bed.inventory_path, playbook, source, args.reps, own)
-                        for command in COMMANDS]
-            print(table(nodes, rows, source) + "\n", flush=True)
+            print(bench(nodes, sources, args.reps, args.root, own) + "\n", flush=True)
     return 0
 
 
