@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -41,7 +42,8 @@ from nodeprov.checks import (
     failure_message,
 )
 from nodeprov.checks.cluster import Opened
-from nodeprov.checks.plans import plan_playbook, plan_results
+from nodeprov.checks.fresh import AREAS, read_fresh
+from nodeprov.checks.plans import node_specs, plan_playbook, plan_results
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
 from nodeprov.facts import Facts
@@ -132,13 +134,20 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
     ssh = SshOptions(accept_new_host_keys=accept_new_host_keys)
     files = SshFiles(inventory.ssh_configs)
     sessions = {host.name: Session(host, ssh, files) for host in inventory.hosts}
+    fresh = [node for node in targets
+             if any(spec.type.name in AREAS for spec in node_specs(playbook, node.name))]
     try:
-        outcome = plan_playbook(playbook, inventory, targets, sessions, ssh)
+        # a new session needs no facts: its connections overlap the plan run's
+        with ThreadPoolExecutor(max_workers=max(1, len(fresh))) as pool:
+            sessions_seen = {node.name: pool.submit(read_fresh, node, ssh, files)
+                             for node in fresh}
+            outcome = plan_playbook(playbook, inventory, targets, sessions, ssh)
+        seen = {name: future.result() for name, future in sessions_seen.items()}
         results = plan_results(outcome, playbook, lambda node, spec: Drift(
             node, spec.type.name, str(inventory.path), spec.tags[0] if spec.tags else None,
             str(playbook_path) if playbook_path else None))
         results += _run_modules(inventory_path, playbook_path, limit, accept_new_host_keys,
-                                Opened(sessions, _gathered(outcome), outcome.probed))
+                                Opened(sessions, _gathered(outcome), outcome.probed, seen))
     finally:
         for session in sessions.values():
             session.close()

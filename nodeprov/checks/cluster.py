@@ -21,6 +21,7 @@ import pytest
 import testinfra.host
 from testinfra.backend.base import BaseBackend, CommandResult
 
+from nodeprov.checks.fresh import Fresh
 from nodeprov.errors import HostError, InputError
 from nodeprov.facts import Facts
 from nodeprov.hostkeys import SshFiles
@@ -61,6 +62,7 @@ class Cluster:
     hosts: dict[str, testinfra.host.Host] = field(default_factory=dict)
     gathered: dict[str, Facts | str] = field(default_factory=dict)
     probed: dict[tuple[str, str], str] = field(default_factory=dict)
+    fresh: dict[str, Fresh | str] = field(default_factory=dict)
 
     def connect(self) -> None:
         """Open every node's session and read its facts with its tasks' probes: one round
@@ -91,6 +93,7 @@ class Cluster:
         self.sessions, self.gathered = dict(opened.sessions), dict(opened.gathered)
         self.probed = {(name, task_type): output for name, outputs in opened.probed.items()
                        for task_type, output in outputs.items()}
+        self.fresh = dict(opened.fresh)
         gathered = opened.gathered
         sessions = opened.sessions
         for name, facts in gathered.items():
@@ -168,11 +171,13 @@ class Cluster:
 @dataclass(frozen=True)
 class Opened:
     """What verify's plan run read, handed to the checks: every inventory node's open session
-    and facts (or why there are none), and each node's probe output per task type."""
+    and facts (or why there are none), each node's probe output per task type, and what a new
+    session saw on it."""
 
     sessions: Mapping[str, Session]
     gathered: Mapping[str, Facts | str]
     probed: Mapping[str, Mapping[str, str]]
+    fresh: Mapping[str, Fresh | str]  # read_fresh of the nodes whose tasks need it
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """As a pytest plugin: the checks' ``cluster`` fixture adopts these."""

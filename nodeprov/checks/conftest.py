@@ -23,6 +23,7 @@ import testinfra.host
 
 from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, Drift
 from nodeprov.checks.cluster import OPENED_KEY, Cluster
+from nodeprov.checks.fresh import AREAS as FRESH_AREAS
 from nodeprov.checks.fresh import Fresh, read_fresh
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import InputError
@@ -145,6 +146,11 @@ def host(cluster: Cluster, node: Host, params: Any) -> testinfra.host.Host:
 
 @pytest.fixture(scope="session")
 def fresh(cluster: Cluster) -> dict[str, Fresh | str]:
-    """What a new SSH session sees on each checked node (or why it failed), all at once."""
-    return dict(zip((node.name for node in cluster.targets),
-                    cluster.each(lambda node: read_fresh(cluster, node)), strict=True))
+    """What a new SSH session sees on each checked node (or why it failed), all at once;
+    verify's run read it already."""
+    if not cluster.fresh:
+        chosen = [node for node in cluster.targets
+                  if any(cluster.task(node, area) for area in FRESH_AREAS)]
+        cluster.fresh = dict(zip((node.name for node in chosen), cluster.each(
+            lambda node: read_fresh(node, cluster.ssh, cluster.files), chosen), strict=True))
+    return cluster.fresh

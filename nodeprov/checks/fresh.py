@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from nodeprov.errors import HostError
 from nodeprov.inventory import Host
-from nodeprov.session import Session
+from nodeprov.session import Session, SshOptions
 
 if TYPE_CHECKING:
-    from nodeprov.checks.cluster import Cluster
+    from nodeprov.hostkeys import SshFiles
 
-# $1 a marker token, $2 the getent database, $3 the hostname; getent fails when nothing resolves
-_SCRIPT = 'env; printf "\\n@@%s getent\\n" "$1"; getent "$2" -- "$3" || true'
+# $1 a marker token, $2 the getent database; getent fails when nothing resolves
+_SCRIPT = 'env; printf "\\n@@%s getent\\n" "$1"; getent "$2" -- "$(hostname)" || true'
 # the tasks whose checks look at a new session
 AREAS = ("hosts", "nccl_env")
 
@@ -50,20 +50,14 @@ def parse_fresh(output: str, token: str) -> Fresh:
                                     if line.strip())))
 
 
-def read_fresh(cluster: Cluster, node: Host) -> Fresh | str:
-    """One node's new session (an error's text when it fails; nothing read when none of the
-    node's tasks is checked in a new session)."""
-    gathered = cluster.gathered.get(node.name)
-    if not any(cluster.task(node, area) for area in AREAS) or not gathered:
-        return Fresh({}, [])
-    if isinstance(gathered, str):
-        return gathered
+def read_fresh(node: Host, ssh: SshOptions, files: SshFiles) -> Fresh | str:
+    """What a new session on ``node`` sees, or the error's text when it fails; it needs no
+    facts, so verify reads it while it plans."""
     family = "ahostsv6" if ipaddress.ip_address(node.node_address).version == 6 else "ahostsv4"
     token = secrets.token_hex(8)
     try:
-        with Session(dataclasses.replace(node, become=False), cluster.ssh,
-                     cluster.files) as session:
-            output = session.run(("sh", "-c", _SCRIPT, "sh", token, family, gathered.hostname),
+        with Session(dataclasses.replace(node, become=False), ssh, files) as session:
+            output = session.run(("sh", "-c", _SCRIPT, "sh", token, family),
                                  task="verify").stdout
     except HostError as error:
         return str(error)
