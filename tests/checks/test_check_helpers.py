@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.checks.fresh import parse_env
+from nodeprov.checks.fresh import Fresh, parse_env, parse_fresh
 from nodeprov.checks.test_firewall import admits, wider
 from nodeprov.checks.test_nccl_env import socket_interfaces, wanted_variables
 from nodeprov.checks.test_torch import wanted_build
@@ -85,3 +85,13 @@ def test_wanted_build_on_a_cpu_node_is_the_cpu_wheel() -> None:
 def test_wanted_build_refuses_a_cuda_variant_the_release_lacks() -> None:
     with pytest.raises(TaskFailed, match="no torch 2.9.1 build"):
         wanted_build(recorded_context(), TorchParams(version="2.9.1", cuda="cu118"))
+
+
+def test_a_new_sessions_output_splits_into_environment_and_resolved_addresses() -> None:
+    # getent ahostsv4's lines as glibc prints them (read on a testbed node): one per socket type
+    output = ("PATH=/usr/bin\nNCCL_SOCKET_IFNAME==eth0\n\n@@T0K getent\n"
+              "10.0.0.12       STREAM node2\n10.0.0.12       DGRAM  \n10.0.0.12       RAW    \n")
+    assert parse_fresh(output, "T0K") == Fresh(
+        {"PATH": "/usr/bin", "NCCL_SOCKET_IFNAME": "=eth0"}, ["10.0.0.12"])
+    assert parse_fresh("PATH=/usr/bin\n\n@@T0K getent\n", "T0K") == Fresh({"PATH": "/usr/bin"},
+                                                                           [])
