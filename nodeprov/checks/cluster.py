@@ -167,7 +167,6 @@ class Cluster:
         return self.probed[node.name, task_type]
 
 
-
 @dataclass(frozen=True)
 class Opened:
     """What verify's plan run read, handed to the checks: every inventory node's open session
