@@ -76,10 +76,12 @@ class HostResult:
 @dataclass(frozen=True)
 class RunOutcome:
     """One result per target host (in order), and every inventory host's facts (None when it
-    could not be read), for what runs after the tasks."""
+    could not be read), for what runs after the tasks; ``probed``: each target host's last
+    probe output per task type (its first task of that type), for verify's checks."""
 
     results: list[HostResult]
     facts: dict[str, Facts | None]
+    probed: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -176,8 +178,11 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
                   [h for h in inventory.hosts if h.name in runs or h.name not in known], stop,
                   sessions)
         _on_every(pool, apply_host, runs.values(), stop, sessions)
+    probed = {name: {spec.type.name: out for spec, out in reversed(list(zip(
+        runs[name].specs, outputs, strict=True))) if out is not None}
+        for name, outputs in observed.items() if name in runs}
     outcome = RunOutcome([results[name] for name in runs],
-                         {name: result.facts for name, result in results.items()})
+                         {name: result.facts for name, result in results.items()}, probed)
     if stop.is_set():
         raise Interrupted(outcome)
     return outcome

@@ -1,17 +1,21 @@
-"""``nodeprov verify``: run the checks against the nodes and collect the drift; change nothing.
+"""``nodeprov verify``: plan every task, run the checks, and collect the drift; change nothing.
 
     verification = run_checks(Path("inventory.yaml"))
     for line in verification.drift_lines():
-        print(line)   # node2 firewall: ufw is inactive (expected ...); repair: nodeprov apply ...
+        print(line)   # node2 firewall: plan: enable ufw ...; repair: nodeprov apply ...
 
-The checks are the pytest-testinfra modules of ``nodeprov.checks``, run in this process. A small
-plugin collects one result per check from pytest's reports; a failed check's assertion message
-is its drift line, so nothing scrapes pytest's output.
+First every task of the playbook is planned on its nodes as ``apply --check`` plans it
+(``nodeprov.checks.plans``): a non-empty plan is drift. Then the pytest-testinfra modules of
+``nodeprov.checks`` run in this process over the same sessions, for what a plan cannot see
+from inside a node. A small plugin collects one result per check from pytest's reports; a
+failed check's assertion message is its drift line, so nothing scrapes pytest's output.
 
 The JSON report (``--json PATH``, ``nodeprov.jsonreport``'s schema) has ``"drift": [line, ...]``
 and ``"checks": [{"check", "node", "area", "outcome", "message", "repair", "duration"}]``,
 outcome one of passed, failed (drift), error (could not run: unreachable node) or skipped (the
-playbook has no such task).
+playbook has no such task). A task's plan is a check named
+``plan::<task name>[<node>]`` whose area is the task type; a plan in sync with warnings passes,
+the warnings as its message.
 """
 
 from __future__ import annotations
@@ -19,42 +23,42 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from rich.console import Console
 
 from nodeprov import jsonreport
-from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, REPAIR_SEPARATOR, failure_message
+from nodeprov.checks import (
+    AREA_PROPERTY,
+    NODE_PROPERTY,
+    REPAIR_SEPARATOR,
+    CheckResult,
+    Drift,
+    Outcome,
+    failure_message,
+)
+from nodeprov.checks.cluster import Opened
+from nodeprov.checks.fresh import AREAS, read_fresh
+from nodeprov.checks.plans import node_specs, plan_playbook, plan_results
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
+from nodeprov.facts import Facts
 from nodeprov.inventory import load_inventory
 from nodeprov.jsonreport import document
 from nodeprov.playbook import load_playbook
-from nodeprov.session import SshOptions, connect_all
+from nodeprov.session import Session, SshOptions, connect_all
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.prove import Proof
+    from nodeprov.runner import RunOutcome
 
-# "error": the check could not run (an unreachable node, a check that crashed)
-Outcome = Literal["passed", "failed", "error", "skipped"]
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One check on one node: ``message`` is the drift line when it failed."""
-
-    check: str
-    node: str | None
-    area: str | None
-    outcome: Outcome
-    message: str = ""
-    repair: str = ""
-    duration: float = 0.0
+__all__ = ["CheckResult", "Collector", "Outcome", "Verification", "run_checks", "run_verify"]
 
 
 @dataclass(frozen=True)
@@ -121,11 +125,48 @@ def _crash_text(report: pytest.TestReport) -> str:
 
 def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
                limit: str | None = None, accept_new_host_keys: bool = False) -> Verification:
-    """Run every check against the inventory's nodes (or ``limit``); raises InputError first
-    when the inventory, playbook or limit is invalid, before any connection."""
+    """Plan every task on the inventory's nodes (or ``limit``), then run every check over the
+    same sessions; raises InputError first when the inventory, playbook or limit is invalid,
+    before any connection."""
+    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+
     inventory = load_inventory(inventory_path)
-    load_playbook(playbook_path or default_playbook(), inventory)
-    select_hosts(inventory, limit)
+    playbook = load_playbook(playbook_path or default_playbook(), inventory)
+    targets = select_hosts(inventory, limit)
+    started = time.monotonic()
+    ssh = SshOptions(accept_new_host_keys=accept_new_host_keys)
+    files = SshFiles(inventory.ssh_configs)
+    sessions = {host.name: Session(host, ssh, files) for host in inventory.hosts}
+    fresh = [node for node in targets
+             if any(spec.type.name in AREAS for spec in node_specs(playbook, node.name))]
+    try:
+        # a new session needs no facts: its connections overlap the plan run's
+        with ThreadPoolExecutor(max_workers=max(1, len(fresh))) as pool:
+            sessions_seen = {node.name: pool.submit(read_fresh, node, ssh, files)
+                             for node in fresh}
+            outcome = plan_playbook(playbook, inventory, targets, sessions, ssh)
+        seen = {name: future.result() for name, future in sessions_seen.items()}
+        results = plan_results(outcome, playbook, lambda node, spec: Drift(
+            node, spec.type.name, str(inventory.path), spec.tags[0] if spec.tags else None,
+            str(playbook_path) if playbook_path else None))
+        results += _run_modules(inventory_path, playbook_path, limit, accept_new_host_keys,
+                                Opened(sessions, _gathered(outcome), outcome.probed, seen))
+    finally:
+        for session in sessions.values():
+            session.close()
+    return Verification(tuple(results), time.monotonic() - started)
+
+
+def _gathered(outcome: RunOutcome) -> dict[str, Facts | str]:
+    """Every inventory node's facts, or why there are none (what a check then fails with)."""
+    errors = {result.name: result.error for result in outcome.results}
+    return {name: facts if facts is not None else errors.get(name) or f"{name}: not reachable"
+            for name, facts in outcome.facts.items()}
+
+
+def _run_modules(inventory_path: Path, playbook_path: Path | None, limit: str | None,
+                 accept_new_host_keys: bool, opened: Opened) -> list[CheckResult]:
+    """The check modules of ``nodeprov.checks`` under pytest, in this process."""
     checks_dir = str(resources.files("nodeprov.checks"))
     args = [
         "-p", "nodeprov.checks", "--pyargs", "nodeprov.checks",
@@ -141,21 +182,24 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
     if accept_new_host_keys:
         args.append("--accept-new-host-keys")
     collector = Collector()
-    started = time.monotonic()
-    status = pytest.main(args, plugins=[collector])
+    status = pytest.main(args, plugins=[collector, opened])
     if status in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR,
                   pytest.ExitCode.INTERRUPTED):
         raise (InputError if status == pytest.ExitCode.USAGE_ERROR else NodeprovError)(
             f"the checks did not run (pytest exit status {int(status)}); run them with pytest "
             f"to see why: pytest -p nodeprov.checks --pyargs nodeprov.checks --inventory "
             f"{inventory_path}")
-    return Verification(tuple(collector.results), time.monotonic() - started)
+    return collector.results
 
 
 def print_report(console: Console, verification: Verification) -> None:
     """Drift lines and a summary."""
     for line in verification.drift_lines():
-        console.print(printable(line), style="bold red", markup=False)  # node text
+        console.print(printable(line),  # node text
+                      style="bold red", markup=False)
+    for result in verification.results:
+        if result.outcome == "passed" and result.message:
+            console.print(printable(result.message), style="yellow", markup=False)
     nodes = len({result.node for result in verification.results if result.node})
     console.print(f"verify: {nodes} nodes, {len(verification.results)} checks: "
                   f"{verification.count('passed')} passed, {verification.count('failed')} "

@@ -1,6 +1,8 @@
-"""The checks behind ``nodeprov verify``: pytest-testinfra modules, one per area of the playbook.
+"""The checks behind ``nodeprov verify``: each task's plan (plans.py), then pytest-testinfra
+modules for the promises a plan cannot see from inside the node (a peer's view, a new session's
+environment, torch importing).
 
-Run them through ``nodeprov verify [INVENTORY]``, or directly with pytest::
+Run them through ``nodeprov verify [INVENTORY]``, or the modules directly with pytest::
 
     pytest -p nodeprov.checks --pyargs nodeprov.checks --inventory inventory.yaml \
         [--playbook P] [--limit node2]
@@ -10,10 +12,13 @@ collects the package (a package's conftest.py is too late under --pyargs). The f
 conftest.py.
 
 A failed check's assertion message is its drift line: the node, the area, what was found, what
-was expected, and the command that repairs it::
+was expected, and the command that repairs it; a task's non-empty plan gives the same kind of
+line, listing the changes apply would make::
 
     >>> Drift("n2", "hosts", "inv.yaml", "hosts").line("no block", "3 lines")
     'n2 hosts: no block (expected 3 lines); repair: nodeprov apply inv.yaml --limit n2 --tags hosts'
+    >>> Drift("n2", "ipv6", "inv.yaml", None).plan_line(["disable IPv6 now", "write f"])
+    'n2 ipv6: plan: disable IPv6 now; write f; repair: nodeprov apply inv.yaml --limit n2'
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import pytest
 
@@ -31,6 +38,23 @@ AREA_PROPERTY = "nodeprov_area"
 REPAIR_SEPARATOR = "; repair: "
 # pytest prints a crash as "ExceptionType: message"; a drift line's first word has no colon.
 _EXCEPTION_PREFIX = re.compile(r"^[A-Za-z_][\w.]*: ")
+
+# "error": the check could not run (an unreachable node, a check that crashed)
+Outcome = Literal["passed", "failed", "error", "skipped"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check (or one task's plan) on one node: ``message`` is the drift line when it
+    failed, a passed plan's warnings otherwise."""
+
+    check: str
+    node: str | None
+    area: str | None
+    outcome: Outcome
+    message: str = ""
+    repair: str = ""
+    duration: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +82,10 @@ class Drift:
         """The drift line; ``repair`` replaces the apply command when apply cannot fix it."""
         return (f"{self.node} {self.area}: {found} (expected {expected}){REPAIR_SEPARATOR}"
                 f"{repair or self.repair}")
+
+    def plan_line(self, changes: Sequence[str]) -> str:
+        """The drift line of a task whose plan is not empty: the changes apply would make."""
+        return f"{self.node} {self.area}: plan: {'; '.join(changes)}{REPAIR_SEPARATOR}{self.repair}"
 
 
 def failure_message(crash: str) -> str:

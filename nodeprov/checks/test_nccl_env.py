@@ -1,38 +1,22 @@
 """NCCL and gloo see the node-subnet interface: a NEW SSH session (as the login user, no sudo,
-as torchrun's launcher would open one) has the variables, they name an interface that really
-holds a subnet address, and /etc/nccl.conf (read by NCCL itself) agrees."""
+as torchrun's launcher would open one) has the variables, and they select an interface that
+really holds a subnet address. The nccl_env task's plan checks the files it writes; whether a
+session reads them (PAM, a shell profile overriding them) only a new session can tell."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import pytest
 
-from nodeprov import envfile, files
 from nodeprov.checks import Drift
-from nodeprov.errors import HostError
+from nodeprov.checks.fresh import Fresh
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host
-from nodeprov.session import Session
 from nodeprov.tasks import nccl_env
 from nodeprov.tasks.base import Context, TaskFailed
 
-if TYPE_CHECKING:
-    from nodeprov.checks.conftest import Cluster
-
 AREA = "nccl_env"
-
-
-def parse_env(output: str) -> dict[str, str]:
-    """``env``'s output as a mapping.
-
-        >>> parse_env("A=1\\nB==eth0\\n")
-        {'A': '1', 'B': '=eth0'}
-    """
-    pairs = (line.partition("=") for line in output.splitlines())
-    return {name: value for name, sep, value in pairs if sep}
 
 
 def socket_interfaces(value: str, names: Sequence[str]) -> list[str]:
@@ -58,21 +42,6 @@ def wanted_variables(ifname: str, extra: Mapping[str, str], path: str) -> dict[s
     return {name: value for _number, name, value in nccl_env.PARSERS[path]("\n".join(lines))}
 
 
-@pytest.fixture(scope="module")
-def login_env(cluster: Cluster) -> dict[str, dict[str, str] | str]:
-    """Every checked node's environment in a new SSH session without sudo, all at once."""
-    def read(node: Host) -> dict[str, str] | str:
-        if cluster.task(node, AREA) is None:
-            return {}  # its checks skip: no connection needed
-        try:
-            with Session(dataclasses.replace(node, become=False), cluster.ssh,
-                         cluster.files) as session:
-                return parse_env(session.run(["env"], task=AREA).stdout)
-        except HostError as error:
-            return str(error)
-    return dict(zip((node.name for node in cluster.targets), cluster.each(read), strict=True))
-
-
 @pytest.fixture()
 def ifname(params: nccl_env.NcclEnvParams, context: Context, drift: Drift) -> str:
     try:
@@ -82,10 +51,11 @@ def ifname(params: nccl_env.NcclEnvParams, context: Context, drift: Drift) -> st
                     pytrace=False)
 
 
-def test_new_session_has_variables(login_env: Mapping[str, dict[str, str] | str], node: Host,
+def test_new_session_has_variables(fresh: Mapping[str, Fresh | str], node: Host,
                                    ifname: str, params: nccl_env.NcclEnvParams,
                                    drift: Drift) -> None:
-    environment = login_env[node.name]
+    seen = fresh[node.name]
+    environment = seen if isinstance(seen, str) else seen.environment
     wanted = wanted_variables(ifname, params.extra, nccl_env.ENVIRONMENT)
     expected = ", ".join(f"{name}={value}" for name, value in wanted.items())
     assert not isinstance(environment, str), drift.line(
@@ -96,10 +66,11 @@ def test_new_session_has_variables(login_env: Mapping[str, dict[str, str] | str]
 
 
 @pytest.mark.parametrize("variable", nccl_env.OWN_NAMES)
-def test_interface_holds_subnet_address(login_env: Mapping[str, dict[str, str] | str],
+def test_interface_holds_subnet_address(fresh: Mapping[str, Fresh | str],
                                         node: Host, context: Context, variable: str,
                                         params: nccl_env.NcclEnvParams, drift: Drift) -> None:
-    environment = login_env[node.name]
+    seen = fresh[node.name]
+    environment = seen if isinstance(seen, str) else seen.environment
     if isinstance(environment, str) or variable not in environment:
         pytest.skip(f"no {variable} in a new session (test_new_session_has_variables says so)")
     value = environment[variable]
@@ -113,17 +84,3 @@ def test_interface_holds_subnet_address(login_env: Mapping[str, dict[str, str] |
         f"{variable}={value} selects {', '.join(chosen) or 'no interface'}"
         + (f" ({', '.join(wrong)} without an address in {params.subnet})" if wrong else ""),
         f"{', '.join(sorted(holding)) or 'an interface'} holding an address in {params.subnet}")
-
-
-def test_nccl_conf(observed: str, ifname: str, params: nccl_env.NcclEnvParams,
-                   drift: Drift) -> None:
-    text = files.observed_files(observed).get(nccl_env.NCCL_CONF)
-    wanted = wanted_variables(ifname, params.extra, nccl_env.NCCL_CONF)
-    effective: dict[str, str] = {}
-    for _number, name, value in envfile.parse_nccl_conf(text or ""):
-        effective.setdefault(name, value)  # NCCL keeps the first assignment
-    wrong = [f"{name}={effective[name]}" if name in effective else f"{name} unset"
-             for name, value in wanted.items() if effective.get(name) != value]
-    assert not wrong, drift.line(
-        f"{nccl_env.NCCL_CONF} {'is absent' if text is None else 'has ' + ', '.join(wrong)}",
-        ", ".join(f"{name}={value}" for name, value in wanted.items()))

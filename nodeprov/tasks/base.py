@@ -1,32 +1,53 @@
 """The shape every task has: read what is there, decide what must change, let the runner act.
 
-A task type is a parameter dataclass, a probe (one shell command whose output shows the current
-state) and a pure ``plan`` that compares that state with the wanted one::
+A task is one module: a frozen parameter dataclass, a probe (a read-only command whose output
+shows the current state), a pure ``plan`` comparing that state with the wanted one, and a
+TaskType; one line in ``registry.py`` makes it usable in playbooks. ``block.py`` is the
+template::
 
-    def probe(params: HostsParams) -> Probe:
-        return Probe(("cat", "--", params.path))
+    @dataclass(frozen=True)
+    class BlockParams:                        # fields = the task's parameters in a playbook
+        path: str
+        lines: tuple[str, ...] = ()
 
-    def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
-        wanted = render(...)
-        if observed == wanted:
-            return Plan.noop("hosts block already lists 3 nodes")
-        return Plan.of(Change("update hosts block", (Write(path, wanted),), diff=...))
+        def __post_init__(self) -> None:      # reject what can never be valid, naming the field
+            checked("path", validate.absolute_path, self.path)
 
-    TASK = TaskType("hosts", "Manage the /etc/hosts block", HostsParams, probe, plan)
+    def probe(params: BlockParams) -> Probe:  # runs with every other probe, in one round trip
+        return files.read_many_probe(params.path)
 
-The runner runs the probes of all of a host's tasks in one SSH round trip, so a run with nothing
-to change costs one round trip per host. An empty plan means in sync; the same plan drives
-``--check``, ``--diff``, the change report and ``verify``'s drift report.
+    def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
+        old = files.observed_files(observed).get(params.path)
+        new = files.replace_block(old or "", "managed", params.lines)
+        if new == old:
+            return Plan.noop(f"{params.path}: block already has {len(params.lines)} lines")
+        return Plan.of(Change(f"update block in {params.path}", (Write(params.path, new),),
+                              diff=files.unified_diff(params.path, old, new)))
+
+    TASK = TaskType("block", "Keep a marked block of lines in a text file", BlockParams,
+                    probe, plan)
+
+``parse_params`` builds the dataclass from the rendered playbook values (types coerced, unknown
+and missing parameters refused), so a bad value stops the run before any connection. ``plan``
+may read ``ctx.facts`` and every node's facts (``ctx.cluster``); it raises TaskFailed when the
+node cannot get there, with how to fix it. Actions (Run, Write, Upload, Local,
+ConfirmNewConnection) are the only things the runner executes; a probe must exit 0 when the
+state is absent.
+
+An empty plan means in sync: the same plan drives ``apply``, ``--check``, ``--diff``, the change
+report and ``verify``'s drift report (``nodeprov.checks.plans``), so a new task is verified with
+no other change. Its tests (tests/tasks/kit.py: ``plan_task``, ``make_facts``) are plans on
+recorded files, and the four steps on the local test cluster: check reports a change, apply
+changes, apply again changes nothing, check reports nothing (tests/tasks/test_sysctl.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from nodeprov.tasks.params import ParamError, checked, param_names, parse_params
 
 if TYPE_CHECKING:
     from nodeprov.facts import Facts
@@ -41,7 +62,7 @@ class Run:
 
     argv: tuple[str, ...]
     stdin: str | None = None
-    hint: str = dataclasses.field(default="", compare=False)  # how to fix it, should it fail
+    hint: str = field(default="", compare=False)  # how to fix it, should it fail
 
     def __str__(self) -> str:
         return " ".join(self.argv)
@@ -164,7 +185,7 @@ class TaskFailed(Exception):
     to fix); the runner reports it as this host's failure for this task."""
 
 
-# --- task types and their parameters -------------------------------------------------------------
+# --- task types (their parameters: params.py) ----------------------------------------------------
 
 P = TypeVar("P")
 
@@ -180,100 +201,7 @@ class TaskType(Generic[P]):
     plan: Callable[[Context, P, str], Plan]
 
 
-class ParamError(ValueError):
-    """A parameter value is invalid; ``field`` names the parameter."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(message)
-
-
-def param_names(params_type: type[Any]) -> list[str]:
-    return [f.name for f in dataclasses.fields(params_type)]
-
-
-def parse_params(params_type: type[P], raw: Mapping[str, Any]) -> P:
-    """Build a parameter dataclass from a rendered mapping, coercing and checking types.
-
-    Unknown or missing parameters and wrong types raise ParamError naming the field; a
-    dataclass's own ``__post_init__`` may raise ParamError or ValueError for value checks.
-
-        >>> @dataclass(frozen=True)
-        ... class Demo:
-        ...     port: int = 22
-        >>> parse_params(Demo, {"port": "2222"})
-        Demo(port=2222)
-    """
-    fields = {f.name: f for f in dataclasses.fields(params_type)}  # type: ignore[arg-type]
-    unknown = sorted(set(raw) - set(fields))
-    if unknown:
-        raise ParamError(unknown[0], f"unknown parameter; valid: {', '.join(fields)}")
-    hints = typing.get_type_hints(params_type)
-    values: dict[str, Any] = {}
-    for name, spec in fields.items():
-        if name not in raw:
-            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
-                raise ParamError(name, "required parameter is missing")
-            continue
-        values[name] = _coerce(name, hints[name], raw[name])
-    try:
-        return params_type(**values)
-    except ParamError:
-        raise
-    except (ValueError, TypeError) as error:
-        raise ParamError(_field_of(error, fields), str(error)) from None
-
-
-def _field_of(error: Exception, fields: Mapping[str, Any]) -> str:
-    return next((name for name in fields if name in str(error)), "")
-
-
-def _coerce(name: str, hint: Any, value: Any) -> Any:
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [arg for arg in args if arg is not type(None)]
-        return _coerce(name, inner[0], value)
-    if origin is typing.Literal:
-        if value not in args:
-            raise ParamError(name, f"{value!r} is not one of: {', '.join(map(str, args))}")
-        return value
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if str(value).lower() in ("true", "yes", "1"):
-            return True
-        if str(value).lower() in ("false", "no", "0"):
-            return False
-        raise ParamError(name, f"{value!r} is not a boolean (true or false)")
-    if hint is int:
-        if isinstance(value, bool):
-            raise ParamError(name, f"{value!r} is not an integer")
-        try:
-            return int(str(value), 10)
-        except ValueError:
-            raise ParamError(name, f"{value!r} is not an integer") from None
-    if hint is str:
-        if isinstance(value, (dict, list, tuple)):
-            raise ParamError(name, f"expected a string, got {type(value).__name__}")
-        return str(value)
-    if origin in (tuple, list, Sequence) or hint in (tuple, list):
-        if isinstance(value, str) or not isinstance(value, (list, tuple)):
-            raise ParamError(name, f"expected a list, got {type(value).__name__}")
-        item = args[0] if args else str
-        return tuple(_coerce(name, item, element) for element in value)
-    if origin in (dict, Mapping) or hint is dict:
-        if not isinstance(value, Mapping):
-            raise ParamError(name, f"expected a mapping, got {type(value).__name__}")
-        key_type, value_type = args or (str, str)
-        return {_coerce(name, key_type, k): _coerce(name, value_type, v) for k, v in value.items()}
-    return value
-
-
-
 __all__ = [
     "Action", "Change", "ConfirmNewConnection", "Context", "Local", "ParamError", "Plan", "Probe",
-    "Run", "TaskFailed", "TaskType", "Upload", "Write", "param_names", "parse_params",
+    "Run", "TaskFailed", "TaskType", "Upload", "Write", "checked", "param_names", "parse_params",
 ]

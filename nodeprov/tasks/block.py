@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nodeprov import files, validate
-from nodeprov.tasks.base import Change, Context, Plan, Probe, TaskType, Write
+from nodeprov.tasks.base import Change, Context, Plan, Probe, TaskType, Write, checked
 
 
 @dataclass(frozen=True)
@@ -23,10 +23,10 @@ class BlockParams:
     state: Literal["present", "absent"] = "present"
 
     def __post_init__(self) -> None:
-        validate.absolute_path(self.path)
-        validate.env_name(self.name.replace("-", "_"))
+        checked("path", validate.absolute_path, self.path)
+        checked("name", validate.env_name, self.name.replace("-", "_"))
         for line in self.lines:
-            validate.text_value(line)
+            checked("lines", validate.text_value, line)
 
 
 def probe(params: BlockParams) -> Probe:

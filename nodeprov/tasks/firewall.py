@@ -22,10 +22,9 @@ active its command line changes the rules, live chains included.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
 
 from nodeprov import files, ufw, ufw_files, validate
 from nodeprov.facts import Facts
@@ -42,6 +41,7 @@ from nodeprov.tasks.base import (
     TaskFailed,
     TaskType,
     Write,
+    checked,
 )
 from nodeprov.ufw import Rule
 
@@ -83,13 +83,13 @@ class FirewallParams:
     revert_seconds: int = 30
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "subnet", _check("subnet", validate.cidr, self.subnet))
-        _check("rdzv_port", validate.port, self.rdzv_port)
+        object.__setattr__(self, "subnet", checked("subnet", validate.cidr, self.subnet))
+        checked("rdzv_port", validate.port, self.rdzv_port)
         if self.ssh_port is not None:
-            _check("ssh_port", validate.port, self.ssh_port)
+            checked("ssh_port", validate.port, self.ssh_port)
         if self.ssh_allow_from != "any":
             object.__setattr__(self, "ssh_allow_from",
-                               _check("ssh_allow_from", validate.cidr, self.ssh_allow_from))
+                               checked("ssh_allow_from", validate.cidr, self.ssh_allow_from))
         if not 5 <= self.revert_seconds <= 3600:
             raise ParamError("revert_seconds", f"{self.revert_seconds} is not 5 to 3600 seconds "
                              "(the guard must outlast enabling ufw and a new SSH connection)")
@@ -287,13 +287,6 @@ def _ours(rule: Rule) -> bool:
 
 def _diff(sign: str, rules: list[Rule]) -> str:
     return "".join(f"{sign} {rule}\n" for rule in rules)
-
-
-def _check(field: str, check: Callable[[Any], Any], value: Any) -> Any:
-    try:
-        return check(value)
-    except ValueError as error:
-        raise ParamError(field, str(error)) from None
 
 
 TASK = TaskType("firewall", "ufw: deny incoming, SSH kept reachable, NCCL/rdzv ports from the "

@@ -27,12 +27,12 @@ from nodeprov import files, validate
 from nodeprov.tasks.base import (
     Change,
     Context,
-    ParamError,
     Plan,
     Probe,
     TaskFailed,
     TaskType,
     Write,
+    checked,
 )
 from nodeprov.yamlfile import load_limited
 
@@ -59,10 +59,7 @@ class HostsParams:
     fix_conflicts: bool = True
 
     def __post_init__(self) -> None:
-        try:
-            validate.absolute_path(self.path)
-        except ValueError as error:
-            raise ParamError("path", str(error)) from None
+        checked("path", validate.absolute_path, self.path)
 
 
 def probe(params: HostsParams) -> Probe:

@@ -15,30 +15,33 @@ of /etc/default/ufw (when ufw is installed) and reloads an active ufw after chan
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from nodeprov import files, validate
+from nodeprov import files
+from nodeprov.sysctl_conf import (
+    SYSCTL_CONF,
+    boot_file,
+    comment_out,
+    overriding_files,
+    probe_paths,
+    proc_path,
+)
 from nodeprov.tasks.base import (
     Change,
     Context,
-    ParamError,
     Plan,
     Probe,
     Run,
     TaskFailed,
     TaskType,
     Write,
+    checked,
 )
 
 KEYS = ("net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6")
-SYSCTL_CONF = "/etc/sysctl.conf"
-# Where `sysctl --system` looks, in order: of files with the same name, the first one counts.
-SYSCTL_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
-               "/lib/sysctl.d")
 UFW_DEFAULTS = "/etc/default/ufw"
 _UFW_IPV6 = re.compile(r"^IPV6=(.*)$", re.MULTILINE)
 
@@ -49,24 +52,11 @@ class Ipv6Params:
     sysctl_file: str = "/etc/sysctl.d/99-zz-nodeprov-ipv6.conf"
 
     def __post_init__(self) -> None:
-        try:
-            validate.absolute_path(self.sysctl_file)
-        except ValueError as error:
-            raise ParamError("sysctl_file", str(error)) from None
-        if (posixpath.dirname(self.sysctl_file) not in SYSCTL_DIRS
-                or not self.sysctl_file.endswith(".conf")):
-            raise ParamError("sysctl_file", f"{self.sysctl_file!r} is not read at boot; use a "
-                             f".conf file in {SYSCTL_DIRS[0]} (e.g. the default "
-                             "/etc/sysctl.d/99-zz-nodeprov-ipv6.conf)")
-
-
-def proc_path(key: str) -> str:
-    return "/proc/sys/" + key.replace(".", "/")
+        checked("sysctl_file", boot_file, self.sysctl_file)
 
 
 def probe(params: Ipv6Params) -> Probe:
-    return files.read_many_probe(*map(proc_path, KEYS), params.sysctl_file, SYSCTL_CONF,
-                                 UFW_DEFAULTS, *(f"{folder}/*.conf" for folder in SYSCTL_DIRS))
+    return files.read_many_probe(*probe_paths(params.sysctl_file, KEYS), UFW_DEFAULTS)
 
 
 def plan(ctx: Context, params: Ipv6Params, observed: str) -> Plan:
@@ -86,7 +76,7 @@ def plan(ctx: Context, params: Ipv6Params, observed: str) -> Plan:
     changes += [ufw] if ufw else []
     if found.get(UFW_DEFAULTS) is not None:
         notes.append(f"ufw's IPV6= already says {'no' if value == '1' else 'yes'}")
-    warnings = overriding_files(found, params.sysctl_file, value)
+    warnings = overriding_files(found, params.sysctl_file, dict.fromkeys(KEYS, value), "IPv6")
     if changes:
         return Plan.of(*changes, warnings=warnings)
     return Plan.noop(*notes, warnings=warnings)
@@ -103,7 +93,7 @@ def sysctl_changes(found: Mapping[str, str | None], params: Ipv6Params,
                               (Write(params.sysctl_file, wanted),),
                               diff=files.unified_diff(params.sysctl_file, old, wanted)))
     conf = found.get(SYSCTL_CONF)
-    fixed = comment_out_settings(conf or "", value)
+    fixed = comment_out(conf or "", dict.fromkeys(KEYS, value))
     if conf is not None and fixed != conf:
         changes.append(Change(f"comment out the conflicting disable_ipv6 lines of {SYSCTL_CONF} "
                               "(read last at boot, it would win)", (Write(SYSCTL_CONF, fixed),),
@@ -119,45 +109,6 @@ def sysctl_changes(found: Mapping[str, str | None], params: Ipv6Params,
 def sysctl_text(state: str, value: str) -> str:
     return (f"# Written by nodeprov (ipv6: {state}); edits are overwritten.\n"
             + "".join(f"{key} = {value}\n" for key in KEYS))
-
-
-def sysctl_settings(text: str) -> list[tuple[int, str, str]]:
-    """(line index, key, value) of a sysctl.conf text, keys in dotted form."""
-    settings = []
-    for index, line in enumerate(text.splitlines()):
-        entry = line.strip()
-        if not entry or entry[0] in "#;":
-            continue
-        # a leading '-' tells systemd-sysctl to ignore a failure; the setting is the same
-        key, sep, setting = entry.removeprefix("-").partition("=")
-        if sep:
-            settings.append((index, key.strip().replace("/", "."), setting.strip()))
-    return settings
-
-
-def comment_out_settings(text: str, value: str) -> str:
-    """``text`` with every line setting one of KEYS to something else than ``value`` commented
-    out (files.COMMENT_PREFIX); other lines kept byte for byte."""
-    clashing = {index for index, key, setting in sysctl_settings(text)
-                if key in KEYS and setting != value}
-    return "".join(files.COMMENT_PREFIX + line if index in clashing else line
-                   for index, line in enumerate(text.splitlines(keepends=True)))
-
-
-def overriding_files(found: Mapping[str, str | None], own: str, value: str) -> list[str]:
-    """Warnings for sysctl.d files applied after ``own`` at boot that set KEYS otherwise."""
-    by_name: dict[str, str] = {}
-    for folder in SYSCTL_DIRS:
-        for path in sorted(p for p in found if posixpath.dirname(p) == folder):
-            by_name.setdefault(posixpath.basename(path), path)
-    warnings = []
-    for name in sorted(name for name in by_name if name > posixpath.basename(own)):
-        path = by_name[name]
-        for _index, key, setting in sysctl_settings(found.get(path) or ""):
-            if key in KEYS and setting != value:
-                warnings.append(f"{path} sets {key} = {setting} and is applied after {own} at "
-                                f"boot: IPv6 would not stay as asked; remove that line")
-    return warnings
 
 
 def ufw_ipv6_change(text: str | None, state: str, ufw_active: bool) -> Change | None:

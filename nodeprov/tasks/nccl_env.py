@@ -13,7 +13,7 @@ the one place that says what goes where.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
@@ -28,6 +28,7 @@ from nodeprov.tasks.base import (
     TaskFailed,
     TaskType,
     Write,
+    checked,
 )
 
 if TYPE_CHECKING:
@@ -48,21 +49,14 @@ class NcclEnvParams:
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _checked("subnet", partial(validate.cidr, self.subnet))
+        checked("subnet", validate.cidr, self.subnet)
         if self.ifname != "auto":
-            _checked("ifname", partial(validate.interface_name, self.ifname))
+            checked("ifname", validate.interface_name, self.ifname)
         for name, value in self.extra.items():
             if name in OWN_NAMES:
                 raise ParamError("extra", f"{name} is set from ifname (nccl_socket_ifname); "
                                  "remove it from nccl_env")
-            _checked("extra", partial(envfile.pam_env_line, name, value))
-
-
-def _checked(param: str, check: Callable[[], object]) -> None:
-    try:
-        check()
-    except ValueError as error:
-        raise ParamError(param, str(error)) from None
+            checked("extra", partial(envfile.pam_env_line, name), value)
 
 
 def probe(params: NcclEnvParams) -> Probe:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodeprov.tasks import block, firewall, hosts, ipv6, nccl_env, torch, venv
+from nodeprov.tasks import block, firewall, hosts, ipv6, nccl_env, sysctl, torch, venv
 from nodeprov.tasks.base import TaskType
 
 REGISTRY: dict[str, TaskType[Any]] = {
@@ -13,6 +13,7 @@ REGISTRY: dict[str, TaskType[Any]] = {
         block.TASK,
         hosts.TASK,
         ipv6.TASK,
+        sysctl.TASK,
         nccl_env.TASK,
         firewall.TASK,
         venv.TASK,

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.checks.test_firewall import admits, missing, wider
-from nodeprov.checks.test_hosts import block_differences
-from nodeprov.checks.test_ipv6 import persisted
-from nodeprov.checks.test_nccl_env import parse_env, socket_interfaces, wanted_variables
-from nodeprov.checks.test_venv import wanted_build
+from nodeprov.checks.fresh import Fresh, parse_env, parse_fresh
+from nodeprov.checks.test_firewall import admits, wider
+from nodeprov.checks.test_nccl_env import socket_interfaces, wanted_variables
+from nodeprov.checks.test_torch import wanted_build
 from nodeprov.facts import parse_facts, split_sections
 from nodeprov.inventory import Host
 from nodeprov.tasks import nccl_env
@@ -32,13 +31,6 @@ def test_admits_only_incoming_allow_and_limit() -> None:
     assert not admits(Rule("route:allow", "tcp", "80", ANY_V4))
 
 
-def test_users_own_rule_for_the_same_traffic_counts_as_present() -> None:
-    users_ssh = Rule("allow", "tcp", "22", ANY_V4, comment="")
-    assert missing([users_ssh, NCCL], WANTED) == []
-    assert missing([NCCL], WANTED) == [SSH]
-    assert missing([Rule("deny", "tcp", "22", ANY_V4), NCCL], WANTED) == [SSH]
-
-
 def test_wider_finds_rules_admitting_more_than_ssh_from_outside_the_subnet() -> None:
     web = Rule("allow", "tcp", "80", ANY_V4)
     web_v6 = Rule("allow", "tcp", "80", ANY_V6, dst=ANY_V6, v6=True)
@@ -49,23 +41,6 @@ def test_wider_finds_rules_admitting_more_than_ssh_from_outside_the_subnet() -> 
     assert wider(rules, WANTED, SUBNET) == [web, web_v6, other_lan]
 
 
-def test_hosts_block_differences_say_what_is_missing_or_wrong() -> None:
-    wanted = [("10.0.0.1", ("node1.lan", "node1")), ("10.0.0.2", ("node2",)),
-              ("10.0.0.3", ("node3",))]
-    present = ["10.0.0.1 node1.lan node1", "10.0.0.2   node2-old", ""]
-    assert block_differences(present, wanted) == [
-        "10.0.0.2 listed as 'node2-old' (not '10.0.0.2 node2')", "10.0.0.3 node3 missing"]
-    assert block_differences(["10.0.0.2 node2", "10.0.0.1 node1.lan node1", "10.0.0.3 node3"],
-                             wanted) == []
-
-
-def test_persisted_values_last_line_wins_and_other_keys_ignored() -> None:
-    text = ("net.ipv6.conf.all.disable_ipv6 = 0\n# net.ipv6.conf.all.disable_ipv6 = 5\n"
-            "net/ipv6/conf/all/disable_ipv6=1\nnet.ipv4.ip_forward = 1\n"
-            "-net.ipv6.conf.default.disable_ipv6 = 1\n")
-    assert persisted(text) == {"net.ipv6.conf.all.disable_ipv6": "1",
-                               "net.ipv6.conf.default.disable_ipv6": "1"}
-    assert persisted(None) == {}
 
 
 def test_parse_env_keeps_values_with_equals_signs() -> None:
@@ -110,3 +85,13 @@ def test_wanted_build_on_a_cpu_node_is_the_cpu_wheel() -> None:
 def test_wanted_build_refuses_a_cuda_variant_the_release_lacks() -> None:
     with pytest.raises(TaskFailed, match="no torch 2.9.1 build"):
         wanted_build(recorded_context(), TorchParams(version="2.9.1", cuda="cu118"))
+
+
+def test_a_new_sessions_output_splits_into_environment_and_resolved_addresses() -> None:
+    # getent ahostsv4's lines as glibc prints them (read on a testbed node): one per socket type
+    output = ("PATH=/usr/bin\nNCCL_SOCKET_IFNAME==eth0\n\n@@T0K getent\n"
+              "10.0.0.12       STREAM node2\n10.0.0.12       DGRAM  \n10.0.0.12       RAW    \n")
+    assert parse_fresh(output, "T0K") == Fresh(
+        {"PATH": "/usr/bin", "NCCL_SOCKET_IFNAME": "=eth0"}, ["10.0.0.12"])
+    assert parse_fresh("PATH=/usr/bin\n\n@@T0K getent\n", "T0K") == Fresh({"PATH": "/usr/bin"},
+                                                                           [])

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from nodeprov import ufw, ufw_files
-from nodeprov.facts import Facts
+from nodeprov import ufw
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
     Change,
@@ -41,14 +40,8 @@ from nodeprov.tasks.firewall import (
     read_state,
 )
 from nodeprov.testbed.cluster import Testbed
-from nodeprov.ufw import Rule
+from tests.ufw_cases import FACTS, recorded, section, texts
 
-DATA = Path(__file__).parent / "data" / "firewall"
-FACTS = Facts(hostname="node1", fqdn="node1", os_id="debian", os_version="12",
-              os_name="Debian GNU/Linux 12", kernel="6.1.0", arch="x86_64",
-              python_path="/usr/bin/python3", python_version="3.11.2", interfaces=(),
-              ephemeral_port_range=(32768, 60999), ufw_installed=True, ufw_active=True,
-              systemd=False, package_manager="apt-get", gpu=None)
 SSH_ANY = ("ufw", "allow", "proto", "tcp", "from", "any", "to", "any", "port", "22", "comment",
            "nodeprov: ssh")
 NCCL = ("ufw", "allow", "proto", "tcp", "from", "10.0.0.0/24", "to", "any", "port",
@@ -60,21 +53,6 @@ ARM, ENABLE, DISARM = (("arm", "30"), ("ufw", "--force", "enable"), ("disarm", "
 START, NEED_IP6TABLES = ("start",), ("need-ip6tables",)
 # The files ufw's command line writes, and the fast path with them
 RULE_FILES = (ufw.CONF, ufw.RULES, ufw.RULES6)
-
-
-def recorded(case: str) -> str:
-    return (DATA / f"{case}.probe").read_text()
-
-
-def texts(case: str) -> dict[str, str | None]:
-    """ufw's files as the probe read them in a recorded case (None: absent)."""
-    return dict(read_state(recorded(case), FACTS).texts)
-
-
-def section(case: str, path: str) -> str:
-    text = texts(case)[path]
-    assert text is not None
-    return text
 
 
 def plan_for(case: str, *, port: int = 22, **params: Any) -> Plan:
@@ -102,61 +80,6 @@ def steps(change: Change) -> list[Any]:
 
 def written(change: Change) -> dict[str, str]:
     return {a.path: a.content for a in change.actions if isinstance(a, Write) and a.path != HELPER}
-
-
-# --- parsing and rendering -----------------------------------------------------------------------
-
-def test_parses_real_user_rules_with_hex_comments_and_every_rule_shape() -> None:
-    rules = ufw.parse_rules(section("mixed", ufw.RULES), v6=False)
-    assert [str(r) for r in rules] == [
-        "limit tcp 22 from any",  # `ufw limit ssh/tcp` took over our ssh rule: no comment left
-        "allow any 53 from any",
-        "deny tcp 25 from 10.2.0.5/32",
-        "allow_log udp 5353 from 10.0.0.0/8 port 53 in_eth0 (nodeprov: odd)",
-        "route:allow tcp 80 from any in_eth0!out_eth1",
-        "allow tcp 22 from any",
-        "allow tcp 443 from any out (out web)",
-        "allow tcp 2222 from 10.0.0.5/32",
-    ]
-    assert rules[5].apps == ("OpenSSH", "-")
-    six = ufw.parse_rules(section("mixed", ufw.RULES6), v6=True)
-    assert six[-1] == Rule("allow", "udp", "4000:4010", "fd00::/64", dst="::/0",
-                           comment="v6 only", v6=True)
-
-
-def test_parses_settings_of_ufw_conf_and_default_ufw() -> None:
-    assert ufw.parse_settings(section("in-sync", ufw.CONF))["ENABLED"] == "yes"
-    assert ufw.parse_settings(section("fresh", ufw.CONF))["ENABLED"] == "no"
-    defaults = ufw.parse_settings(section("mixed", ufw.DEFAULTS))
-    assert (defaults["IPV6"], defaults["DEFAULT_INPUT_POLICY"],
-            defaults["DEFAULT_OUTPUT_POLICY"]) == ("yes", "REJECT", "ACCEPT")
-
-
-def test_renders_delete_commands_from_parsed_rules() -> None:
-    rules = ufw.parse_rules(section("mixed", ufw.RULES), v6=False)
-    assert ufw.delete_argv(rules[3]) == (
-        "ufw", "delete", "allow", "in", "on", "eth0", "log", "proto", "udp", "from",
-        "10.0.0.0/8", "port", "53", "to", "0.0.0.0/0", "port", "5353")
-    assert ufw.delete_argv(rules[4]) == (
-        "ufw", "route", "delete", "allow", "in", "on", "eth0", "out", "on", "eth1", "proto",
-        "tcp", "from", "0.0.0.0/0", "to", "0.0.0.0/0", "port", "80")
-    assert ufw.delete_argv(rules[5])[-4:] == ("to", "0.0.0.0/0", "app", "OpenSSH")
-    assert ufw.delete_argv(rules[6]) == ("ufw", "delete", "allow", "out", "proto", "tcp", "from",
-                                         "0.0.0.0/0", "to", "0.0.0.0/0", "port", "443")
-
-
-def test_state_of_a_node_without_ufw_is_a_fresh_install() -> None:
-    state = ufw.parse_state({ufw.DISABLE_IPV6: "0\n"}, installed=False, active=False)
-    assert (state.incoming, state.outgoing, state.ipv6, state.rules) == (
-        "DROP", "ACCEPT", True, ())
-
-
-def test_ipv6_off_ignores_the_dormant_user6_rules() -> None:
-    found = texts("in-sync")
-    assert ufw.parse_state(found, installed=True, active=True).ipv6
-    found[ufw.DEFAULTS] = section("in-sync", ufw.DEFAULTS).replace("IPV6=yes", "IPV6=no")
-    state = ufw.parse_state(found, installed=True, active=True)
-    assert not state.ipv6 and not any(r.v6 for r in state.rules)
 
 
 # --- plans from recorded states ------------------------------------------------------------------
@@ -196,22 +119,6 @@ def test_the_files_written_are_those_ufws_command_line_leaves(before: str, after
     now, then = texts(before), texts(after)
     assert {path: written(enable).get(path, now[path]) for path in RULE_FILES} == {
         path: then[path] for path in RULE_FILES}
-
-
-@pytest.mark.parametrize("case", ["in-sync", "mixed-enabled", "ipv6-off", "logging-off",
-                                  "logging-medium", "logging-high", "logging-full"])
-def test_rule_files_render_as_ufw_wrote_them_at_every_log_level(case: str) -> None:
-    level = ufw.parse_settings(section(case, ufw.CONF))["LOGLEVEL"]
-    defaults = ufw.parse_settings(section(case, ufw.DEFAULTS))
-    policies = {direction: ufw.POLICY_WORDS[defaults[f"DEFAULT_{chain}_POLICY"]]
-                for direction, chain in zip(ufw_files.DIRECTIONS, ("INPUT", "OUTPUT", "FORWARD"),
-                                            strict=True)}
-    ipv6 = defaults["IPV6"] == "yes"
-    for path, v6 in ((ufw.RULES, False), (ufw.RULES6, True)):
-        rules = ufw_files.read_rules(section(case, path), v6=v6)
-        assert rules is not None
-        assert ufw_files.render_rules(rules, v6=v6, level=level if ipv6 or not v6 else None,
-                                      policies=policies) == section(case, path)
 
 
 def test_rules_ufw_would_rewrite_leave_it_to_ufws_command_line() -> None:

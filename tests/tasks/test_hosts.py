@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -13,15 +12,14 @@ from typing import Any
 import pytest
 
 from nodeprov import files
-from nodeprov.facts import Facts, parse_facts, split_sections
+from nodeprov.facts import Facts
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import Context, ParamError, Plan, TaskFailed, Write, parse_params
 from nodeprov.tasks.hosts import CLOUD_CFG, CLOUD_DROPIN, CLOUD_DROPIN_TEXT, HostsParams, plan
 from nodeprov.testbed.cluster import Testbed
+from tests.tasks.kit import make_facts
 
 DATA = Path(__file__).parent / "data"
-RECORDED = parse_facts(split_sections(
-    (Path(__file__).parent.parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
 # (inventory name, subnet address, hostname, fqdn the node reports)
 NODES = [("node1", "10.0.0.11", "node1", "node1.cluster.local"),
          ("node2", "10.0.0.12", "gpu2", "gpu2"),
@@ -31,7 +29,7 @@ BLOCK_LINES = ["10.0.0.11 node1.cluster.local node1", "10.0.0.12 gpu2 node2",
 
 
 def node_facts(hostname: str, fqdn: str) -> Facts:
-    return dataclasses.replace(RECORDED, hostname=hostname, fqdn=fqdn)
+    return make_facts(hostname=hostname, fqdn=fqdn)
 
 
 def context(node: str = "node1", nodes: list[tuple[str, str, str, str]] = NODES,

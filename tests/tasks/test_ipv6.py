@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -12,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from nodeprov import files
-from nodeprov.facts import parse_facts, split_sections
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
     Context,
@@ -25,10 +23,9 @@ from nodeprov.tasks.base import (
 )
 from nodeprov.tasks.ipv6 import UFW_DEFAULTS, Ipv6Params, plan, proc_path, sysctl_text
 from nodeprov.testbed.cluster import Testbed
+from tests.tasks.kit import make_facts, one_node
 
 DATA = Path(__file__).parent / "data"
-RECORDED = parse_facts(split_sections(
-    (Path(__file__).parent.parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
 OURS = "/etc/sysctl.d/99-zz-nodeprov-ipv6.conf"
 ALL = "net.ipv6.conf.all.disable_ipv6"
 DEFAULT = "net.ipv6.conf.default.disable_ipv6"
@@ -37,9 +34,7 @@ DEBIAN_UFW = (DATA / "ipv6-ufw-default-debian12.txt").read_text()
 
 
 def node(ufw_active: bool = False) -> Context:
-    host = Host("node1", "10.0.0.11", "10.0.0.11")
-    facts = dataclasses.replace(RECORDED, ufw_active=ufw_active)
-    return Context(host, facts, {"node1": (host, facts)})
+    return one_node(make_facts(ufw_active=ufw_active), Host("node1", "10.0.0.11", "10.0.0.11"))
 
 
 def debian(live: tuple[str | None, str | None] = ("0\n", "0\n"),

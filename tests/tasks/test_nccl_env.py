@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodeprov import envfile, files
-from nodeprov.facts import Interface, parse_facts, split_sections
-from nodeprov.inventory import Host
-from nodeprov.tasks.base import Context, ParamError, Plan, TaskFailed, Write, parse_params
-from nodeprov.tasks.nccl_env import ENVIRONMENT, NCCL_CONF, NcclEnvParams, plan
+from nodeprov.facts import Interface
+from nodeprov.tasks.base import ParamError, Plan, TaskFailed, Write, parse_params
+from nodeprov.tasks.nccl_env import ENVIRONMENT, NCCL_CONF, TASK, NcclEnvParams
+from tests.tasks.kit import RECORDED, make_facts, one_node, plan_task
 
 DATA = Path(__file__).parent / "data"
-RECORDED = parse_facts(split_sections(
-    (Path(__file__).parent.parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
 SUBNET = "192.0.2.0/24"  # eth0 of the recorded node holds 192.0.2.2/24
 EXTRA = {"NCCL_DEBUG": "INFO", "NCCL_IB_DISABLE": "1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
 BEGIN, END = files.begin_marker("nccl"), files.end_marker("nccl")
@@ -28,11 +25,9 @@ NCCL_CONF_BLOCK = f"{BEGIN}\nNCCL_SOCKET_IFNAME==eth0\nNCCL_DEBUG=INFO\nNCCL_IB_
 
 def run(environment: str | None, nccl_conf: str | None, *, extra: dict[str, str] = EXTRA,
         interfaces: tuple[Interface, ...] = RECORDED.interfaces, **params: Any) -> Plan:
-    host = Host("node1", "192.0.2.2", "192.0.2.2")
-    facts = dataclasses.replace(RECORDED, interfaces=interfaces)
-    observed = files.files_output({ENVIRONMENT: environment, NCCL_CONF: nccl_conf})
-    wanted = parse_params(NcclEnvParams, {"subnet": SUBNET, "extra": extra, **params})
-    return plan(Context(host, facts, {"node1": (host, facts)}), wanted, observed)
+    return plan_task(TASK, {"subnet": SUBNET, "extra": extra, **params},
+                     {ENVIRONMENT: environment, NCCL_CONF: nccl_conf},
+                     context=one_node(make_facts(interfaces=interfaces)))
 
 
 def writes(result: Plan) -> dict[str, str]:

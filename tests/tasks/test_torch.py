@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from nodeprov import files, installer, wheelhouse
 from nodeprov.cli import app
-from nodeprov.facts import Facts, parse_facts, split_sections
+from nodeprov.facts import Facts
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
@@ -45,6 +45,7 @@ from nodeprov.tasks.torch import (
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.torch_matrix import parse_torch_version_py
 from tests.conftest import MakeTestbed
+from tests.tasks.kit import make_facts
 
 DATA = Path(__file__).parents[1] / "data"
 VENV = "/opt/nodeprov/venv"
@@ -80,10 +81,8 @@ CAPABILITY = {"RTX 5070": (12, 0), "GB10": (12, 1), "TITAN Xp": (6, 1), "RTX 509
 
 
 def facts(name: str, gpu_info: GpuInfo | None = None, arch: str = "x86_64") -> Facts:
-    recorded = parse_facts(split_sections((DATA / "facts" / "debian12-vm.txt").read_text(),
-                                          "TOKEN123"))
-    return dataclasses.replace(recorded, hostname=name, gpu=gpu_info, arch=arch,
-                               python_path="/usr/bin/python3", python_version="3.11.2")
+    return make_facts(hostname=name, gpu=gpu_info, arch=arch, python_path="/usr/bin/python3",
+                      python_version="3.11.2")
 
 
 def context(name: str, cluster: Mapping[str, Facts | None]) -> Context:

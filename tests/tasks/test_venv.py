@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from typer.testing import CliRunner
 
 from nodeprov import files, installer
 from nodeprov.cli import app
-from nodeprov.facts import Facts, parse_facts, split_sections
+from nodeprov.facts import Facts
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import Context, Local, ParamError, Run, TaskFailed, Upload, parse_params
 from nodeprov.tasks.venv import (
@@ -29,21 +28,19 @@ from nodeprov.tasks.venv import (
     unsatisfied,
 )
 from nodeprov.testbed.cluster import Testbed
+from tests.tasks.kit import make_facts, one_node
 
-FACTS = Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt"
 VENV = "/opt/nodeprov/venv"
 HAS_ENSUREPIP = "/usr/lib/python3.11/ensurepip"
 
 
 def node_facts(**changes: Any) -> Facts:
-    facts = parse_facts(split_sections(FACTS.read_text(), "TOKEN123"))
-    return dataclasses.replace(facts, **{"python_path": "/usr/bin/python3",
-                                         "python_version": "3.11.2", **changes})
+    return make_facts(**{"python_path": "/usr/bin/python3", "python_version": "3.11.2",
+                          **changes})
 
 
 def context(facts: Facts) -> Context:
-    host = Host("node1", "10.0.0.11", "10.0.0.11")
-    return Context(host, facts, {"node1": (host, facts)})
+    return one_node(facts, Host("node1", "10.0.0.11", "10.0.0.11"))
 
 
 def observed(cfg: str = "", runs: bool = False, entries: str = "",

@@ -1,0 +1,51 @@
+"""verify's plan results: one per node and task, from a run outcome, without SSH."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nodeprov.checks import Drift
+from nodeprov.checks.plans import plan_results
+from nodeprov.inventory import load_inventory
+from nodeprov.playbook import TaskSpec, load_playbook
+from nodeprov.runner import HostResult, RunOutcome, TaskResult
+
+PLAYBOOK = """\
+- name: Kernel and names
+  hosts: all
+  tasks:
+    - {name: Buffers, sysctl: {settings: {net.core.somaxconn: 8192}}, tags: [sysctl]}
+    - {name: Notice, block: {path: /etc/motd, lines: [hello]}}
+"""
+
+
+def test_each_node_and_task_is_one_result_a_changed_plan_its_drift_line(tmp_path: Path) -> None:
+    (tmp_path / "inventory.yaml").write_text(
+        "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n"
+        "    n1: {ansible_host: 10.0.0.1}\n    n2: {ansible_host: 10.0.0.2}\n"
+        "    n3: {ansible_host: 10.0.0.3}\n")
+    (tmp_path / "site.yaml").write_text(PLAYBOOK)
+    inventory = load_inventory(tmp_path / "inventory.yaml")
+    playbook = load_playbook(tmp_path / "site.yaml", inventory)
+    failed = "n2: sysctl: no such sysctl on this kernel: net.core.somaxconn"
+    outcome = RunOutcome([
+        HostResult("n1", "changed", [
+            TaskResult("Buffers", "sysctl", "changed", ["set now: net.core.somaxconn=8192"]),
+            TaskResult("Notice", "block", "ok", warnings=["motd is a symlink"])]),
+        HostResult("n2", "failed", [TaskResult("Buffers", "sysctl", "failed", error=failed),
+                                    TaskResult("Notice", "block", "skipped")], error=failed),
+        HostResult("n3", "unreachable", error="n3: cannot connect to 10.0.0.3:22")],
+        {"n1": None, "n2": None, "n3": None})
+
+    def drift(node: str, spec: TaskSpec) -> Drift:
+        return Drift(node, spec.type.name, "inv.yaml", spec.tags[0] if spec.tags else None)
+
+    results = plan_results(outcome, playbook, drift)
+    assert [(r.check, r.area, r.outcome, r.message) for r in results] == [
+        ("plan::Buffers[n1]", "sysctl", "failed", "n1 sysctl: plan: set now: "
+         "net.core.somaxconn=8192; repair: nodeprov apply inv.yaml --limit n1 --tags sysctl"),
+        ("plan::Notice[n1]", "block", "passed", "n1 block: warning: motd is a symlink"),
+        ("plan::Buffers[n2]", "sysctl", "failed", failed),
+        ("plan::Notice[n2]", "block", "error", failed),
+        ("plan[n3]", None, "error", "n3: cannot connect to 10.0.0.3:22")]
+    assert results[0].repair == "nodeprov apply inv.yaml --limit n1 --tags sysctl"
