@@ -97,6 +97,13 @@ _RULES = (
         "nodeprov apply --limit {node} --tags hosts",
     ),
     _Rule(
+        "job",
+        # gloo's pair.cc when a peer process ended: a consequence, not the network.
+        re.compile(r"Connection closed by peer \[[^\]]*\]:\d+"),
+        "a peer rank ended first (it failed or was stopped); this rank only lost its connection",
+        "look at the node that failed first for the cause",
+    ),
+    _Rule(
         "firewall",
         re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/pair\.(?:cc|h):\d+\]"),
         "gloo peers could not connect: the firewall blocks the ephemeral ports from "

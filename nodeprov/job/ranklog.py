@@ -19,6 +19,8 @@ from typing import TextIO
 
 PREFIX_TEMPLATE = "[rank${rank}]:"  # torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
 RANK_LINE = re.compile(r"\[rank(\d+)\]:(.*)")
+# torch's own error logging adds a "[rank1]: " of its own inside torchrun's prefix
+RANK_PREFIXES = re.compile(r"^(?:\[rank\d+\]: ?)+")
 ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)", re.S)
 TAIL_LINES = 40
 
@@ -40,8 +42,13 @@ def root_cause_rank(output: str) -> int | None:
 
 
 def raised(lines: Sequence[str]) -> str | None:
-    """The exception a rank's last traceback ends in (``ValueError: boom``), prefix removed."""
-    text = [RANK_LINE.sub(r"\2", line) for line in lines]
+    """The exception a rank's last traceback ends in (``ValueError: boom``), prefixes removed.
+
+    >>> raised(["[rank1]:[rank1]: Traceback (most recent call last):",
+    ...         "[rank1]:[rank1]:   File 'train.py', line 9", "[rank1]:[rank1]: KeyError: 'x'"])
+    "KeyError: 'x'"
+    """
+    text = [RANK_PREFIXES.sub("", line) for line in lines]
     starts = [i for i, line in enumerate(text) if line.startswith("Traceback (most recent")]
     if not starts:
         return None
@@ -117,6 +124,14 @@ class NodeLogs:
                  trace: TracebackType | None) -> None:
         for log in self._logs.values():
             log.close()
+
+
+def first_traceback_rank(path: Path) -> int | None:
+    """The first rank in a node's log that printed a traceback (torchrun, stopped, printed no
+    summary naming one)."""
+    with path.open(errors="replace") as log:
+        return next((rank_of(line) for line in log
+                     if rank_of(line) is not None and "Traceback (most recent" in line), None)
 
 
 def rank_tail(path: Path, rank: int, lines: int = TAIL_LINES) -> str:

@@ -30,6 +30,7 @@ from nodeprov.job.nodejob import Launch, launch_all, run_dir, wrap
 from nodeprov.job.ranklog import (
     PREFIX_TEMPLATE,
     NodeLogs,
+    first_traceback_rank,
     raised,
     rank_lines,
     rank_tail,
@@ -113,7 +114,8 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
         diagnosis += check_connectivity(hosts, sessions, facts, rdzv_port).problems()
     nodes = {name: _node_run(name, launch, logs.paths[name], synced.get(name))
              for name in names}
-    first = next(iter(failed), None)
+    # The node whose rank raised by itself, else the first to fail: its tail is the one to read.
+    first = next((n for n, f in failed.items() if f.exception), next(iter(failed), None))
     return RunOutcome(run_id, nodes, tuple(diagnosis), time.monotonic() - started,
                       matrix=matrix, log_dir=str(directory), ranks=sum(nproc.values()),
                       first_failure=FirstFailure(first, failed[first].rank, failed[first].tail)
@@ -132,20 +134,30 @@ class _Failed:
 
 
 def _failed(launch: Launch, paths: Mapping[str, Path]) -> dict[str, _Failed]:
-    """The nodes that failed by themselves, in the order they ended, diagnosed by the rules
-    from the failing rank's lines and torchrun's tail (its summary and traceback push the
-    rank's own out of it)."""
+    """The nodes that failed by themselves, in the order they ended, diagnosed from the failing
+    rank's lines (torchrun's summary and traceback push them out of the node's tail). A node
+    stopped while its rank's exception was on its way out counts too: a peer that only lost its
+    connection to that rank may have ended first."""
     failed = {}
     for name in dict.fromkeys([*launch.ended, *launch.launched]):
         result = launch.launched.get(name)
-        if name in launch.stopped or not isinstance(result, Result) or result.exit_code == 0:
+        stopped = name in launch.stopped
+        if not isinstance(result, Result) or (result.exit_code == 0 and not stopped):
             continue
         rank = root_cause_rank(tail(result, 10_000))
+        if rank is None:
+            rank = first_traceback_rank(paths[name])
         said = rank_tail(paths[name], rank) if rank is not None else ""
-        found = diagnose(f"{said}\n{tail(result)}", name)
-        exception = raised(rank_lines(paths[name], rank)) if rank is not None else None
-        failed[name] = _Failed(NodeFailure(result, found), rank, said or tail(result),
-                               exception if found is None else None)
+        # The failing rank's own words first: a rule on them, else its exception; torchrun's
+        # tail (other ranks, the rendezvous) only when the rank says nothing a rule knows.
+        found = diagnose(said, name) if said else None
+        exception = raised(rank_lines(paths[name], rank)) if rank is not None and not found \
+            else None
+        if stopped and (exception is None or found is not None):
+            continue  # stopped while it ran well, or failing only because a peer did
+        if found is None and exception is None:
+            found = diagnose(tail(result), name)
+        failed[name] = _Failed(NodeFailure(result, found), rank, said or tail(result), exception)
     return failed
 
 

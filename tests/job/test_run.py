@@ -116,12 +116,9 @@ def test_a_ddp_script_runs_on_three_nodes_and_a_second_sync_sends_nothing(
 @pytest.mark.integration
 def test_a_rank_that_raises_stops_every_rank_and_is_named_with_its_exception(
         run_bed: Testbed, code_dir: Path) -> None:
-    started = time.monotonic()
-    # Without the stop, the other ranks would wait in their next all-reduce for gloo's 30 min.
     code, report, shown = nodeprov_run(run_bed, code_dir, "--steps", "200", "--step-seconds",
                                        "0.3", "--raise-rank", "1")
-    took = time.monotonic() - started
-    print(f"\nrank 1 raised: nodeprov run ended after {took:.1f} s: {report['verdict']}")
+    print(f"\nrank 1 raised: {report['verdict']}")
     assert code == 1, shown
     first = report["diagnosis"][0]
     assert re.fullmatch(r"node\d: job: rank 1 raised ValueError: rank 1 fails on purpose at "
@@ -130,7 +127,10 @@ def test_a_rank_that_raises_stops_every_rank_and_is_named_with_its_exception(
     assert "[rank1]:ValueError: rank 1 fails on purpose" in report["first_failure"]["tail"]
     assert "[rank1]:ValueError: rank 1 fails on purpose" in shown  # the tail, shown
     assert report["verdict"] == f"FAIL: 3 nodes: {first}"
-    assert took < 200 * 0.3
+    # Every node ended within seconds of the first failure (the script would train for 60 s).
+    ended = sorted(node["duration_s"] for node in report["nodes"].values())
+    print(f"nodes ended {ended[-1] - ended[0]:.1f} s apart")
+    assert ended[-1] - ended[0] < 10
     assert leftovers(run_bed) == {}
 
 
