@@ -104,8 +104,11 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
             launch = launch_all(names, sessions, run_id=run_id, argv=argv,
                                 seconds=request.timeout, prepare=prepare, streams=logs.streams)
         except KeyboardInterrupt:  # launch_all has stopped the job on every node
-            return RunOutcome(run_id, {}, (), time.monotonic() - started, matrix=matrix,
-                              interrupted=True, log_dir=str(directory), ranks=sum(nproc.values()))
+            took = time.monotonic() - started
+            stopped = {name: NodeRun(None, took, True, str(logs.paths[name]), synced.get(name))
+                       for name in names}
+            return RunOutcome(run_id, stopped, (), took, matrix=matrix, interrupted=True,
+                              log_dir=str(directory), ranks=sum(nproc.values()))
     failed = _failed(launch, logs.paths)
     diagnosis = _lines(launch, failed, logs.paths, request)
     unexplained = {name: f.failure for name, f in failed.items() if f.exception is None}

@@ -145,6 +145,8 @@ def test_ctrl_c_stops_every_node_and_exits_130(tmp_path: Path,
     assert outcome.exit_code == 130 and outcome.interrupted
     assert outcome.verdict().startswith("INTERRUPTED: stopped every rank on every node after")
     assert all(node.calls[-1] == "finish" for node in nodes.values())
+    assert all(node.stopped and node.exit_code is None for node in outcome.nodes.values())
+    assert set(outcome.nodes) == set(nodes)
 
 
 def test_each_node_runs_torchrun_in_the_venv_with_the_request_as_argv() -> None:
