@@ -506,7 +506,7 @@ def test_a_blocked_node_fails_the_job_fast_names_its_firewall_and_leaves_nothing
     finally:
         job_bed.exec("node3", "iptables", "-D", *rule, check=True)
     print(f"\nblocked node3: failed after {outcome.duration_s:.1f} s (timeout 30 s): "
-          f"{outcome.verdict}")
+          f"{outcome.verdict}", *outcome.failures, sep="\n")
     assert not outcome.ok and outcome.duration_s < 30
     assert not any("still running after" in line for line in outcome.failures)
     assert any(": firewall: " in line for line in outcome.failures)

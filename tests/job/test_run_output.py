@@ -53,6 +53,11 @@ def test_the_rules_see_no_network_problem_in_a_rank_that_raised_or_its_peer() ->
     assert found is not None and found.item == "job" and found.cause.startswith(
         "a peer rank ended first")
     assert "Connection closed by peer [127.0.0.1]:31124" in found.evidence
+    # While the ranks still connect to each other, a closed connection is the network's.
+    setup = ("[rank2]:RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
+             "transport/tcp/pair.cc:553] Connection closed by peer [10.0.0.13]:40112")
+    found = diagnose(setup, "node3")
+    assert found is not None and found.item == "firewall"
 
 
 def test_logs_keep_every_line_and_show_rank_0_with_its_node(tmp_path: Path) -> None:
