@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from nodeprov.errors import InputError, NodeprovError
+from nodeprov.job.runargs import AfterDashDash
 from nodeprov.options import (
     AcceptKeysOpt,
     ExtraVarsOpt,
@@ -154,3 +155,43 @@ def inventory_command(
         typer.echo(show(resolve_inventory(inventory), as_list=as_list, graph=graph, host=host))
     except NodeprovError as error:
         fail(error)
+
+
+@app.command(cls=AfterDashDash, no_args_is_help=True)
+def run(
+    ctx: typer.Context,
+    inventory: InventoryArg = None,
+    limit: LimitOpt = None,
+    nproc_per_node: Annotated[str, typer.Option(
+        help="Processes per node: a number, or auto (one per GPU, 1 on a CPU node).")] = "auto",
+    chdir: Annotated[str | None, typer.Option(
+        help="Start the script in this directory on every node (default: the --sync directory, "
+        "else the login's home).", metavar="DIR")] = None,
+    sync: Annotated[str | None, typer.Option(
+        help="Copy this local directory to the same path on every node first (only what "
+        "changed).", metavar="DIR")] = None,
+    env: Annotated[list[str] | None, typer.Option(
+        help="Set KEY=VALUE for every rank (repeatable).", metavar="KEY=VALUE")] = None,
+    timeout: Annotated[int, typer.Option(help="Stop every rank after this many seconds "
+                                         "(0: no deadline).", metavar="SECONDS")] = 0,
+    preflight: Annotated[bool, typer.Option(
+        "--preflight/--no-preflight", help="Run the connectivity matrix first and refuse to "
+        "start when a node cannot reach another.")] = True,
+    forks: ForksOpt = 32,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    json_path: JsonOpt = None,
+) -> None:
+    """Run your torchrun script on every node at once: nodeprov run [INVENTORY] [OPTIONS] --
+    SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
+    inventory; the first failure, Ctrl-C or the timeout stops every rank on every node."""
+    from nodeprov.job.runargs import job_command, parse_request
+    from nodeprov.runcommand import run_command
+
+    try:
+        request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
+                                env=env or [], timeout=timeout, preflight=preflight)
+        code = run_command(resolve_inventory(inventory), request, limit=limit, forks=forks,
+                           accept_new_host_keys=accept_new_host_keys, json_path=json_path)
+    except NodeprovError as error:
+        fail(error)
+    raise typer.Exit(code)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
 from nodeprov.facts import Facts, parse_facts, read_script, split_sections
@@ -161,14 +161,16 @@ class Session:
 
     # --- round trips ----------------------------------------------------------------------------
     def run(self, argv: Sequence[str], *, stdin: str | None = None, task: str = "",
-            timeout: float | None = None, what: str = "") -> Result:
+            timeout: float | None = None, what: str = "",
+            echo: tuple[TextIO, TextIO] | None = None) -> Result:
         """Run argv (with sudo when the host says become) and return its output, any exit;
-        ``what`` names it in errors (default: argv)."""
+        ``what`` names it in errors (default: argv); ``echo`` gets stdout and stderr live."""
         what = what or _short(argv)
         self.round_trips += 1
         try:
             result = self._connection.run(
-                shlex.join(self._as_root(argv)), hide=True, warn=True,
+                shlex.join(self._as_root(argv)), hide=echo is None, warn=True,
+                out_stream=echo[0] if echo else None, err_stream=echo[1] if echo else None,
                 timeout=timeout or self.options.command_timeout,
                 in_stream=io.StringIO(stdin) if stdin is not None else False,
                 watchers=self._sudo_responders(),

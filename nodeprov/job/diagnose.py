@@ -38,6 +38,8 @@ class _Rule:
 
 
 _NET_FIX = "nodeprov apply --limit {node} --tags firewall,nccl_env"
+_GLOO_CAUSE = ("gloo peers could not connect: the firewall blocks the ephemeral ports from "
+               "node_subnet, or GLOO_SOCKET_IFNAME picks the wrong interface")
 
 _RULES = (
     _Rule(
@@ -121,9 +123,22 @@ _RULES = (
     ),
     _Rule(
         "firewall",
-        re.compile(r"Gloo connectFullMesh failed|gloo/transport/tcp/pair\.(?:cc|h):\d+\]"),
-        "gloo peers could not connect: the firewall blocks the ephemeral ports from "
-        "node_subnet, or GLOO_SOCKET_IFNAME picks the wrong interface",
+        # Still setting up: a peer that closed then could not connect either.
+        re.compile(r"Gloo connectFullMesh failed"),
+        _GLOO_CAUSE,
+        _NET_FIX,
+    ),
+    _Rule(
+        "job",
+        # gloo's pair.cc when a peer process ended mid-job: a consequence, not the network.
+        re.compile(r"Connection closed by peer \[[^\]]*\]:\d+"),
+        "a peer rank ended first (it failed or was stopped); this rank only lost its connection",
+        "look at the node that failed first for the cause",
+    ),
+    _Rule(
+        "firewall",
+        re.compile(r"gloo/transport/tcp/pair\.(?:cc|h):\d+\]"),
+        _GLOO_CAUSE,
         _NET_FIX,
     ),
     _Rule(

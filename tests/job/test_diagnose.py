@@ -34,6 +34,7 @@ EXPECTED = {
     "issue_rdzv_no_route.txt": ("firewall", "rendezvous", "failed to connect"),
     "local_rdzv_join_timeout.txt": ("firewall", "rendezvous", "RendezvousTimeoutError"),
     "local_store_wait_timeout.txt": ("job", "never joined", "wait timeout"),
+    "local_run_rank_raises.txt": ("job", "peer rank ended first", "Connection closed by peer"),
 }
 
 

@@ -22,22 +22,19 @@ from typer.testing import CliRunner
 from nodeprov.facts import Facts
 from nodeprov.gpu import Gpu, GpuInfo
 from nodeprov.inventory import Host
-from nodeprov.job import launch
+from nodeprov.job import launch, nodejob
 from nodeprov.job.connectivity import Check, Matrix
 from nodeprov.job.diagnose import diagnose
+from nodeprov.job.failures import failed_nodes, node_failures, tail
 from nodeprov.job.launch import (
-    FINISH,
-    JOB_LOCK,
-    LAUNCH,
+    DEADLINE_HINT,
     JobPlanError,
     choose_backend,
-    failed_nodes,
-    node_failures,
     plan_job,
     procs_per_node,
     run_job,
-    tail,
 )
+from nodeprov.job.nodejob import FINISH, JOB_LOCK, LAUNCH
 from nodeprov.session import Result
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
@@ -93,14 +90,16 @@ def test_each_node_runs_the_venvs_torchrun_with_c10d_and_no_node_rank() -> None:
              "node3": facts_for("node3", gpu=gpus(4, mig=True))}
     job = plan(facts)
     assert job.backend == "nccl" and job.nproc == {"node1": 8, "node2": 4, "node3": 1}
-    sh, dash_c, script, name, lock, run_dir, seconds, run_id, *torchrun = job.argv["node2"]
+    sh, dash_c, script, name, lock, run_dir, workdir, seconds, run_id, *torchrun = \
+        job.argv["node2"]
     assert (sh, dash_c, script, name, lock) == ("sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK)
-    assert (run_dir, seconds, run_id) == ("/var/lib/nodeprov/job/nodeprov-abc", "120",
-                                          "nodeprov-abc")
+    assert (run_dir, workdir, seconds, run_id) == (
+        "/var/lib/nodeprov/job/nodeprov-abc", "/var/lib/nodeprov/job/nodeprov-abc", "120",
+        "nodeprov-abc")
     assert torchrun == [
         "/opt/nodeprov/venv/bin/torchrun", "--nnodes", "3", "--nproc-per-node", "4",
         "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.11:29500", "--rdzv-id",
-        "nodeprov-abc", "--rdzv-conf", "join_timeout=30", "--max-restarts", "0",
+        "nodeprov-abc", "--max-restarts", "0", "--rdzv-conf", "join_timeout=30",
         "/var/lib/nodeprov/job/allreduce.py", "--backend", "nccl", "--result",
         "/var/lib/nodeprov/job/nodeprov-abc/result.json", "--min-bytes", "8",
         "--max-bytes", "1048576", "--timeout", "30"]
@@ -130,7 +129,8 @@ def test_failures_name_node_item_cause_and_fix_and_skip_stopped_nodes() -> None:
         "node4": Result("", "", 124),
         "node5": ConnectionError("node5: connection dropped"),
     }
-    lines = node_failures(launched, failed_nodes(launched, {"node2"}), seconds=30)
+    lines = node_failures(launched, failed_nodes(launched, {"node2"}), seconds=30,
+                          deadline_hint=DEADLINE_HINT)
     assert lines[0] == "node5: job: node5: connection dropped"
     assert lines[1].startswith("node1: firewall: gloo peers could not connect")
     assert "(nodeprov apply --limit node1 --tags firewall,nccl_env)" in lines[1]
@@ -159,7 +159,8 @@ Root Cause (first observed failure):
 def test_a_failure_no_rule_knows_quotes_torchruns_root_cause_not_its_rule_line() -> None:
     def failures(result: Result) -> list[str]:
         launched: dict[str, Result | Exception] = {"node3": result}
-        return node_failures(launched, failed_nodes(launched, set()), seconds=30)
+        return node_failures(launched, failed_nodes(launched, set()), seconds=30,
+                             deadline_hint=DEADLINE_HINT)
 
     assert failures(Result("", CHILD_FAILED, 1)) == [
         "node3: job: torchrun exited 1: traceback : Signal 6 (SIGABRT) received by PID 2531"]
@@ -239,7 +240,7 @@ def test_interrupting_the_launcher_stops_the_job_on_every_node(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(launch, "wait", interrupted)
+    monkeypatch.setattr(nodejob, "wait", interrupted)
     nodes = {name: FakeNode(None) for name in CPU_FACTS}
     with pytest.raises(KeyboardInterrupt):
         run_fake(nodes)
@@ -318,7 +319,7 @@ def test_wrong_results_need_no_matrix(matrix_runs: list[str]) -> None:
 
 
 def test_ctrl_c_while_copying_still_cleans_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_on_every = launch.on_every
+    real_on_every = nodejob.on_every
     calls = []
 
     def copy_interrupted(names: Any, work: Any) -> Any:
@@ -327,7 +328,7 @@ def test_ctrl_c_while_copying_still_cleans_every_node(monkeypatch: pytest.Monkey
             raise KeyboardInterrupt
         return real_on_every(names, work)
 
-    monkeypatch.setattr(launch, "on_every", copy_interrupted)
+    monkeypatch.setattr(nodejob, "on_every", copy_interrupted)
     nodes = {name: FakeNode(0) for name in CPU_FACTS}
     with pytest.raises(KeyboardInterrupt):
         run_fake(nodes)
@@ -361,7 +362,7 @@ def run_dir(tmp_path: Path) -> Iterator[tuple[Path, str]]:
 def launch_argv(directory: Path, seconds: str, run_id: str, *command: str) -> list[str]:
     """LAUNCH as a node runs it, with a job lock beside the run directory."""
     return ["sh", "-c", LAUNCH, "nodeprov-job", str(directory.parent / "job.lock"),
-            str(directory), seconds, run_id, *command]
+            str(directory), str(directory), seconds, run_id, *command]
 
 
 def test_a_second_job_on_a_node_fails_at_once_naming_the_first(
@@ -506,7 +507,7 @@ def test_a_blocked_node_fails_the_job_fast_names_its_firewall_and_leaves_nothing
     finally:
         job_bed.exec("node3", "iptables", "-D", *rule, check=True)
     print(f"\nblocked node3: failed after {outcome.duration_s:.1f} s (timeout 30 s): "
-          f"{outcome.verdict}")
+          f"{outcome.verdict}", *outcome.failures, sep="\n")
     assert not outcome.ok and outcome.duration_s < 30
     assert not any("still running after" in line for line in outcome.failures)
     assert any(": firewall: " in line for line in outcome.failures)
@@ -544,7 +545,7 @@ def test_the_nodes_persisted_socket_env_reaches_the_job(job_bed: Testbed) -> Non
         session.run(["mkdir", "-p", "/tmp/nodeprov-env-check"])
         # `env` in torchrun's place: what the job's processes get through SSH, sh and setsid.
         shown = session.run(["sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK,
-                             "/tmp/nodeprov-env-check", "10", "env-check", "env"])
+                             "/tmp/nodeprov-env-check", "", "10", "env-check", "env"])
     finally:
         for each in sessions.values():
             each.close()

@@ -1,0 +1,81 @@
+"""Which nodes of a job failed by themselves, and one line for each saying why.
+
+    failed = failed_nodes(launch.launched, launch.stopped)     # diagnosed by diagnose.py's rules
+    for line in node_failures(launch.launched, failed, seconds=120, deadline_hint="..."):
+        print(line)    # node3: firewall: gloo peers could not connect: ... (fix); the job said: ...
+
+Nodes the launcher stopped because another failed are not failures: only the first ones are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from nodeprov.job.diagnose import Diagnosis, diagnose_nodes
+from nodeprov.job.nodejob import TIMED_OUT
+from nodeprov.session import Result
+
+TAIL_LINES = 40
+NETWORK_ITEMS = ("firewall", "hosts")  # diagnosis items the connectivity matrix can pin down
+
+
+def tail(result: Result, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` of a command's output, stdout first (torchrun logs to stderr)."""
+    text = "\n".join(part.rstrip("\n") for part in (result.stdout, result.stderr) if part.strip())
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def last_words(output: str) -> str:
+    """The last line that says something: torchrun's failure summary ends in a rule of ``=``.
+
+    >>> last_words("  traceback : Signal 6 (SIGABRT) received by PID 7\\n=====\\n")
+    'traceback : Signal 6 (SIGABRT) received by PID 7'
+    """
+    said = (line.strip() for line in reversed(output.splitlines()))
+    return next((line for line in said if line.strip("=-")), "no output")
+
+
+@dataclass(frozen=True)
+class NodeFailure:
+    """A node whose torchrun failed by itself, and what a rule made of its output tail."""
+
+    result: Result
+    diagnosis: Diagnosis | None
+
+
+def failed_nodes(launched: Mapping[str, Result | Exception],
+                 stopped: set[str]) -> dict[str, NodeFailure]:
+    """The nodes whose torchrun failed by itself (not those the launcher stopped), diagnosed."""
+    failed = {name: outcome for name, outcome in launched.items() if isinstance(outcome, Result)
+              and outcome.exit_code != 0 and name not in stopped}
+    diagnosed = dict(diagnose_nodes({name: tail(result) for name, result in failed.items()}))
+    return {name: NodeFailure(result, diagnosed.get(name)) for name, result in failed.items()}
+
+
+def node_failures(launched: Mapping[str, Result | Exception], failed: Mapping[str, NodeFailure],
+                  *, seconds: int, deadline_hint: str) -> list[str]:
+    """One line per node that could not be reached or failed by itself: the diagnosis where a
+    rule knows the output, else what torchrun last said; ``deadline_hint`` follows a kill at
+    the deadline."""
+    lines = [f"{name}: job: {outcome}" for name, outcome in launched.items()
+             if isinstance(outcome, Exception)]
+    for name, failure in failed.items():
+        result, found = failure.result, failure.diagnosis
+        if found is not None:
+            lines.append(f"{name}: {found.item}: {found.cause} ({found.fix}); the job said: "
+                         f"{found.evidence}")
+        elif result.exit_code in TIMED_OUT:
+            lines.append(f"{name}: job: still running after {seconds} s, killed on every node "
+                         f"({deadline_hint})")
+        else:
+            lines.append(f"{name}: job: torchrun exited {result.exit_code}: "
+                         f"{last_words(tail(result))}")
+    return lines
+
+
+def network_may_explain(failed: Mapping[str, NodeFailure]) -> bool:
+    """Whether a node failed in a way the network between nodes may explain: a diagnosed
+    firewall or name problem, or a failure no rule knows (a peer that closed the rendezvous, a
+    hung collective). A missing torch or a busy node is explained without the matrix."""
+    return any(f.diagnosis is None or f.diagnosis.item in NETWORK_ITEMS for f in failed.values())

@@ -1,0 +1,139 @@
+"""What the ranks said: every node's output in a log file on this machine, rank 0's shown live.
+
+torchrun (``--tee 3`` with ``PREFIX_TEMPLATE``) starts each line of a worker's output with its
+global rank, ``[rank1]:``; its own messages have no prefix::
+
+    with NodeLogs(Path("runs/nodeprov-run-1a2b"), ["node1", "node2"], print) as logs:
+        session.run(argv, echo=logs.streams["node1"])    # print("node1 [rank0]:step 10 ...")
+    rank_tail(logs.paths["node2"], 1)                    # rank 1's last 40 lines, prefixed
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TextIO
+
+PREFIX_TEMPLATE = "[rank${rank}]:"  # torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
+RANK_LINE = re.compile(r"\[rank(\d+)\]:(.*)")
+# torch's own error logging adds a "[rank1]: " of its own inside torchrun's prefix
+RANK_PREFIXES = re.compile(r"^(?:\[rank\d+\]: ?)+")
+ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)", re.S)
+TAIL_LINES = 40
+
+
+def rank_of(line: str) -> int | None:
+    """The global rank a line of torchrun's output comes from; None for torchrun's own.
+
+    >>> rank_of("[rank3]:Traceback (most recent call last):"), rank_of("W1123 torchrun")
+    (3, None)
+    """
+    found = RANK_LINE.match(line)
+    return int(found.group(1)) if found else None
+
+
+def root_cause_rank(output: str) -> int | None:
+    """The rank torchrun's failure summary names as the first observed failure."""
+    found = ROOT_CAUSE.search(output)
+    return int(found.group(1)) if found else None
+
+
+def raised(lines: Sequence[str]) -> str | None:
+    """The exception a rank's last traceback ends in (``ValueError: boom``), prefixes removed.
+
+    >>> raised(["[rank1]:[rank1]: Traceback (most recent call last):",
+    ...         "[rank1]:[rank1]:   File 'train.py', line 9", "[rank1]:[rank1]: KeyError: 'x'"])
+    "KeyError: 'x'"
+    """
+    text = [RANK_PREFIXES.sub("", line) for line in lines]
+    starts = [i for i, line in enumerate(text) if line.startswith("Traceback (most recent")]
+    if not starts:
+        return None
+    return next((line.strip() for line in text[starts[-1] + 1:]
+                 if line.strip() and not line[0].isspace()), None)
+
+
+def rank_lines(path: Path, rank: int) -> list[str]:
+    """Every line of ``rank`` in a node's log."""
+    with path.open(errors="replace") as log:
+        return [line.rstrip("\n") for line in log if rank_of(line) == rank]
+
+
+class _Lines:
+    """A file-like object for one stream of one node: whole lines go to the node's log."""
+
+    def __init__(self, log: _NodeLog) -> None:
+        self._log = log
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._partial = (self._partial + text).split("\n")
+        for line in lines:
+            self._log.line(line)
+        return len(text)
+
+    def flush(self) -> None:
+        """invoke flushes after each chunk; a line is only written once it is whole."""
+
+    def close(self) -> None:
+        if self._partial:
+            self._log.line(self._partial)
+            self._partial = ""
+
+
+class _NodeLog:
+    def __init__(self, node: str, path: Path, show: Callable[[str], None],
+                 lock: threading.Lock) -> None:
+        self.node, self.path, self._show, self._lock = node, path, show, lock
+        self._file = path.open("a", encoding="utf-8")
+        self.streams = (_Lines(self), _Lines(self))
+
+    def line(self, text: str) -> None:
+        with self._lock:  # stdout and stderr of every node arrive on threads of their own
+            self._file.write(text + "\n")
+            self._file.flush()
+            if rank_of(text) == 0:
+                self._show(f"{self.node} {text}")
+
+    def close(self) -> None:
+        for stream in self.streams:
+            stream.close()
+        self._file.close()
+
+
+class NodeLogs:
+    """One log file per node under ``directory``; ``show`` gets rank 0's lines, node first."""
+
+    def __init__(self, directory: Path, nodes: Sequence[str], show: Callable[[str], None]) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = threading.Lock()
+        self._logs = {node: _NodeLog(node, directory / f"{node}.log", show, lock)
+                      for node in nodes}
+        self.paths = {node: log.path for node, log in self._logs.items()}
+        # invoke calls only write and flush of the streams Session.run echoes to
+        self.streams: dict[str, tuple[TextIO, TextIO]] = {
+            node: log.streams for node, log in self._logs.items()}  # type: ignore[misc]
+
+    def __enter__(self) -> NodeLogs:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        for log in self._logs.values():
+            log.close()
+
+
+def first_traceback_rank(path: Path) -> int | None:
+    """The first rank in a node's log that printed a traceback (torchrun, stopped, printed no
+    summary naming one)."""
+    with path.open(errors="replace") as log:
+        return next((rank_of(line) for line in log
+                     if rank_of(line) is not None and "Traceback (most recent" in line), None)
+
+
+def rank_tail(path: Path, rank: int, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` a rank wrote, as they are in the log."""
+    return "\n".join(rank_lines(path, rank)[-lines:])

@@ -1,0 +1,96 @@
+"""How a ``nodeprov run`` went: per node, the verdict line, the exit code and the JSON report.
+
+    outcome.verdict()     # PASS: 3 nodes, 3 ranks: every rank exited 0 in 14.2 s
+    outcome.exit_code     # 0, 1, or 130 after Ctrl-C
+    outcome.to_json()     # {"ok", "exit_code", "verdict", "nodes": {name: {"exit_code", ...}}, ...}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
+
+if TYPE_CHECKING:
+    from nodeprov.job.connectivity import Matrix
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """One node's torchrun: its exit code (None: the round trip failed, see ``error``), seconds
+    from the start to its end, whether nodeprov stopped it, its log here, files synced."""
+
+    exit_code: int | None
+    duration_s: float
+    stopped: bool
+    log: str
+    synced: int | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class FirstFailure:
+    """The node that failed first, its failing rank (None: torchrun named none), and the tail."""
+
+    node: str
+    rank: int | None
+    tail: str
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    nodes: Mapping[str, NodeRun]
+    diagnosis: tuple[str, ...]
+    duration_s: float
+    matrix: Matrix | None = None
+    refused: bool = False  # the preflight matrix found a problem: nothing started
+    interrupted: bool = False
+    first_failure: FirstFailure | None = None
+    log_dir: str = ""
+    ranks: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return (not self.refused and not self.interrupted and not self.diagnosis
+                and bool(self.nodes) and all(n.exit_code == 0 for n in self.nodes.values()))
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_OK if self.ok else EXIT_HOST_FAILED
+
+    def verdict(self) -> str:
+        if self.refused:
+            return (f"FAIL: not started: the connectivity matrix found "
+                    f"{len(self.diagnosis)} problem(s); first: {self.diagnosis[0]}")
+        if self.interrupted:
+            return (f"INTERRUPTED: stopped every rank on every node after "
+                    f"{self.duration_s:.1f} s (logs: {self.log_dir})")
+        if self.ok:
+            return (f"PASS: {len(self.nodes)} nodes, {self.ranks} ranks: every rank exited 0 "
+                    f"in {self.duration_s:.1f} s (logs: {self.log_dir})")
+        first = self.diagnosis[0] if self.diagnosis else "a node failed"
+        return f"FAIL: {len(self.nodes)} nodes: {first}"
+
+    def to_json(self) -> dict[str, Any]:
+        failure = self.first_failure
+        return {
+            "ok": self.ok, "exit_code": self.exit_code, "verdict": self.verdict(),
+            "run_id": self.run_id, "duration_s": round(self.duration_s, 3),
+            "log_dir": self.log_dir, "ranks": self.ranks,
+            "preflight": None if self.matrix is None else {
+                "ok": self.matrix.ok, "rows": self.matrix.rows(),
+                "problems": self.matrix.problems()},
+            "refused": self.refused, "interrupted": self.interrupted,
+            "nodes": {name: {"exit_code": node.exit_code, "duration_s": round(node.duration_s, 3),
+                             "stopped": node.stopped, "log": node.log, "synced": node.synced,
+                             "error": node.error}
+                      for name, node in self.nodes.items()},
+            "diagnosis": list(self.diagnosis),
+            "first_failure": None if failure is None else {
+                "node": failure.node, "rank": failure.rank, "tail": failure.tail},
+        }

@@ -1,0 +1,207 @@
+"""``nodeprov run`` on a 3-node testbed with a real DDP script on gloo: success, a rank that
+raises, a firewall that blocks the rendezvous port, Ctrl-C in the middle, the timeout. Each
+checks the exit code, the diagnosis line, and from outside (nsenter, not nodeprov's own SSH)
+that nothing of the job is left on any node: no process, no listener on the rendezvous port, no
+job lock held, no run directory."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_connectivity import PLAYBOOK
+from test_launch import INSTALL
+from typer.testing import CliRunner
+
+from nodeprov.job.nodejob import JOB_DIR, JOB_LOCK
+from nodeprov.testbed.cluster import Testbed
+from nodeprov.testbed.lifecycle import temporary
+
+SCRIPT = Path(__file__).parent / "ddp" / "train.py"
+NODEPROV = str(Path(sys.executable).with_name("nodeprov"))
+RDZV_PORT = 29500
+
+
+@pytest.fixture(scope="module")
+def run_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    """A private 3-node testbed with names, socket env and a torch venv on every node."""
+    from nodeprov.cli import app
+
+    with temporary(nodes=3, outsider=False) as bed:
+        playbook = tmp_path_factory.mktemp("run") / "playbook.yaml"
+        playbook.write_text(PLAYBOOK)
+        applied = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook)])
+        assert applied.exit_code == 0, applied.output
+        results: dict[str, subprocess.CompletedProcess[str]] = {}
+        installs = [threading.Thread(target=lambda n=name: results.update(
+            {n: bed.exec(n, *INSTALL, timeout=600)})) for name in bed.nodes]
+        for thread in installs:
+            thread.start()
+        for thread in installs:
+            thread.join()
+        for name, done in results.items():
+            assert done.returncode == 0, f"{name}: {done.stderr[-2000:]}"
+        yield bed
+
+
+@pytest.fixture
+def code_dir(tmp_path: Path) -> Path:
+    """The user's training directory on this machine, synced to the nodes."""
+    directory = tmp_path / "train"
+    directory.mkdir()
+    shutil.copy(SCRIPT, directory / "train.py")
+    return directory
+
+
+def leftovers(bed: Testbed) -> dict[str, str]:
+    """What of a job is still on a node, seen from inside it: processes of the job, a listener
+    on the rendezvous port, the job lock held, a run directory."""
+    found = {}
+    for name in bed.nodes:
+        procs = bed.exec(name, "pgrep", "-af", "torchrun|train.py").stdout.strip()
+        port = bed.exec(name, "ss", "-Htln", f"sport = :{RDZV_PORT}").stdout.strip()
+        lock = bed.exec(name, "flock", "-n", JOB_LOCK, "true").returncode
+        runs = bed.exec(name, "sh", "-c", f"ls {JOB_DIR} 2>/dev/null").stdout.strip()
+        if procs or port or lock != 0 or runs:
+            found[name] = f"procs={procs!r} port={port!r} lock_busy={lock != 0} runs={runs!r}"
+    return found
+
+
+def run_argv(bed: Testbed, code: Path, *script_args: str, options: tuple[str, ...] = ()
+             ) -> list[str]:
+    return [NODEPROV, "run", str(bed.inventory_path), "--sync", str(code), "--json", "-",
+            *options, "--", "train.py", *script_args]
+
+
+def nodeprov_run(bed: Testbed, code: Path, *script_args: str, options: tuple[str, ...] = (),
+                 timeout: float = 300) -> tuple[int, dict[str, Any], str]:
+    done = subprocess.run(run_argv(bed, code, *script_args, options=options),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    report = json.loads(done.stdout) if done.stdout.strip() else {}
+    return done.returncode, report, done.stderr
+
+
+@pytest.mark.integration
+def test_a_ddp_script_runs_on_three_nodes_and_a_second_sync_sends_nothing(
+        run_bed: Testbed, code_dir: Path) -> None:
+    started = time.monotonic()
+    code, report, shown = nodeprov_run(run_bed, code_dir, "--steps", "5")
+    print(f"\nnodeprov run, 3 nodes, 5 DDP steps: {time.monotonic() - started:.1f} s")
+    assert code == 0, shown
+    assert report["ok"] and report["verdict"].startswith("PASS: 3 nodes, 3 ranks")
+    assert report["diagnosis"] == []
+    assert {name: node["exit_code"] for name, node in report["nodes"].items()} == {
+        "node1": 0, "node2": 0, "node3": 0}
+    assert all(node["synced"] == 1 for node in report["nodes"].values())
+    logs = {name: Path(node["log"]).read_text() for name, node in report["nodes"].items()}
+    assert sorted(f"[rank{r}]:rank {r} done, world size 3" in "".join(logs.values())
+                  for r in range(3)) == [True] * 3
+    # Rank 0, shown live with its node; on stderr here, as --json - takes stdout.
+    assert re.search(r"^node\d \[rank0\]:step 4 loss \d", shown, re.M), shown
+    assert leftovers(run_bed) == {}
+    again, report, _ = nodeprov_run(run_bed, code_dir, "--steps", "1")
+    assert again == 0 and all(node["synced"] == 0 for node in report["nodes"].values())
+
+
+@pytest.mark.integration
+def test_a_rank_that_raises_stops_every_rank_and_is_named_with_its_exception(
+        run_bed: Testbed, code_dir: Path) -> None:
+    code, report, shown = nodeprov_run(run_bed, code_dir, "--steps", "200", "--step-seconds",
+                                       "0.3", "--raise-rank", "1")
+    print(f"\nrank 1 raised: {report['verdict']}")
+    assert code == 1, shown
+    first = report["diagnosis"][0]
+    assert re.fullmatch(r"node\d: job: rank 1 raised ValueError: rank 1 fails on purpose at "
+                        r"step 2 \(an error in the script; its traceback is in .*\.log\)", first)
+    assert report["first_failure"]["rank"] == 1
+    # torch's own error log adds a second prefix inside torchrun's
+    raised_line = "[rank1]:[rank1]: ValueError: rank 1 fails on purpose at step 2"
+    assert report["first_failure"]["tail"].endswith(raised_line)
+    assert raised_line in shown  # the tail, shown
+    assert report["verdict"] == f"FAIL: 3 nodes: {first}"
+    # Every node ended within seconds of the first failure (the script would train for 60 s).
+    ended = sorted(node["duration_s"] for node in report["nodes"].values())
+    print(f"nodes ended {ended[-1] - ended[0]:.1f} s apart")
+    assert ended[-1] - ended[0] < 10
+    assert leftovers(run_bed) == {}
+
+
+@pytest.mark.integration
+def test_a_firewall_on_the_rendezvous_port_is_refused_before_anything_starts(
+        run_bed: Testbed, code_dir: Path) -> None:
+    rule = ["INPUT", "-s", run_bed.subnet, "-p", "tcp", "--dport", str(RDZV_PORT), "-j", "DROP"]
+    run_bed.exec("node1", "iptables", "-I", *rule, check=True)
+    try:
+        code, report, shown = nodeprov_run(run_bed, code_dir)
+    finally:
+        run_bed.exec("node1", "iptables", "-D", *rule, check=True)
+    assert code == 1, shown
+    assert report["refused"] and report["nodes"] == {}
+    assert "node2 -> node1: TCP to " in shown
+    assert (f"node2 -> node1: TCP to {run_bed.address('node1')}:{RDZV_PORT} (rendezvous port) "
+            f"timed out: firewall on node1 blocks the node subnet (nodeprov apply --limit "
+            f"node1 --tags firewall)") in report["diagnosis"]
+    assert report["verdict"].startswith("FAIL: not started: the connectivity matrix found")
+    assert leftovers(run_bed) == {}
+
+
+def default_sigint() -> None:
+    """The child takes Ctrl-C as a terminal sends it, even where the tests run with SIGINT
+    ignored (which a child would inherit)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.integration
+def test_ctrl_c_in_the_middle_stops_every_rank_on_every_node(
+        run_bed: Testbed, code_dir: Path, tmp_path: Path) -> None:
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        child = subprocess.Popen(run_argv(run_bed, code_dir, "--steps", "1000",
+                                          "--step-seconds", "0.3"),
+                                 stdout=stdout, stderr=stderr, preexec_fn=default_sigint)
+        try:
+            for _ in range(1200):  # until rank 0 trains
+                if "[rank0]:step 3 loss" in err.read_text() or child.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert child.poll() is None, err.read_text()
+            interrupted = time.monotonic()
+            child.send_signal(signal.SIGINT)
+            code = child.wait(timeout=60)
+            stopped = time.monotonic() - interrupted
+        finally:
+            if child.poll() is None:
+                child.kill()
+    report = json.loads(out.read_text())
+    print(f"\nCtrl-C: every rank stopped and nodeprov exited after {stopped:.1f} s")
+    assert code == 130, err.read_text()
+    assert report["interrupted"] and report["verdict"].startswith(
+        "INTERRUPTED: stopped every rank on every node after")
+    assert stopped < 15
+    assert leftovers(run_bed) == {}
+
+
+@pytest.mark.integration
+def test_the_timeout_stops_every_rank_and_says_so(run_bed: Testbed, code_dir: Path) -> None:
+    started = time.monotonic()
+    code, report, shown = nodeprov_run(run_bed, code_dir, "--steps", "1000", "--step-seconds",
+                                       "0.3", options=("--timeout", "25", "--no-preflight"))
+    took = time.monotonic() - started
+    print(f"\n--timeout 25: nodeprov run ended after {took:.1f} s")
+    assert code == 1, shown
+    assert report["diagnosis"], shown
+    assert all(re.fullmatch(r"node\d: job: still running after 25 s, killed on every node "
+                            r"\(raise --timeout if the training needs longer\)", line)
+               for line in report["diagnosis"]), report["diagnosis"]
+    assert took < 25 + 60
+    assert leftovers(run_bed) == {}

@@ -1,0 +1,146 @@
+"""``nodeprov run``'s arguments: checked before any connection (exit 2, one line naming the
+option), and everything after ``--`` handed to the job untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from nodeprov import runcommand
+from nodeprov.cli import app
+from nodeprov.errors import InputError
+from nodeprov.job.runargs import RunRequest, parse_env, parse_nproc, parse_request
+
+
+def request(*command: str, **options: Any) -> RunRequest:
+    given: dict[str, Any] = {"nproc": "auto", "chdir": None, "sync": None, "env": [],
+                             "timeout": 0, "preflight": True}
+    return parse_request(list(command), **(given | options))
+
+
+def test_a_plain_request_keeps_the_command_as_argv() -> None:
+    made = request("train.py", "--lr", "3e-4", "a b; rm -rf /")
+    assert made.command == ("train.py", "--lr", "3e-4", "a b; rm -rf /")
+    assert made.nproc is None and made.workdir == "" and made.timeout == 0 and made.preflight
+
+
+def test_workdir_is_chdir_else_the_synced_directory(tmp_path: Path) -> None:
+    assert request("t.py", sync=str(tmp_path)).workdir == str(tmp_path)
+    assert request("t.py", sync=str(tmp_path), chdir="/srv/run/").workdir == "/srv/run"
+
+
+@pytest.mark.parametrize(("pairs", "expected"), [
+    (["OMP_NUM_THREADS=4"], (("OMP_NUM_THREADS", "4"),)),
+    (["A=", "_B2=x=y z"], (("A", ""), ("_B2", "x=y z"))),
+])
+def test_env_pairs(pairs: list[str], expected: tuple[tuple[str, str], ...]) -> None:
+    assert parse_env(pairs) == expected
+
+
+@pytest.mark.parametrize(("pair", "says"), [
+    ("NOEQUALS", "is not KEY=VALUE"),
+    ("1ABC=x", "is not KEY=VALUE"),
+    ("A-B=x", "is not KEY=VALUE"),
+    ("=x", "is not KEY=VALUE"),
+    ("A=two\nlines", "newline or control character"),
+    ("NODEPROV_JOB_RUN=x", "set by nodeprov itself"),
+])
+def test_bad_env_is_refused_naming_the_option(pair: str, says: str) -> None:
+    with pytest.raises(InputError, match=says) as raised:
+        parse_env([pair])
+    assert str(raised.value).startswith("--env: ")
+
+
+@pytest.mark.parametrize(("text", "expected"), [("auto", None), ("1", 1), ("8", 8)])
+def test_nproc(text: str, expected: int | None) -> None:
+    assert parse_nproc(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "two", "1.5", "99999", ""])
+def test_bad_nproc(text: str) -> None:
+    with pytest.raises(InputError, match="--nproc-per-node: .* give auto or a number"):
+        parse_nproc(text)
+
+
+@pytest.mark.parametrize(("options", "field", "says"), [
+    ({"chdir": "relative/dir"}, "--chdir", "not an absolute path"),
+    ({"chdir": "/srv/../etc"}, "--chdir", "not an absolute path"),
+    ({"sync": "/no/such/dir/here"}, "--sync", "is not a directory on this machine"),
+    ({"timeout": -1}, "--timeout", "is negative"),
+])
+def test_bad_options(options: dict[str, Any], field: str, says: str) -> None:
+    with pytest.raises(InputError, match=says) as raised:
+        request("train.py", **options)
+    assert str(raised.value).startswith(f"{field}: ")
+
+
+@pytest.mark.parametrize(("command", "says"), [
+    ((), "no script: give it after --"),
+    (("--help",), "may not be empty or start with '-'"),
+    (("train.py", "a\0b"), "NUL"),
+])
+def test_bad_script(command: tuple[str, ...], says: str) -> None:
+    with pytest.raises(InputError, match=says):
+        request(*command)
+
+
+# --- through the CLI --------------------------------------------------------------------------
+
+@pytest.fixture
+def ran(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, RunRequest, dict[str, Any]]]:
+    """What the command would run, instead of connecting anywhere."""
+    calls: list[tuple[Path, RunRequest, dict[str, Any]]] = []
+
+    def record(inventory: Path, made: RunRequest, **options: Any) -> int:
+        calls.append((inventory, made, options))
+        return 0
+
+    monkeypatch.setattr(runcommand, "run_command", record)
+    return calls
+
+
+def test_words_after_dashdash_are_the_jobs_even_when_they_look_like_options(
+        ran: list[tuple[Path, RunRequest, dict[str, Any]]]) -> None:
+    result = CliRunner().invoke(app, ["run", "cluster.yaml", "--env", "A=1", "--timeout", "60",
+                                      "--", "train.py", "--limit", "x", "--", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    inventory, made, options = ran[0]
+    assert inventory == Path("cluster.yaml")
+    assert made.command == ("train.py", "--limit", "x", "--", "--json", "-")
+    assert made.env == (("A", "1"),) and made.timeout == 60
+    assert options["limit"] is None and options["json_path"] is None
+
+
+def test_without_an_inventory_argument_the_script_is_not_taken_for_one(
+        ran: list[tuple[Path, RunRequest, dict[str, Any]]], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inventory.yaml").write_text("all: {}\n")
+    result = CliRunner().invoke(app, ["run", "--no-preflight", "--", "train.py"])
+    assert result.exit_code == 0, result.output
+    assert ran[0][0] == Path("inventory.yaml") and ran[0][1].command == ("train.py",)
+    assert not ran[0][1].preflight
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--env", "1X=2", "--", "t.py"], "nodeprov: --env: '1X=2' is not KEY=VALUE"),
+    (["--nproc-per-node", "0", "--", "t.py"], "nodeprov: --nproc-per-node: '0' is not"),
+    (["--chdir", "rel", "--", "t.py"], "nodeprov: --chdir: 'rel' is not an absolute path"),
+    (["--"], "nodeprov: SCRIPT: no script: give it after --"),
+])
+def test_bad_input_exits_2_with_one_line_before_any_connection(
+        ran: list[tuple[Path, RunRequest, dict[str, Any]]], argv: list[str], says: str) -> None:
+    result = CliRunner().invoke(app, ["run", "no-such-inventory.yaml", *argv])
+    assert result.exit_code == 2
+    assert result.output.startswith(says) and result.output.count("\n") == 1, result.output
+    assert ran == []
+
+
+def test_a_script_without_dashdash_is_a_usage_error(
+        ran: list[tuple[Path, RunRequest, dict[str, Any]]]) -> None:
+    result = CliRunner().invoke(app, ["run", "inventory.yaml", "train.py"])
+    assert result.exit_code == 2 and "unexpected extra argument" in result.output
+    assert ran == []

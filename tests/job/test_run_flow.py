@@ -1,0 +1,167 @@
+"""``run_user_job`` with fake nodes that print torchrun's real output (tests/data): which node
+and rank failed first, the one line per failing node, the exit code, and each node's command."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import pytest
+from test_connectivity import facts_for
+from test_launch import HOSTS, gpus
+
+from nodeprov.job import nodejob, run
+from nodeprov.job.connectivity import Matrix
+from nodeprov.job.nodejob import FINISH, JOB_LOCK, LAUNCH
+from nodeprov.job.ranklog import rank_of
+from nodeprov.job.run import nprocs, plan_run, run_user_job
+from nodeprov.job.runargs import RunRequest
+from nodeprov.job.runreport import RunOutcome
+from nodeprov.session import Result
+
+DATA = Path(__file__).parent / "data"
+RAISES = (DATA / "local_run_rank_raises.txt").read_text()  # rank 1 raises, rank 0 loses it
+RANK0 = "\n".join(line for line in RAISES.splitlines() if rank_of(line) == 0) + "\n"
+CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
+
+
+class FakeNode:
+    """Prints ``output`` to the launcher's stderr stream, then ends with ``exit_code`` at once,
+    or (None) runs until the stop step comes."""
+
+    def __init__(self, exit_code: int | None, output: str = "") -> None:
+        self.exit_code, self.output = exit_code, output
+        self.stopped = threading.Event()
+        self.calls: list[str] = []
+
+    def execute(self, task: str, actions: Sequence[Any]) -> None:
+        self.calls.append(f"{task}: " + ", ".join(map(str, actions)))
+
+    def run(self, argv: Sequence[str], *, echo: tuple[TextIO, TextIO] | None = None,
+            **_: Any) -> Result:
+        if argv[2] == FINISH:
+            self.calls.append("finish")
+            self.stopped.set()
+            return Result("", "", 0)
+        self.calls.append("launch")
+        if echo:
+            echo[1].write(self.output)
+        if self.exit_code is None:
+            assert self.stopped.wait(10), "the launcher never stopped this node"
+            return Result("", self.output, 143)
+        return Result("", self.output, self.exit_code)
+
+
+def run_fake(nodes: dict[str, FakeNode], tmp_path: Path, shown: list[str] | None = None,
+             **request: Any) -> RunOutcome:
+    return run_user_job(HOSTS, nodes, CPU_FACTS,  # type: ignore[arg-type]
+                        RunRequest(("train.py",), preflight=False, **request),
+                        venv_path="/opt/nodeprov/venv", rdzv_port=29500, log_root=tmp_path,
+                        show=(shown if shown is not None else []).append)
+
+
+@pytest.fixture(autouse=True)
+def no_matrix(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The matrix a failure may call for finds nothing here; records that it ran."""
+    ran: list[int] = []
+
+    def clean(*args: Any, **kwargs: Any) -> Any:
+        ran.append(1)
+        return Matrix(("node1",), ())
+
+    monkeypatch.setattr(run, "check_connectivity", clean)
+    return ran
+
+
+def test_every_node_exits_0_passes_and_shows_rank_0_with_its_node(tmp_path: Path) -> None:
+    nodes = {name: FakeNode(0, f"[rank{i}]:done\n") for i, name in enumerate(CPU_FACTS)}
+    shown: list[str] = []
+    outcome = run_fake(nodes, tmp_path, shown)
+    assert outcome.exit_code == 0 and outcome.diagnosis == ()
+    assert outcome.verdict().startswith("PASS: 3 nodes, 3 ranks: every rank exited 0 in ")
+    assert shown == ["node1 [rank0]:done"]
+    assert (tmp_path / outcome.run_id / "node2.log").read_text() == "[rank1]:done\n"
+    assert all(node.calls == [f"job: mkdir -p {nodejob.run_dir(outcome.run_id)}", "launch",
+                              "finish"] for node in nodes.values())
+    report = outcome.to_json()
+    assert report["nodes"]["node3"]["exit_code"] == 0 and not report["nodes"]["node3"]["stopped"]
+
+
+def test_a_rank_that_raises_is_named_and_the_others_are_stopped(
+        tmp_path: Path, no_matrix: list[int]) -> None:
+    nodes = {"node1": FakeNode(None), "node2": FakeNode(1, RAISES), "node3": FakeNode(None)}
+    outcome = run_fake(nodes, tmp_path)
+    log = tmp_path / outcome.run_id / "node2.log"
+    assert outcome.exit_code == 1
+    assert outcome.diagnosis == (
+        f"node2: job: rank 1 raised ValueError: rank 1 fails on purpose at step 2 (an error "
+        f"in the script; its traceback is in {log})",)
+    assert outcome.verdict() == "FAIL: 3 nodes: " + outcome.diagnosis[0]
+    failure = outcome.first_failure
+    assert failure is not None and (failure.node, failure.rank) == ("node2", 1)
+    assert failure.tail.endswith("[rank1]:[rank1]: ValueError: rank 1 fails on purpose at step 2")
+    assert {n: (r.exit_code, r.stopped) for n, r in outcome.nodes.items()} == {
+        "node1": (143, True), "node2": (1, False), "node3": (143, True)}
+    assert no_matrix == []  # a script's own error is no network question
+
+
+def test_a_peer_that_lost_its_connection_first_does_not_hide_the_rank_that_raised(
+        tmp_path: Path) -> None:
+    # node1 (rank 0) ends first with gloo's "Connection closed by peer"; node2, whose rank 1
+    # raised, is stopped before its torchrun wrote its summary.
+    before_summary = RAISES[:RAISES.index("W1123 20:04:14")]
+    nodes = {"node1": FakeNode(1, RANK0), "node2": FakeNode(None, before_summary),
+             "node3": FakeNode(None)}
+    outcome = run_fake(nodes, tmp_path)
+    assert outcome.diagnosis[0].startswith(
+        "node2: job: rank 1 raised ValueError: rank 1 fails on purpose at step 2")
+    assert outcome.diagnosis[1].startswith(
+        "node1: job: a peer rank ended first (it failed or was stopped)")
+    assert len(outcome.diagnosis) == 2 and outcome.first_failure is not None
+    assert outcome.first_failure.node == "node2"
+
+
+def test_the_deadline_says_so_once_per_node(tmp_path: Path) -> None:
+    nodes = {name: FakeNode(124, "W torchrun: received SIGTERM\n") for name in CPU_FACTS}
+    outcome = run_fake(nodes, tmp_path, timeout=30)
+    assert outcome.exit_code == 1
+    # Each node that ended at its deadline before the stop step reached it says so.
+    assert outcome.diagnosis and all(
+        line.split(": ", 1)[1] == ("job: still running after 30 s, killed on every node (raise "
+                                   "--timeout if the training needs longer)")
+        for line in outcome.diagnosis)
+
+
+def test_ctrl_c_stops_every_node_and_exits_130(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(nodejob, "wait", interrupted)
+    nodes = {name: FakeNode(None) for name in CPU_FACTS}
+    outcome = run_fake(nodes, tmp_path)
+    assert outcome.exit_code == 130 and outcome.interrupted
+    assert outcome.verdict().startswith("INTERRUPTED: stopped every rank on every node after")
+    assert all(node.calls[-1] == "finish" for node in nodes.values())
+    assert all(node.stopped and node.exit_code is None for node in outcome.nodes.values())
+    assert set(outcome.nodes) == set(nodes)
+
+
+def test_each_node_runs_torchrun_in_the_venv_with_the_request_as_argv() -> None:
+    request = RunRequest(("train.py", "--lr", "1e-3", "$(reboot)"), chdir="/srv/code",
+                         env=(("OMP_NUM_THREADS", "4"), ("PYTHONUNBUFFERED", "0")), timeout=600)
+    facts = {**CPU_FACTS, "node2": facts_for("node2", gpu=gpus(4))}
+    nproc = nprocs(HOSTS, facts, request)
+    assert nproc == {"node1": 1, "node2": 4, "node3": 1}
+    assert nprocs(HOSTS, facts, RunRequest(("t.py",), nproc=2)) == dict.fromkeys(facts, 2)
+    argv = plan_run(HOSTS, nproc, request, venv_path="/opt/venv", rdzv_port=29400, run_id="r1")
+    assert argv["node2"] == (
+        "sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK, "/var/lib/nodeprov/job/r1", "/srv/code",
+        "600", "r1", "env", "--", "PYTHONUNBUFFERED=1",
+        "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=[rank${rank}]:", "OMP_NUM_THREADS=4",
+        "PYTHONUNBUFFERED=0", "/opt/venv/bin/torchrun", "--nnodes", "3", "--nproc-per-node", "4",
+        "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.11:29400", "--rdzv-id", "r1",
+        "--max-restarts", "0", "--log-dir", "/var/lib/nodeprov/job/r1/logs", "--tee", "3",
+        "train.py", "--lr", "1e-3", "$(reboot)")
