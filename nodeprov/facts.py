@@ -67,6 +67,16 @@ class Facts:
     gpu: GpuInfo | None
     accelerators: Accelerators = Accelerators()  # PCI GPUs, ROCm, why a GPU is unusable
 
+    @property
+    def gpu_count(self) -> int:
+        """GPUs torch can use: NVIDIA's as nvidia-smi lists them, else AMD's where ROCm is
+        installed (torch's ``cuda`` devices there too); 0 on a CPU node."""
+        if self.gpu is not None:
+            return self.gpu.count
+        if self.accelerators.rocm is not None:
+            return len(self.accelerators.vendor("amd"))
+        return 0
+
     def interfaces_in(self, subnet: str) -> list[Interface]:
         """Interfaces holding an address in ``subnet``."""
         return [iface for iface in self.interfaces if iface.addresses_in(subnet)]

@@ -39,11 +39,8 @@ def imports(cluster: Cluster) -> dict[str, str | None]:
             return None
         try:
             variant = wanted_build(cluster.context(node), params)[0]
-            facts = cluster.facts(node.name)
-            gpus = str(facts.gpu.count) if facts.gpu and variant != "cpu" else "0"
-            result = cluster.sessions[node.name].run(
-                (f"{params.venv}/bin/python", "-c", torch.VERIFY, params.version, variant,
-                 torch.variant_cuda(variant) or "", gpus), task=AREA)
+            check = torch.verify_run(cluster.facts(node.name), params, variant)
+            result = cluster.sessions[node.name].run(check.argv, task=AREA)
         except (HostError, TaskFailed) as error:
             return str(error)
         return None if result.exit_code == 0 else (

@@ -71,18 +71,14 @@ def choose_backend(requested: str, facts: Sequence[Facts]) -> str:
     """nccl when every node has a GPU, else gloo, unless ``requested`` names one."""
     if requested != "auto":
         return requested
-    return "nccl" if all(_has_gpus(f) for f in facts) else "gloo"
-
-
-def _has_gpus(facts: Facts) -> bool:
-    return facts.gpu is not None and facts.gpu.count > 0
+    return "nccl" if all(f.gpu_count for f in facts) else "gloo"  # RCCL on ROCm builds
 
 
 def procs_per_node(facts: Facts) -> int:
     """One process per GPU, one on a CPU node; under MIG, CUDA shows a process one device."""
-    if facts.gpu is None or not facts.gpu.count or facts.gpu.mig:
+    if facts.gpu is not None and facts.gpu.mig:
         return 1
-    return facts.gpu.count
+    return max(facts.gpu_count, 1)
 
 
 def endpoint(host: Host, rdzv_port: int) -> str:
@@ -118,7 +114,7 @@ def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str,
     """Each node's command line; JobPlanError when nccl is asked of a node without GPUs."""
     chosen = choose_backend(backend, [facts[host.name] for host in hosts])
     if chosen == "nccl":
-        missing = [h.name for h in hosts if not _has_gpus(facts[h.name])]
+        missing = [h.name for h in hosts if not facts[h.name].gpu_count]
         if missing:
             raise JobPlanError(f"backend nccl needs GPUs on every node; {', '.join(missing)} "
                                "has none (set job_backend: gloo or auto)")

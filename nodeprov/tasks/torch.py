@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -48,6 +49,9 @@ from nodeprov.torch_choice import choose_for_host
 from nodeprov.torch_matrix import parse_torch_version_py, wheel_spec
 from nodeprov.variables import VARIABLES
 from nodeprov.wheelhouse import Sources
+
+if TYPE_CHECKING:
+    from nodeprov.facts import Facts
 
 _REQUIRES = "Requires-Dist: "
 _OWN_FILES = ("/pyvenv.cfg", "/torch/version.py")
@@ -225,10 +229,15 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
     force = bool(problem) and not unsatisfied([spec], state.installed, environment)
     actions = install_actions(ctx, params, state, variant, python, [spec, *missing], force,
                               sources)
-    gpus = str(ctx.facts.gpu.count) if ctx.facts.gpu and variant != "cpu" else "0"
-    verify = Run((f"{params.venv}/bin/python", "-c", VERIFY, params.version, variant,
-                  variant_cuda(variant) or "", gpus))
+    verify = verify_run(ctx.facts, params, variant)
     return Plan.of(Change(summary, (*actions, verify)), notes=notes, warnings=warnings)
+
+
+def verify_run(facts: Facts, params: TorchParams, variant: str) -> Run:
+    """The venv's python running VERIFY: the install's last step, and verify's torch check."""
+    gpus = str(facts.gpu_count) if variant != "cpu" else "0"
+    return Run((f"{params.venv}/bin/python", "-c", VERIFY, params.version, variant,
+                variant_cuda(variant) or "", gpus))
 
 
 def torch_problem(state: TorchState, version: str, variant: str) -> str | None:

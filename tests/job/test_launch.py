@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from test_connectivity import PLAYBOOK, facts_for, open_sessions
 from typer.testing import CliRunner
 
 from nodeprov.facts import Facts
-from nodeprov.gpu import Gpu, GpuInfo
+from nodeprov.gpu import Gpu, GpuInfo, read_gpus
 from nodeprov.inventory import Host
 from nodeprov.job import launch, nodejob
 from nodeprov.job.connectivity import Check, Matrix
@@ -39,6 +40,7 @@ from nodeprov.session import Result
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from tests.ctrl_c import ctrl_c_raises
+from tests.test_gpu import as_sysfs, node_text
 
 RESULT_JSON = (Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text()
 GLOO_TIMEOUT = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
@@ -74,6 +76,19 @@ def test_one_process_per_gpu_one_on_cpu_and_mig_nodes() -> None:
     assert procs_per_node(facts_for("a", gpu=gpus(8))) == 8
     assert procs_per_node(facts_for("a")) == 1
     assert procs_per_node(facts_for("a", gpu=gpus(7, mig=True))) == 1
+
+
+def test_amd_gpus_with_rocm_run_nccl_one_process_each() -> None:
+    """ROCm builds of torch show AMD GPUs as ``cuda`` devices and RCCL as ``nccl``: a ROCm node
+    is a GPU node (recorded: an MI325X's PCI functions and a ROCm 7.14 version file)."""
+    pci = as_sysfs("pci-mi325x-cloudstack11701.txt")
+    _, rocm = read_gpus({"pci_devices": pci,
+                         "rocm_version": node_text("rocm-info-version-7.14.txt")})
+    _, no_rocm = read_gpus({"pci_devices": pci})
+    amd = replace(facts_for("a"), accelerators=rocm)
+    assert procs_per_node(amd) == len(rocm.vendor("amd")) > 1
+    assert choose_backend("auto", [amd, replace(facts_for("b"), accelerators=rocm)]) == "nccl"
+    assert choose_backend("auto", [amd, replace(facts_for("b"), accelerators=no_rocm)]) == "gloo"
 
 
 def test_nccl_on_a_node_without_gpus_is_refused_before_any_connection() -> None:
