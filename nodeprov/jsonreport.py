@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nodeprov.facts import Facts
+    from nodeprov.job.connectivity import Matrix
     from nodeprov.prove import Proof
     from nodeprov.runner import HostResult
 
@@ -37,6 +38,16 @@ def schema() -> dict[str, Any]:
 def document(command: str, ok: bool, **fields: Any) -> dict[str, Any]:
     """The fields every report starts with, then the command's own."""
     return {"schema_version": SCHEMA_VERSION, "command": command, "ok": ok, **fields}
+
+
+def matrix_json(matrix: Matrix) -> dict[str, Any]:
+    """The connectivity matrix as data: apply's and verify's proofs, run's preflight."""
+    return {"ok": matrix.ok, "nodes": list(matrix.nodes),
+            "checks": [dataclasses.asdict(check) for check in matrix.checks],
+            "errors": list(matrix.errors), "problems": matrix.problems(),
+            "cells": {source: {target: matrix.cell(source, target) for target in matrix.nodes}
+                      for source in matrix.nodes},
+            "duration_s": matrix.duration_s}
 
 
 def host_json(result: HostResult) -> dict[str, Any]:

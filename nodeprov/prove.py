@@ -13,7 +13,6 @@ seconds, where the job would spend its timeout to say less. A broken matrix skip
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from nodeprov.job.baseline import (
 from nodeprov.job.connectivity import Matrix, check_connectivity
 from nodeprov.job.launch import JobOutcome, run_job
 from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
+from nodeprov.jsonreport import matrix_json
 from nodeprov.session import Session
 from nodeprov.validate import printable
 
@@ -73,22 +73,13 @@ class Proof:
         """README's "JSON report": the matrix and the job as data, numbers in base units."""
         return {
             "ok": self.ok, "verdict": self.verdict, "failures": self.failures(),
-            "connectivity": _matrix_json(self.matrix),
+            "connectivity": matrix_json(self.matrix),
             "job": _job_json(self.outcome) if self.outcome else None,
             "baseline": (self.baseline.to_json(self.baseline_path)
                          if self.baseline and self.baseline_path else None),
             "bandwidth_problem": self.bandwidth_problem,
             "pairs": [_pair_json(pair) for pair in self.pairs],
         }
-
-
-def _matrix_json(matrix: Matrix) -> dict[str, Any]:
-    return {"ok": matrix.ok, "nodes": list(matrix.nodes),
-            "checks": [dataclasses.asdict(check) for check in matrix.checks],
-            "errors": list(matrix.errors), "problems": matrix.problems(),
-            "cells": {source: {target: matrix.cell(source, target) for target in matrix.nodes}
-                      for source in matrix.nodes},
-            "duration_s": matrix.duration_s}
 
 
 def _job_json(outcome: JobOutcome) -> dict[str, Any]:

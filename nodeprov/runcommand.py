@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from nodeprov import jsonreport
 from nodeprov.commands import select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
 from nodeprov.inventory import load_inventory
 from nodeprov.job.runargs import RunRequest
 from nodeprov.session import SshOptions, connect_all
+from nodeprov.validate import printable
 
 RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 
@@ -58,12 +59,8 @@ def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None,
         err.print(f"--- {failure.node}, {who}: last lines ---")
         err.print(failure.tail)
     for line in outcome.diagnosis:
-        err.print(f"FAILED {line}", style="bold red")
+        err.print(printable(f"FAILED {line}"), style="bold red")  # node text
     err.print(outcome.verdict(), style="green" if outcome.ok else "bold red")
     if json_path:
-        text = json.dumps(outcome.to_json(), indent=2) + "\n"
-        if json_path == "-":
-            sys.stdout.write(text)
-        else:
-            Path(json_path).write_text(text)
+        jsonreport.write_report(outcome.to_json(), json_path)
     return outcome.exit_code

@@ -2,7 +2,7 @@
 
     outcome.verdict()     # PASS: 3 nodes, 3 ranks: every rank exited 0 in 14.2 s
     outcome.exit_code     # 0, 1, or 130 after Ctrl-C
-    outcome.to_json()     # {"ok", "exit_code", "verdict", "nodes": {name: {"exit_code", ...}}, ...}
+    outcome.to_json()     # the "run" report: {"schema_version", "command", "ok", "exit_code", ...}
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from nodeprov.jsonreport import document, matrix_json
 
 if TYPE_CHECKING:
     from nodeprov.job.connectivity import Matrix
@@ -77,20 +78,18 @@ class RunOutcome:
         return f"FAIL: {len(self.nodes)} nodes: {first}"
 
     def to_json(self) -> dict[str, Any]:
+        """The ``run`` report of the one schema (``nodeprov.jsonreport``)."""
         failure = self.first_failure
-        return {
-            "ok": self.ok, "exit_code": self.exit_code, "verdict": self.verdict(),
-            "run_id": self.run_id, "duration_s": round(self.duration_s, 3),
-            "log_dir": self.log_dir, "ranks": self.ranks,
-            "preflight": None if self.matrix is None else {
-                "ok": self.matrix.ok, "rows": self.matrix.rows(),
-                "problems": self.matrix.problems()},
-            "refused": self.refused, "interrupted": self.interrupted,
-            "nodes": {name: {"exit_code": node.exit_code, "duration_s": round(node.duration_s, 3),
-                             "stopped": node.stopped, "log": node.log, "synced": node.synced,
-                             "error": node.error}
-                      for name, node in self.nodes.items()},
-            "diagnosis": list(self.diagnosis),
-            "first_failure": None if failure is None else {
-                "node": failure.node, "rank": failure.rank, "tail": failure.tail},
-        }
+        return document(
+            "run", self.ok, exit_code=self.exit_code, verdict=self.verdict(),
+            run_id=self.run_id, duration_s=round(self.duration_s, 3),
+            log_dir=self.log_dir, ranks=self.ranks,
+            preflight=None if self.matrix is None else matrix_json(self.matrix),
+            refused=self.refused, interrupted=self.interrupted,
+            nodes={name: {"exit_code": node.exit_code, "duration_s": round(node.duration_s, 3),
+                          "stopped": node.stopped, "log": node.log, "synced": node.synced,
+                          "error": node.error}
+                   for name, node in self.nodes.items()},
+            diagnosis=list(self.diagnosis),
+            first_failure=None if failure is None else {
+                "node": failure.node, "rank": failure.rank, "tail": failure.tail})

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from nodeprov.job.nodejob import JOB_DIR, JOB_LOCK
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
+from tests.report_schema import assert_valid
 
 SCRIPT = Path(__file__).parent / "ddp" / "train.py"
 NODEPROV = str(Path(sys.executable).with_name("nodeprov"))
@@ -88,6 +89,8 @@ def nodeprov_run(bed: Testbed, code: Path, *script_args: str, options: tuple[str
     done = subprocess.run(run_argv(bed, code, *script_args, options=options),
                           capture_output=True, text=True, timeout=timeout, check=False)
     report = json.loads(done.stdout) if done.stdout.strip() else {}
+    if report:
+        assert_valid(report)
     return done.returncode, report, done.stderr
 
 
@@ -183,6 +186,7 @@ def test_ctrl_c_in_the_middle_stops_every_rank_on_every_node(
             if child.poll() is None:
                 child.kill()
     report = json.loads(out.read_text())
+    assert_valid(report)
     print(f"\nCtrl-C: every rank stopped and nodeprov exited after {stopped:.1f} s")
     assert code == 130, err.read_text()
     assert report["interrupted"] and report["verdict"].startswith(

@@ -3,6 +3,7 @@ and rank failed first, the one line per failing node, the exit code, and each no
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from nodeprov.job.run import nprocs, plan_run, run_user_job
 from nodeprov.job.runargs import RunRequest
 from nodeprov.job.runreport import RunOutcome
 from nodeprov.session import Result
+from tests.report_schema import assert_valid
 
 DATA = Path(__file__).parent / "data"
 RAISES = (DATA / "local_run_rank_raises.txt").read_text()  # rank 1 raises, rank 0 loses it
@@ -56,10 +58,13 @@ class FakeNode:
 
 def run_fake(nodes: dict[str, FakeNode], tmp_path: Path, shown: list[str] | None = None,
              **request: Any) -> RunOutcome:
-    return run_user_job(HOSTS, nodes, CPU_FACTS,  # type: ignore[arg-type]
-                        RunRequest(("train.py",), preflight=False, **request),
-                        venv_path="/opt/nodeprov/venv", rdzv_port=29500, log_root=tmp_path,
-                        show=(shown if shown is not None else []).append)
+    """The run on fake nodes; its JSON report checked against the one schema."""
+    outcome = run_user_job(HOSTS, nodes, CPU_FACTS,  # type: ignore[arg-type]
+                           RunRequest(("train.py",), preflight=False, **request),
+                           venv_path="/opt/nodeprov/venv", rdzv_port=29500, log_root=tmp_path,
+                           show=(shown if shown is not None else []).append)
+    assert_valid(json.loads(json.dumps(outcome.to_json())))
+    return outcome
 
 
 @pytest.fixture(autouse=True)
