@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from jinja2 import StrictUndefined, Template, TemplateError, Undefined, meta, nodes
 from jinja2.environment import TemplateExpression
@@ -50,6 +50,9 @@ _WIDTH_METHODS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
 _WIDTH_FILTERS = ("center", "indent", "wordwrap", "truncate", "slice", "batch")
 # a %-format or str.format field with a width or precision of 7+ digits, or taken from an argument
 _HUGE_FIELD = re.compile(r"%[-#0 +]*(\d{7,}|\*|\d*\.(\d{7,}|\*))|\{[^{}]*:[^{}]*\d{7,}[^{}]*\}")
+
+
+T = TypeVar("T")
 
 
 class TemplateLimit(SecurityError):
@@ -191,7 +194,7 @@ class Templates:
         if is_template(value):
             single = _SINGLE_EXPRESSION.match(value.strip())
             if single is None:
-                return "".join(_bounded(self._template(value).generate(variables)))
+                return "".join(bounded(self._template(value).generate(variables)))
             result = self._expression(single["expr"].strip())(**variables)
             if isinstance(result, Undefined):
                 str(result)  # an undefined name comes back unrendered: make it raise
@@ -263,15 +266,14 @@ def hide(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-def _bounded(chunks: Iterator[str]) -> Iterator[str]:
-    """The chunks of a rendering, stopped as soon as they pass MAX_OUTPUT characters."""
-    total = 0
+def bounded(chunks: Iterator[T]) -> Iterator[T]:
+    """The chunks of a rendering (text, or native values for the inventory's templar),
+    stopped as soon as they pass MAX_OUTPUT characters and items together."""
+    left = MAX_OUTPUT
     for chunk in chunks:
-        total += len(chunk)
-        if total > MAX_OUTPUT:
-            raise TemplateLimit(f"template output is over the limit of {MAX_OUTPUT} characters")
+        left = _measured(chunk, left)
         yield chunk
 
 
-__all__ = ["MAX_OUTPUT", "MAX_RANGE", "TemplateError", "TemplateLimit", "Templates", "hide",
-           "is_template"]
+__all__ = ["MAX_OUTPUT", "MAX_RANGE", "TemplateError", "TemplateLimit", "Templates", "bounded",
+           "hide", "is_template"]

@@ -17,7 +17,7 @@ from jinja2 import Template, TemplateError, Undefined
 from jinja2.nativetypes import NativeCodeGenerator
 
 from nodeprov.inventory.resolve import Resolved
-from nodeprov.templating import LimitedSandbox, RangeBudget
+from nodeprov.templating import LimitedSandbox, RangeBudget, bounded
 
 
 def _concat(values: Iterator[Any]) -> Any:
@@ -81,7 +81,8 @@ class HostTemplar:
             # shared: Jinja reads the mapping as it is, so each var renders only when used
             context = template.new_context(_Vars(self, host),  # type: ignore[arg-type]
                                            shared=True)
-            result = _concat(template.root_render_func(context))
+            # bounded as the playbook's templates are: an inventory value renders at load
+            result = _concat(bounded(template.root_render_func(context)))
             if isinstance(result, Undefined):
                 str(result)  # "{{ nope }}" alone comes back undefined, not raised: raise it
             return result

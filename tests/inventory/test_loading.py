@@ -144,6 +144,15 @@ def test_jinja_is_templated_lazily_in_a_sandbox(tmp_path: Path) -> None:
         load_inventory(path)
 
 
+def test_an_inventory_template_stops_at_the_output_limit(tmp_path: Path) -> None:
+    # 20 pieces of 4 M characters, each allowed alone: 80 M characters built at load before
+    big = "{% for i in range(20) %}{{ 'x' * 4000000 }}{% endfor %}"
+    path = write(tmp_path, "hosts.ini", "[all:vars]\nnode_subnet=10.0.0.0/24\n[g]\n"
+                 f"n1 ansible_host=10.0.0.1 venv_path=\"{big}\"\n")
+    with pytest.raises(InputError, match="n1: venv_path: template error: .*over the limit"):
+        load_inventory(path)
+
+
 def test_list_output_and_a_script_read_back_the_same(tmp_path: Path) -> None:
     script = CORPUS / "script-inventory" / "inventory.py"
     printed = CliRunner().invoke(app, ["inventory", str(script), "--list"]).stdout

@@ -52,6 +52,13 @@ def gpus(count: int, mig: bool = False) -> GpuInfo:
         Gpu(i, "NVIDIA H100 80GB HBM3", f"GPU-{i:08d}", 81559) for i in range(count)), mig)
 
 
+def stopped_last(calls: list[str]) -> bool:
+    """The stop step ran on the node, and nothing came after it but, on a loaded machine, a
+    launch thread that reached the node late: LAUNCH then finds the run directory gone and
+    starts nothing (exit 125)."""
+    return "finish" in calls and calls[calls.index("finish") + 1:] in ([], ["launch"])
+
+
 HOSTS = [Host(f"node{i}", f"10.0.0.1{i}", f"10.0.0.1{i}") for i in (1, 2, 3)]
 CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
 
@@ -241,7 +248,7 @@ def test_the_first_failing_node_stops_the_job_everywhere_at_once() -> None:
     started = time.monotonic()
     outcome = run_fake(nodes)
     assert time.monotonic() - started < 5
-    assert all(node.calls[-1] == "finish" for node in nodes.values())
+    assert all(stopped_last(node.calls) for node in nodes.values())
     assert not outcome.ok and outcome.result is None
     assert outcome.failures == [
         "node2: venv: torch is missing from the node's venv (nodeprov apply --limit node2 "
@@ -259,7 +266,7 @@ def test_interrupting_the_launcher_stops_the_job_on_every_node(
     nodes = {name: FakeNode(None) for name in CPU_FACTS}
     with pytest.raises(KeyboardInterrupt):
         run_fake(nodes)
-    assert all(node.calls[1:] == ["launch", "finish"] for node in nodes.values())
+    assert all(stopped_last(node.calls[1:]) and "launch" in node.calls for node in nodes.values())
 
 
 def test_a_node_the_job_cannot_be_copied_to_starts_nothing_anywhere() -> None:

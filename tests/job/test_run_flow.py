@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 import pytest
 from test_connectivity import facts_for
-from test_launch import HOSTS, gpus
+from test_launch import HOSTS, gpus, stopped_last
 
 from nodeprov.job import nodejob, run
 from nodeprov.job.connectivity import Matrix
@@ -149,7 +149,7 @@ def test_ctrl_c_stops_every_node_and_exits_130(tmp_path: Path,
     outcome = run_fake(nodes, tmp_path)
     assert outcome.exit_code == 130 and outcome.interrupted
     assert outcome.verdict().startswith("INTERRUPTED: stopped every rank on every node after")
-    assert all(node.calls[-1] == "finish" for node in nodes.values())
+    assert all(stopped_last(node.calls) for node in nodes.values())
     assert all(node.stopped and node.exit_code is None for node in outcome.nodes.values())
     assert set(outcome.nodes) == set(nodes)
 
