@@ -7,7 +7,6 @@ usage (nothing was changed on any node).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
@@ -105,10 +104,9 @@ def facts(
 @app.command()
 def verify(
     inventory: InventoryArg = None,
-    playbook: Annotated[Path | None, typer.Option(
-        "--playbook", "-p", help="Playbook whose promises are checked (default: the built-in "
-        "site.yaml).")] = None,
+    playbook: PlaybookOpt = None,
     limit: LimitOpt = None,
+    extra_vars: ExtraVarsOpt = None,
     forks: ForksOpt = 32,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
@@ -122,7 +120,8 @@ def verify(
     """Check that every node is as apply left it; print each drift and its repair command,
     then prove the cluster again with the job. Changes nothing.
 
-    The same checks run with pytest: pytest --pyargs nodeprov.checks --inventory INVENTORY
+    The checks a plan cannot see also run with pytest: pytest -p nodeprov.checks --pyargs
+    nodeprov.checks --inventory INVENTORY
     """
     from nodeprov.verify import run_verify
 
@@ -131,7 +130,7 @@ def verify(
             raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
         code = run_verify(resolve_inventory(inventory), playbook, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                          job=job, pairwise=pairwise, forks=forks)
+                          job=job, pairwise=pairwise, forks=forks, extra_vars=extra_vars or ())
     except NodeprovError as error:
         fail(error)
     raise typer.Exit(code)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -47,6 +47,7 @@ from nodeprov.checks.fresh import AREAS, read_fresh
 from nodeprov.checks.plans import node_specs, plan_playbook, plan_results
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
+from nodeprov.extravars import parse_extra_vars
 from nodeprov.facts import Facts
 from nodeprov.inventory import load_inventory
 from nodeprov.jsonreport import document
@@ -124,14 +125,16 @@ def _crash_text(report: pytest.TestReport) -> str:
 
 
 def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
-               limit: str | None = None, accept_new_host_keys: bool = False) -> Verification:
+               limit: str | None = None, accept_new_host_keys: bool = False,
+               extra_vars: Sequence[str] = ()) -> Verification:
     """Plan every task on the inventory's nodes (or ``limit``), then run every check over the
     same sessions; raises InputError first when the inventory, playbook or limit is invalid,
     before any connection."""
     from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
-    inventory = load_inventory(inventory_path)
-    playbook = load_playbook(playbook_path or default_playbook(), inventory)
+    extra = parse_extra_vars(extra_vars)
+    inventory = load_inventory(inventory_path, extra_vars=extra)
+    playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
     targets = select_hosts(inventory, limit)
     started = time.monotonic()
     ssh = SshOptions(accept_new_host_keys=accept_new_host_keys)
@@ -148,9 +151,10 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
         seen = {name: future.result() for name, future in sessions_seen.items()}
         results = plan_results(outcome, playbook, lambda node, spec: Drift(
             node, spec.type.name, str(inventory.path), spec.tags[0] if spec.tags else None,
-            str(playbook_path) if playbook_path else None))
+            str(playbook_path) if playbook_path else None, tuple(extra_vars)))
+        opened = Opened(sessions, _gathered(outcome), outcome.probed, seen)
         results += _run_modules(inventory_path, playbook_path, limit, accept_new_host_keys,
-                                Opened(sessions, _gathered(outcome), outcome.probed, seen))
+                                extra_vars, opened)
     finally:
         for session in sessions.values():
             session.close()
@@ -165,7 +169,8 @@ def _gathered(outcome: RunOutcome) -> dict[str, Facts | str]:
 
 
 def _run_modules(inventory_path: Path, playbook_path: Path | None, limit: str | None,
-                 accept_new_host_keys: bool, opened: Opened) -> list[CheckResult]:
+                 accept_new_host_keys: bool, extra_vars: Sequence[str],
+                 opened: Opened) -> list[CheckResult]:
     """The check modules of ``nodeprov.checks`` under pytest, in this process."""
     checks_dir = str(resources.files("nodeprov.checks"))
     args = [
@@ -181,6 +186,8 @@ def _run_modules(inventory_path: Path, playbook_path: Path | None, limit: str | 
         args += ["--limit", limit]
     if accept_new_host_keys:
         args.append("--accept-new-host-keys")
+    for value in extra_vars:
+        args += ["--extra-vars", value]
     collector = Collector()
     status = pytest.main(args, plugins=[collector, opened])
     if status in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR,
@@ -218,17 +225,17 @@ def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dic
 
 def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str | None,
                accept_new_host_keys: bool, json_path: str | None, job: bool,
-               pairwise: bool = False, forks: int = 32) -> int:
+               pairwise: bool = False, forks: int = 32, extra_vars: Sequence[str] = ()) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
     bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes);
     prints the report and returns the exit code."""
     verification = run_checks(inventory_path, playbook_path, limit=limit,
-                              accept_new_host_keys=accept_new_host_keys)
+                              accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars)
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     print_report(console, verification)
     proofs = _prove_again(console, inventory_path, playbook_path,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
-                          pairwise, forks) if job else []
+                          pairwise, forks, parse_extra_vars(extra_vars)) if job else []
     report = report_json(verification, proofs)
     if json_path:
         jsonreport.write_report(report, json_path)
@@ -236,15 +243,16 @@ def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str |
 
 
 def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | None,
-                 options: SshOptions, pairwise: bool, forks: int) -> list[Proof]:
+                 options: SshOptions, pairwise: bool, forks: int,
+                 extra: Mapping[str, Any]) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
     from nodeprov.hostkeys import SshFiles
     from nodeprov.job.baseline import baseline_path
     from nodeprov.job.connectivity import Matrix
     from nodeprov.prove import Proof, print_proof, prove_cluster
 
-    inventory = load_inventory(inventory_path)
-    playbook = load_playbook(playbook_path or default_playbook(), inventory)
+    inventory = load_inventory(inventory_path, extra_vars=extra)
+    playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
     files = SshFiles(inventory.ssh_configs)
     proofs = []
     for play in playbook.plays:

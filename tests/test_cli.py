@@ -23,7 +23,8 @@ from tests.report_schema import assert_valid
                "--list-hosts", "--list-tasks", "--json", "--forks", "--playbook",
                "--accept-new-host-keys"]),
     ("facts", ["--json", "--limit", "--forks", "--accept-new-host-keys", "--extra-vars"]),
-    ("verify", ["--json", "--limit", "--forks", "--accept-new-host-keys", "--no-job"]),
+    ("verify", ["--json", "--limit", "--forks", "--accept-new-host-keys", "--no-job",
+                "--extra-vars", "--playbook"]),
     ("testbed", ["up", "down", "status", "exec"]),
 ])
 def test_help_explains_every_option(command: str, options: list[str]) -> None:
@@ -79,8 +80,8 @@ def test_apply_and_verify_load_the_job_modules_only_for_the_job() -> None:
 
 # --- one meaning per option on every command ----------------------------------------------------
 
-SHARED = ["--limit", "--forks", "--accept-new-host-keys", "--json"]
-APPLY_ONLY = ["--tags", "--skip-tags", "--extra-vars", "--list-hosts", "--list-tasks"]
+SHARED = ["--limit", "--forks", "--accept-new-host-keys", "--json", "--extra-vars"]
+APPLY_ONLY = ["--tags", "--skip-tags", "--list-hosts", "--list-tasks"]
 
 
 def params(command: str) -> dict[str, Any]:
@@ -96,7 +97,8 @@ def test_shared_options_are_one_definition_on_every_command() -> None:
         same = {(p.help, p.metavar, tuple(p.opts), p.default)
                 for p in (apply[option], facts[option], verify[option])}
         assert len(same) == 1, f"{option} differs: {same}"
-    assert set(APPLY_ONLY) <= set(apply) and "--extra-vars" in facts
+    assert set(APPLY_ONLY) <= set(apply)
+    assert apply["--playbook"].help == verify["--playbook"].help  # one definition
 
 
 UNREACHABLE = """\
@@ -157,7 +159,7 @@ def test_forks_below_one_and_unknown_limits_are_usage_errors(command: str,
     assert result.exit_code == 2 and "node9" in result.stderr
 
 
-@pytest.mark.parametrize("command", ["apply", "facts"])
+@pytest.mark.parametrize("command", ["apply", "facts", "verify"])
 def test_a_bad_extra_var_exits_2_before_any_connection(command: str, nowhere: Path) -> None:
     result = CliRunner().invoke(app, [command, str(nowhere), "-e", "rdzv_port=0"])
     assert result.exit_code == 2

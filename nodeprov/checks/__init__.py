@@ -66,6 +66,7 @@ class Drift:
     inventory: str
     tag: str | None
     playbook: str | None = None
+    extra_vars: tuple[str, ...] = ()  # verify's -e values, which the repair must repeat
 
     @property
     def repair(self) -> str:
@@ -73,6 +74,8 @@ class Drift:
         argv = ["nodeprov", "apply", self.inventory]
         if self.playbook:
             argv += ["--playbook", self.playbook]
+        for value in self.extra_vars:
+            argv += ["-e", value]
         argv += ["--limit", self.node]
         if self.tag:
             argv += ["--tags", self.tag]
@@ -109,6 +112,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the playbook whose promises are checked (default: nodeprov's "
                          "site.yaml)")
     group.addoption("--limit", default=None, help="only these nodes (as nodeprov apply --limit)")
+    group.addoption("--extra-vars", action="append", default=[], metavar="VARS",
+                    help="as nodeprov apply -e: KEY=VALUE or @FILE, above every inventory var")
     group.addoption("--accept-new-host-keys", action="store_true",
                     help="trust and record unknown SSH host keys (changed keys are always "
                          "refused)")

@@ -63,6 +63,7 @@ class Cluster:
     gathered: dict[str, Facts | str] = field(default_factory=dict)
     probed: dict[tuple[str, str], str] = field(default_factory=dict)
     fresh: dict[str, Fresh | str] = field(default_factory=dict)
+    extra_vars: tuple[str, ...] = ()  # -e values, as given (the repair command repeats them)
 
     def connect(self) -> None:
         """Open every node's session and read its facts with its tasks' probes: one round

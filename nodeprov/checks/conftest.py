@@ -27,6 +27,7 @@ from nodeprov.checks.fresh import AREAS as FRESH_AREAS
 from nodeprov.checks.fresh import Fresh, read_fresh
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import InputError
+from nodeprov.extravars import parse_extra_vars
 from nodeprov.hostkeys import SshFiles
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
@@ -51,15 +52,18 @@ def _cluster_plan(config: pytest.Config) -> Cluster:
                                 "--pyargs nodeprov.checks --inventory PATH, or set "
                                 "NODEPROV_INVENTORY")
     try:
-        inventory = load_inventory(Path(inventory_arg))
+        extra_args = tuple(config.getoption("extra_vars", default=None) or ())
+        extra = parse_extra_vars(extra_args)
+        inventory = load_inventory(Path(inventory_arg), extra_vars=extra)
         playbook = load_playbook(Path(playbook_arg) if playbook_arg else default_playbook(),
-                                 inventory)
+                                 inventory, extra)
         targets = select_hosts(inventory, config.getoption("limit", default=None))
     except InputError as error:
         raise pytest.UsageError(str(error)) from None
     accept_new = bool(config.getoption("accept_new_host_keys", default=False))
     cluster = Cluster(inventory, playbook, playbook_arg, targets,
-                      SshOptions(accept_new_host_keys=accept_new), SshFiles(inventory.ssh_configs))
+                      SshOptions(accept_new_host_keys=accept_new), SshFiles(inventory.ssh_configs),
+                      extra_vars=extra_args)
     config.stash[_CLUSTER] = cluster
     return cluster
 
@@ -113,7 +117,8 @@ def drift(cluster: Cluster, node: Host, task_type: str) -> Drift:
     """Builds this check's drift lines, naming the task's tag in the repair command."""
     spec = cluster.task(node, task_type)
     tag = spec.tags[0] if spec and spec.tags else None
-    return Drift(node.name, task_type, str(cluster.inventory.path), tag, cluster.playbook_arg)
+    return Drift(node.name, task_type, str(cluster.inventory.path), tag, cluster.playbook_arg,
+                 cluster.extra_vars)
 
 
 @pytest.fixture()

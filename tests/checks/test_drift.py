@@ -27,6 +27,14 @@ def test_repair_names_the_playbook_and_quotes_paths() -> None:
                             "--limit node1 --tags venv")
 
 
+def test_repair_repeats_verifys_extra_vars() -> None:
+    # verify -e torch_version=2.12.0: applying without it would install the inventory's torch
+    drift = Drift("node1", "torch", "inv.yaml", "venv", extra_vars=("torch_version=2.12.0",
+                                                                   "@over rides.yaml"))
+    assert drift.repair == ("nodeprov apply inv.yaml -e torch_version=2.12.0 -e "
+                            "'@over rides.yaml' --limit node1 --tags venv")
+
+
 def test_repair_without_tag_applies_the_whole_playbook_to_the_node() -> None:
     assert Drift("node1", "hosts", "inv.yaml", None).repair == (
         "nodeprov apply inv.yaml --limit node1")

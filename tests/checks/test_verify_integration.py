@@ -117,6 +117,20 @@ def test_drift_is_named_and_repaired(cluster: tuple[Testbed, Path], item: str) -
     assert verify(bed, playbook)[0] == 0
 
 
+def test_verify_takes_the_extra_vars_apply_was_given(cluster: tuple[Testbed, Path]) -> None:
+    bed, playbook = cluster
+    assert apply(bed, playbook, "-e", "rdzv_port=29611", "--tags", "firewall") == {
+        "node1": ["Firewall"], "node2": ["Firewall"], "node3": ["Firewall"]}
+    result = CliRunner().invoke(app, ["verify", str(bed.inventory_path), "-p", str(playbook),
+                                      "-e", "rdzv_port=29611", "--no-job"])
+    assert result.exit_code == 0, result.output
+    # without them the inventory's port is wanted again: drift, and a repair without -e
+    code, lines = verify(bed, playbook)
+    assert code == 1
+    assert any(line.startswith("node2 firewall: plan: ") and line.endswith(
+        f"--playbook {playbook} --limit node2 --tags firewall") for line in lines), lines
+
+
 def test_checks_run_directly_with_pytest(cluster: tuple[Testbed, Path], tmp_path: Path) -> None:
     bed, playbook = cluster
     command = [sys.executable, "-m", "pytest", "-p", "nodeprov.checks", "--pyargs",
