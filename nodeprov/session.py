@@ -182,7 +182,10 @@ class Session:
             raise self._broken(task, what, _describe(error)) from None
         if self._lost:
             raise self._broken(task, what, "")
-        if result.exited == -1:  # the session closed with no exit status: sshd's end was killed
+        # No exit status: sshd's end was killed (a node restarting), unless the connection
+        # still stands: then the command died by a signal (sshd sends exit-signal, paramiko -1),
+        # as a job's processes do when their deadline or the stop step kills them.
+        if result.exited == -1 and not self._connection.transport.is_active():
             raise self._broken(task, what, "the node ended the session without an exit status")
         return Result(result.stdout, result.stderr.replace(SUDO_PROMPT, ""), result.exited)
 
