@@ -31,12 +31,8 @@ def proc_path(key: str) -> str:
     return "/proc/sys/" + key.replace(".", "/")
 
 
-def key(value: Any) -> str:
-    """A sysctl name in dotted form, e.g. net.core.rmem_max."""
-    text = str(value)
-    if not _KEY.fullmatch(text):
-        raise ValueError(f"{text!r} is not a sysctl name (dotted, e.g. net.core.rmem_max)")
-    return text
+# a sysctl name in dotted form
+key = validate.matching(_KEY, "a sysctl name (dotted, e.g. net.core.rmem_max)")
 
 
 def value(setting: Any) -> str:

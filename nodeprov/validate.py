@@ -28,7 +28,7 @@ _VERSION = re.compile(r"^[0-9]+(\.[0-9]+){1,2}$")  # [0-9]: "\d" and isdigit tak
 _UNSAFE_TEXT = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], str]:
+def matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], str]:
     """A validator accepting text that matches ``pattern``; the error says what would be valid."""
     def check(value: Any) -> str:
         text = str(value)
@@ -38,12 +38,12 @@ def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], str]:
     return check
 
 
-hostname = _matching(_HOSTNAME, "a valid host name (letters, digits, '-' and '.', labels not "
+hostname = matching(_HOSTNAME, "a valid host name (letters, digits, '-' and '.', labels not "
                      "starting or ending with '-')")
-interface_name = _matching(_INTERFACE, "an interface name (1-15 of A-Z a-z 0-9 _ . - : @, not "
+interface_name = matching(_INTERFACE, "an interface name (1-15 of A-Z a-z 0-9 _ . - : @, not "
                            "starting with -)")
-user_name = _matching(_USER, "a user name (lowercase letters, digits, _ . -)")
-env_name = _matching(_ENV_NAME, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+user_name = matching(_USER, "a user name (lowercase letters, digits, _ . -)")
+env_name = matching(_ENV_NAME, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _parsed_ip(text: str) -> str:
@@ -109,11 +109,7 @@ def port(value: Any) -> int:
     return number
 
 
-def version(value: Any) -> str:
-    text = str(value)
-    if not _VERSION.fullmatch(text):
-        raise ValueError(f"{text!r} is not a version; expected e.g. 2.9.1 or 3.10")
-    return text
+version = matching(_VERSION, "a version; expected e.g. 2.9.1 or 3.10")
 
 
 def positive_int(value: Any) -> int:
