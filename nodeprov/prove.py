@@ -35,6 +35,7 @@ from nodeprov.job.connectivity import Matrix, check_connectivity
 from nodeprov.job.launch import JobOutcome, run_job
 from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.jsonreport import matrix_json
+from nodeprov.node_address import with_node_addresses
 from nodeprov.session import Session
 from nodeprov.validate import printable
 
@@ -101,6 +102,10 @@ def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
     """Matrix, then the job when the matrix is clean; ``record`` writes the baseline after a
     passing job (apply), otherwise the result is compared with it (verify); ``pairwise`` adds
     the job on every pair of nodes."""
+    hosts, problems = with_node_addresses(hosts, facts)
+    if problems:
+        return Proof(Matrix(tuple(host.name for host in hosts), (), tuple(problems.values())),
+                     None)
     matrix = check_connectivity(hosts, sessions, facts, params.rdzv_port)
     if not matrix.ok:
         return Proof(matrix, None)

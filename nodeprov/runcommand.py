@@ -12,6 +12,7 @@ from nodeprov.commands import select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
 from nodeprov.inventory import load_inventory
 from nodeprov.job.runargs import RunRequest
+from nodeprov.node_address import with_node_addresses
 from nodeprov.session import SshOptions, connect_all
 from nodeprov.validate import printable
 
@@ -30,6 +31,8 @@ def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None,
     sessions, facts, errors = connect_all(
         hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
         SshFiles(inventory.ssh_configs))
+    hosts, problems = with_node_addresses(hosts, facts)
+    errors.update(problems)
     try:
         if errors:
             for line in errors.values():

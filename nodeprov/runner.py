@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
+from nodeprov.node_address import with_node_addresses
 from nodeprov.playbook import Playbook, TaskSpec, selected
 from nodeprov.session import Session, SshOptions
 from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed
@@ -163,7 +164,6 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
     def apply_host(run: _HostRun) -> None:
         result = results[run.host.name]
         if result.error is None:
-            cluster = {h.name: (h, results[h.name].facts) for h in inventory.hosts}
             _apply_tasks(run, sessions[run.host.name], result, observed[run.host.name],
                          cluster, inventory, options, reporter, stop)
         # now, not when the caller closes: two runs must not wait on each other's other hosts
@@ -177,6 +177,11 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         _on_every(pool, connect_and_gather,
                   [h for h in inventory.hosts if h.name in runs or h.name not in known], stop,
                   sessions)
+        hosts, problems = with_node_addresses(
+            inventory.hosts, {name: result.facts for name, result in results.items()})
+        cluster = {h.name: (h, results[h.name].facts) for h in hosts}
+        for name, problem in problems.items():
+            results[name].status, results[name].error = "failed", problem
         _on_every(pool, apply_host, runs.values(), stop, sessions)
     probed = {name: {spec.type.name: out for spec, out in reversed(list(zip(
         runs[name].specs, outputs, strict=True))) if out is not None}
@@ -239,7 +244,8 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                 facts, outputs = session.gather(probes, lock_wait=wait)
                 _observe(observed, probes, outputs)
                 stale = False
-            plan = spec.type.plan(Context(session.host, facts, cluster), run.params[index],
+            host = cluster[run.host.name][0]  # node_address read from the node where need be
+            plan = spec.type.plan(Context(host, facts, cluster), run.params[index],
                                   observed[index] or "")
             _record_plan(task, plan)
             if not plan.in_sync and not check:

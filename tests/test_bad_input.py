@@ -59,7 +59,7 @@ CASES: list[tuple[str, str | bytes, str | None, list[str]]] = [
     ("cidr-no-prefix", GOOD_INVENTORY.replace("10.0.0.0/24", "10.0.0.0"), None, ["write a network with its prefix"]),
     ("duplicate-host-key", GOOD_INVENTORY + "    node1: {ansible_host: 10.0.0.13}\n", None, [":7:", "duplicate key 'node1'"]),
     ("duplicate-address", GOOD_INVENTORY.replace("10.0.0.12", "10.0.0.11"), None, ["node2 and node1 have the same address 10.0.0.11"]),
-    ("address-outside-subnet", GOOD_INVENTORY.replace("10.0.0.12", "10.9.0.12"), None, [":6:", "outside node_subnet 10.0.0.0/24"]),
+    ("node-address-outside-subnet", GOOD_INVENTORY.replace("10.0.0.12}", "10.0.0.12, node_address: 10.9.0.12}"), None, [":6:", "node_address", "outside node_subnet 10.0.0.0/24"]),
     ("address-injection", GOOD_INVENTORY.replace("10.0.0.12", "'10.0.0.12;reboot'"), None, [":6:", "not an IP address or host name"]),
     ("hostname-injection", GOOD_INVENTORY.replace("node2:", "'node2$(id)':"), None, [":6:", "not a valid host name"]),
     ("hostname-space", GOOD_INVENTORY.replace("node2:", "'node 2':"), None, ["not a valid host name"]),

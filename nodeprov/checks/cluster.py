@@ -26,6 +26,7 @@ from nodeprov.errors import HostError, InputError
 from nodeprov.facts import Facts
 from nodeprov.hostkeys import SshFiles
 from nodeprov.inventory import Host, Inventory
+from nodeprov.node_address import with_node_addresses
 from nodeprov.playbook import Playbook, TaskSpec
 from nodeprov.session import Session, SshOptions
 from nodeprov.tasks.base import Context, Probe
@@ -140,8 +141,9 @@ class Cluster:
         """What the node's task plans see: its facts and every node's (None when unreachable)."""
         facts = {name: gathered for name, gathered in self.gathered.items()
                  if isinstance(gathered, Facts)}
-        return Context(node, self.facts(node.name),
-                       {host.name: (host, facts.get(host.name)) for host in self.inventory.hosts})
+        hosts, _ = with_node_addresses(self.inventory.hosts, facts)
+        cluster = {host.name: (host, facts.get(host.name)) for host in hosts}
+        return Context(cluster[node.name][0], self.facts(node.name), cluster)
 
     def task(self, node: Host, task_type: str) -> TaskSpec | None:
         """The playbook's first task of ``task_type`` that runs on ``node``, if any."""

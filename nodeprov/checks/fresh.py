@@ -53,7 +53,8 @@ def parse_fresh(output: str, token: str) -> Fresh:
 def read_fresh(node: Host, ssh: SshOptions, files: SshFiles) -> Fresh | str:
     """What a new session on ``node`` sees, or the error's text when it fails; it needs no
     facts, so verify reads it while it plans."""
-    family = "ahostsv6" if ipaddress.ip_address(node.node_address).version == 6 else "ahostsv4"
+    subnet = ipaddress.ip_network(node.vars["node_subnet"])
+    family = "ahostsv6" if subnet.version == 6 else "ahostsv4"
     token = secrets.token_hex(8)
     try:
         with Session(dataclasses.replace(node, become=False), ssh, files) as session:

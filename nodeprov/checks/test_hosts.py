@@ -20,7 +20,7 @@ def test_own_name_resolves_to_subnet_address(fresh: Mapping[str, Fresh | str], n
                                              drift: Drift) -> None:
     seen = fresh[node.name]
     assert not isinstance(seen, str), drift.line(f"a new SSH session failed: {seen}",
-                                                 node.node_address)
-    assert seen.addresses[:1] == [node.node_address], drift.line(
+                                                 context.host.node_address)
+    assert seen.addresses[:1] == [context.host.node_address], drift.line(
         f"its hostname {context.facts.hostname} resolves to "
-        f"{', '.join(seen.addresses) or 'nothing'}", node.node_address)
+        f"{', '.join(seen.addresses) or 'nothing'}", context.host.node_address)

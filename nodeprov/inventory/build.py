@@ -105,9 +105,10 @@ class _HostBuilder:
         jump, command = self._proxy(name, values)
         values["inventory_hostname"] = name
         address = values["ansible_host"] or self._name_as_address(name)
-        values["node_address"] = self._node_address(name, address, values)
+        node_address = self._node_address(name, address, values)
+        values["node_address"] = node_address or None
         return Host(
-            name=name, address=address, node_address=values["node_address"],
+            name=name, address=address, node_address=node_address,
             port=values["ansible_port"], user=values["ansible_user"],
             key_file=values["ansible_ssh_private_key_file"], become=values["ansible_become"],
             become_password=values["ansible_become_password"], proxy_jump=jump,
@@ -140,25 +141,26 @@ class _HostBuilder:
                              "to the inventory name; set ansible_host") from None
 
     def _node_address(self, name: str, address: str, values: dict[str, Any]) -> str:
+        """The node's address in node_subnet, or "" when the node tells it (``ansible_host``
+        is a DNS name, or a management address outside the subnet): ``node_address`` reads it
+        from the node's interfaces with the facts."""
         subnet = values["node_subnet"]
         if subnet is None:
             raise self.error(name, "node_subnet", "node_subnet is required (the nodes' subnet, "
                              "e.g. 10.0.0.0/24); set it for group all")
         if wide := subnet_too_wide(subnet, values["node_subnet_allow_wide"]):
             raise self.error(name, "node_subnet", wide)
-        key = "node_address" if values["node_address"] else "ansible_host"
-        node_address = values["node_address"] or address
-        try:
-            inside = ipaddress.ip_address(node_address) in ipaddress.ip_network(subnet)
-        except ValueError:
-            raise self.error(name, key, f"{node_address!r} is not an IP address; a host named "
-                             "by DNS name needs node_address, its address in "
-                             f"{subnet}") from None
-        if not inside:
-            raise self.error(name, key, f"address {node_address} is outside node_subnet "
-                             f"{subnet}; fix the address, the subnet, or set node_address to "
-                             "the node's address in the subnet")
-        return node_address
+        network = ipaddress.ip_network(subnet)
+        if not values["node_address"]:
+            try:
+                return address if ipaddress.ip_address(address) in network else ""
+            except ValueError:  # a DNS name
+                return ""
+        if ipaddress.ip_address(values["node_address"]) not in network:
+            raise self.error(name, "node_address", f"address {values['node_address']} is "
+                             f"outside node_subnet {subnet}; fix the address or the subnet, or "
+                             "remove node_address to read it from the node")
+        return str(values["node_address"])
 
     def _check_spelling(self, host: str, var: str) -> None:
         """Warn about a near-miss of nodeprov's own variables (``rdvz_port``), once per
@@ -199,6 +201,8 @@ def _check_unique(hosts: Iterable[Host], builder: _HostBuilder) -> None:
             raise builder.error(host.name, "ansible_host", f"{host.name} and {other} have the "
                                 f"same address {host.address}:{host.port or 22}; each host "
                                 "needs its own")
+        if not host.node_address:  # read from the node later (nodeprov.node_address)
+            continue
         other = seen_node.setdefault(host.node_address, host.name)
         if other != host.name:
             raise builder.error(host.name, "node_address", f"{host.name} and {other} have the "

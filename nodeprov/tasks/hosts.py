@@ -111,13 +111,18 @@ def cluster_entries(ctx: Context, previous: Sequence[str]) -> tuple[list[Entry],
     warnings = []
     for name, (host, facts) in ctx.cluster.items():
         facts = ctx.facts if name == ctx.host.name else facts
-        if facts is None:
-            names = _unique([*known.get(host.node_address, []), name])
+        address = host.node_address or _listed_address(name, known)
+        if not address:
+            warnings.append(f"{name} is not listed: its address in node_subnet comes from the "
+                            "node, which could not tell it (run again once it can)")
+            continue
+        if facts is None or not host.node_address:
+            names = _unique([*known.get(address, []), name])
             warnings.append(f"{name} is unreachable: listed as {' '.join(names)} "
                             "(run again once it is up to list its own hostname)")
         else:
             names = _unique(node_names(host, facts))
-        entries.append((host.node_address, names))
+        entries.append((address, names))
     owners: dict[str, str] = {}
     for address, names in entries:
         for hostname in names:
@@ -126,6 +131,12 @@ def cluster_entries(ctx: Context, previous: Sequence[str]) -> tuple[list[Entry],
                 raise TaskFailed(f"the name {hostname!r} belongs to both {other} and {address}; "
                                  "give every node its own hostname (hostnamectl set-hostname)")
     return entries, warnings
+
+
+def _listed_address(name: str, known: Mapping[str, Sequence[str]]) -> str:
+    """The address the block already lists ``name`` under: a node whose address only it can
+    tell keeps its line while it is down."""
+    return next((address for address, names in known.items() if name in names), "")
 
 
 def node_names(host: Host, facts: Facts) -> list[str]:

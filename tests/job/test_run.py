@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from test_connectivity import PLAYBOOK
 from test_launch import INSTALL
 from typer.testing import CliRunner
@@ -209,3 +210,30 @@ def test_the_timeout_stops_every_rank_and_says_so(run_bed: Testbed, code_dir: Pa
                for line in report["diagnosis"]), report["diagnosis"]
     assert took < 25 + 60
     assert leftovers(run_bed) == {}
+
+
+@pytest.mark.integration
+def test_an_inventory_of_host_names_reads_each_node_address_from_the_node(
+        run_bed: Testbed, code_dir: Path, tmp_path: Path) -> None:
+    """No ansible_host and no node_address: SSH goes to the name (the testbed's ssh_config maps
+    it), and each node's address in node_subnet comes from its interfaces. The cluster the IP
+    inventory set up is what the names give: nothing to change, and the job runs."""
+    from nodeprov.cli import app
+
+    named = yaml.safe_load(run_bed.inventory_path.read_text())
+    named["all"]["hosts"] = dict.fromkeys(named["all"]["hosts"])
+    inventory = tmp_path / "named.yaml"
+    inventory.write_text(yaml.safe_dump(named))
+    playbook = tmp_path / "playbook.yaml"
+    playbook.write_text(PLAYBOOK)
+    applied = CliRunner().invoke(app, ["apply", str(inventory), "-p", str(playbook)])
+    assert applied.exit_code == 0 and "3 hosts, 0 tasks changed" in applied.output, \
+        applied.output
+    verified = CliRunner().invoke(app, ["verify", str(inventory), "-p", str(playbook),
+                                        "--no-job"])
+    assert verified.exit_code == 0, verified.output
+    done = subprocess.run([NODEPROV, "run", str(inventory), "--sync", str(code_dir), "--json",
+                           "-", "--", "train.py", "--steps", "1"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["verdict"].startswith("PASS: 3 nodes, 3 ranks")

@@ -309,3 +309,15 @@ def test_three_tasks_on_a_testbed(make_testbed: Callable[..., Testbed], tmp_path
     report = nodeprov(bed, playbook, "--limit", "node1")
     assert statuses(report) == {"node1": ["changed", "ok", "ok"]}
     assert files.block_lines(read(bed, "node1", "/etc/hosts"), "hosts") == block
+
+
+def test_a_node_whose_address_only_it_can_tell_keeps_its_line_while_down() -> None:
+    cluster = dict(context().cluster)
+    cluster["node3"] = (Host("node3", "node3.example.org", ""), None)
+    ctx = Context(cluster["node1"][0], context().facts, cluster)
+    old = files.replace_block("", "hosts", ["10.0.0.13 node3.lab node3"])
+    assert block(run(old, ctx=ctx))[2] == "10.0.0.13 node3.lab node3"
+    first_run = run(None, ctx=ctx)
+    assert block(first_run) == BLOCK_LINES[:2]
+    assert first_run.warnings == ("node3 is not listed: its address in node_subnet comes from "
+                                  "the node, which could not tell it (run again once it can)",)
