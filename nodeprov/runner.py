@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.facts import Facts
+from nodeprov.fanout import on_every, raise_first
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
 from nodeprov.playbook import Playbook, TaskSpec, selected
@@ -173,16 +173,19 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         result.round_trips = sessions[run.host.name].round_trips
         reporter.host_done(result)
 
-    with ThreadPoolExecutor(max_workers=max(1, options.forks)) as pool:
-        _on_every(pool, connect_and_gather,
-                  [h for h in inventory.hosts if h.name in runs or h.name not in known], stop,
-                  sessions)
-        hosts, problems = with_node_addresses(
-            inventory.hosts, {name: result.facts for name, result in results.items()})
-        cluster = {h.name: (h, results[h.name].facts) for h in hosts}
-        for name, problem in problems.items():
-            results[name].status, results[name].error = "failed", problem
-        _on_every(pool, apply_host, runs.values(), stop, sessions)
+    def drop() -> None:  # a second Ctrl-C: the connections under the round trips in flight
+        for session in sessions.values():
+            session.disconnect("interrupted (Ctrl-C twice)")
+
+    raise_first(on_every(connect_and_gather, [h for h in inventory.hosts
+                                              if h.name in runs or h.name not in known],
+                         forks=options.forks, stop=stop, drop=drop))
+    hosts, problems = with_node_addresses(
+        inventory.hosts, {name: result.facts for name, result in results.items()})
+    cluster = {h.name: (h, results[h.name].facts) for h in hosts}
+    for name, problem in problems.items():
+        results[name].status, results[name].error = "failed", problem
+    raise_first(on_every(apply_host, runs.values(), forks=options.forks, stop=stop, drop=drop))
     probed = {name: {spec.type.name: out for spec, out in reversed(list(zip(
         runs[name].specs, outputs, strict=True))) if out is not None}
         for name, outputs in observed.items() if name in runs}
@@ -191,25 +194,6 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
     if stop.is_set():
         raise Interrupted(outcome)
     return outcome
-
-
-def _on_every(pool: ThreadPoolExecutor, work: Callable[[Any], None], items: Iterable[Any],
-              stop: threading.Event, sessions: Mapping[str, Session]) -> None:
-    """``work`` on every item; Ctrl-C sets ``stop`` and waits for the round trips in flight,
-    a second one drops the connections under them."""
-    futures = [pool.submit(work, item) for item in items]
-    try:
-        wait(futures)
-    except KeyboardInterrupt:
-        stop.set()
-        try:
-            wait(futures)
-        except KeyboardInterrupt:
-            for session in sessions.values():
-                session.disconnect("interrupted (Ctrl-C twice)")
-            wait(futures)
-    for future in futures:
-        future.result()
 
 
 def _probe(run: _HostRun, index: int) -> Probe | None:

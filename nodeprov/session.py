@@ -24,13 +24,13 @@ import socket
 import subprocess
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
 from nodeprov.facts import Facts, parse_facts, read_script, split_sections
+from nodeprov.fanout import on_every, raise_first
 from nodeprov.inventory import Host
 from nodeprov.nodelock import (
     LOCK_PATH,
@@ -419,8 +419,8 @@ def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = 32,
         except HostError as error:
             return str(error)
 
-    with ThreadPoolExecutor(max_workers=max(1, forks)) as pool:
-        read = dict(zip(sessions, pool.map(open_and_read, sessions.values()), strict=True))
+    read = dict(zip(sessions, raise_first(on_every(open_and_read, sessions.values(),
+                                                   forks=forks)), strict=True))
     facts = {name: found for name, found in read.items() if isinstance(found, Facts)}
     errors = {name: found for name, found in read.items() if isinstance(found, str)}
     return sessions, facts, errors

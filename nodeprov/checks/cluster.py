@@ -13,7 +13,6 @@ testinfra's paramiko backend would trust it (it sets WarningPolicy and loads no 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,6 +23,7 @@ from testinfra.backend.base import BaseBackend, CommandResult
 from nodeprov.checks.fresh import Fresh
 from nodeprov.errors import HostError, InputError
 from nodeprov.facts import Facts
+from nodeprov.fanout import on_every, raise_first
 from nodeprov.hostkeys import SshFiles
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
@@ -126,9 +126,7 @@ class Cluster:
     def each(self, work: Callable[[Host], T], nodes: list[Host] | tuple[Host, ...] | None = None
              ) -> list[T]:
         """``work`` for each node (default: the checked ones) in parallel threads."""
-        chosen = self.targets if nodes is None else nodes
-        with ThreadPoolExecutor(max_workers=max(1, len(chosen))) as pool:
-            return list(pool.map(work, chosen))
+        return raise_first(on_every(work, self.targets if nodes is None else nodes))
 
     def facts(self, name: str) -> Facts:
         """A node's facts; fails the check (as the node's connection error) when unreachable."""

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
+
+from nodeprov.fanout import on_every_name
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -218,21 +219,6 @@ def listener_errors(name: str, listening: Mapping[str, Any], address: str,
 
 # --- running it ----------------------------------------------------------------------------------
 
-T = TypeVar("T")
-
-
-def on_every(names: Sequence[str], work: Callable[[str], T]) -> dict[str, T | Exception]:
-    """``work(name)`` for every name in parallel threads; an exception is that name's result."""
-    def guarded(name: str) -> T | Exception:
-        try:
-            return work(name)
-        except Exception as error:  # one node's failure must not hide the others' results
-            return error
-
-    with ThreadPoolExecutor(max(1, len(names))) as pool:
-        return dict(zip(names, pool.map(guarded, names), strict=True))
-
-
 def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
                        facts: Mapping[str, Facts], rdzv_port: int,
                        timeout: float = 3.0) -> Matrix:
@@ -257,7 +243,7 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
         listening: dict[str, Any] = json.loads(result.stdout)
         return listening
 
-    listeners = on_every(names, start)
+    listeners = on_every_name(names, start)
     targets = []
     for name in names:
         listening = listeners[name]
@@ -280,7 +266,7 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
                                f"{(result.stderr or result.stdout).strip()[-200:]}")
         return parse_probe(name, result.stdout, targets)
 
-    probed = on_every(names, probe)
+    probed = on_every_name(names, probe)
 
     def stop(name: str) -> None:
         listening = listeners[name]
@@ -288,7 +274,7 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
             sessions[name].run(["sh", "-c", STOP, "nodeprov-stop", str(listening["pid"]), token],
                                task="connectivity", timeout=30)
 
-    on_every(names, stop)
+    on_every_name(names, stop)
     checks: list[Check] = []
     for name in names:
         found = probed[name]

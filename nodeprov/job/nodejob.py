@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
-from nodeprov.job.connectivity import on_every
+from nodeprov.fanout import on_every_name
 from nodeprov.session import STATE_DIR, Result
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def launch_all(names: Sequence[str], sessions: Mapping[str, Session], *, run_id:
     started = time.monotonic()
     wait_s = seconds + KILL_AFTER + 60 if seconds else NO_DEADLINE_WAIT
     try:
-        prepared = on_every(names, prepare)
+        prepared = on_every_name(names, prepare)
         launch.prepare_errors = {n: e for n, e in prepared.items() if isinstance(e, Exception)}
         for name in names if not launch.prepare_errors else ():
             futures[pool.submit(sessions[name].run, argv[name], task="job", timeout=wait_s,
@@ -121,7 +121,7 @@ def launch_all(names: Sequence[str], sessions: Mapping[str, Session], *, run_id:
     finally:
         launch.stopped = {futures[f] for f in futures if not f.done()}
         # Always, also after success: it reads the result and removes the run's files.
-        launch.results = on_every(names, lambda name: _finish(sessions[name], run_id))
+        launch.results = on_every_name(names, lambda name: _finish(sessions[name], run_id))
         pool.shutdown(wait=True)  # the launches return once their processes are gone
     for future, name in futures.items():
         error = future.exception()

@@ -341,7 +341,7 @@ def test_wrong_results_need_no_matrix(matrix_runs: list[str]) -> None:
 
 
 def test_ctrl_c_while_copying_still_cleans_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_on_every = nodejob.on_every
+    real_on_every = nodejob.on_every_name
     calls = []
 
     def copy_interrupted(names: Any, work: Any) -> Any:
@@ -350,7 +350,7 @@ def test_ctrl_c_while_copying_still_cleans_every_node(monkeypatch: pytest.Monkey
             raise KeyboardInterrupt
         return real_on_every(names, work)
 
-    monkeypatch.setattr(nodejob, "on_every", copy_interrupted)
+    monkeypatch.setattr(nodejob, "on_every_name", copy_interrupted)
     nodes = {name: FakeNode(0) for name in CPU_FACTS}
     with pytest.raises(KeyboardInterrupt):
         run_fake(nodes)
