@@ -31,6 +31,8 @@ from typing import Any, Literal, Protocol
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
+from nodeprov.peer_exec import execute
+from nodeprov.peers import Distribution
 from nodeprov.playbook import Playbook, TaskSpec, selected
 from nodeprov.session import Session, SshOptions
 from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed
@@ -140,6 +142,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
     observed: dict[str, list[str | None]] = {}
     started = time.monotonic()
     stop = threading.Event()
+    distribution = Distribution()
 
     def connect_and_gather(host: Host) -> None:
         session, result = sessions[host.name], results[host.name]
@@ -165,7 +168,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         if result.error is None:
             cluster = {h.name: (h, results[h.name].facts) for h in inventory.hosts}
             _apply_tasks(run, sessions[run.host.name], result, observed[run.host.name],
-                         cluster, inventory, options, reporter, stop)
+                         cluster, inventory, options, reporter, stop, distribution)
         # now, not when the caller closes: two runs must not wait on each other's other hosts
         sessions[run.host.name].unlock()
         result.duration = time.monotonic() - started
@@ -178,6 +181,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
                   [h for h in inventory.hosts if h.name in runs or h.name not in known], stop,
                   sessions)
         _on_every(pool, apply_host, runs.values(), stop, sessions)
+    distribution.close()
     probed = {name: {spec.type.name: out for spec, out in reversed(list(zip(
         runs[name].specs, outputs, strict=True))) if out is not None}
         for name, outputs in observed.items() if name in runs}
@@ -215,7 +219,7 @@ def _probe(run: _HostRun, index: int) -> Probe | None:
 def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                  observed: list[str | None], cluster: Mapping[str, tuple[Host, Facts | None]],
                  inventory: Inventory, options: RunOptions, reporter: Reporter,
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, distribution: Distribution) -> None:
     facts = result.facts
     assert facts is not None
     check = options.check
@@ -239,16 +243,16 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                 facts, outputs = session.gather(probes, lock_wait=wait)
                 _observe(observed, probes, outputs)
                 stale = False
-            plan = spec.type.plan(Context(session.host, facts, cluster), run.params[index],
-                                  observed[index] or "")
+            context = Context(session.host, facts, cluster, distribution)
+            plan = spec.type.plan(context, run.params[index], observed[index] or "")
             _record_plan(task, plan)
             if not plan.in_sync and not check:
                 # the changes in one go, then the facts and the next tasks' probes read again
                 # in the same round trip
                 probes = _probes_from(run, index + 1)
-                read = session.execute(spec.type.name, [action for change in plan.changes
-                                                        for action in change.actions],
-                                       then_read=probes if index + 1 < len(run.specs) else None)
+                read = execute(session, distribution, spec.type.name,
+                               [action for change in plan.changes for action in change.actions],
+                               then_read=probes if index + 1 < len(run.specs) else None)
                 stale = read is None
                 if read is not None:
                     facts, outputs = read

@@ -1,0 +1,80 @@
+"""Run a task's actions where one may be a PeerUpload: the seed uploads and serves, the
+others fetch from it (``nodeprov.peers``); everything else goes to ``Session.execute``.
+
+    read = execute(session, distribution, "torch", actions, then_read=probes)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+from nodeprov.errors import HostError
+from nodeprov.peer_scripts import FETCH, SERVE
+from nodeprov.peers import SERVE_IDLE, SERVE_LIFETIME, Distribution, PeerUpload
+from nodeprov.tasks.base import Action, Upload
+
+if TYPE_CHECKING:
+    from nodeprov.facts import Facts
+    from nodeprov.session import Session
+    from nodeprov.tasks.base import Probe
+
+
+def execute(session: Session, distribution: Distribution | None, task: str,
+            actions: Sequence[Action], *, then_read: Sequence[Probe | None] | None = None
+            ) -> tuple[Facts, list[str]] | None:
+    """``session.execute``, with a PeerUpload taken from the seed when there is one."""
+    where = next((i for i, a in enumerate(actions) if isinstance(a, PeerUpload)), None)
+    if where is None or distribution is None:
+        return session.execute(task, actions, then_read=then_read)
+    action = actions[where]
+    assert isinstance(action, PeerUpload)
+    seed = distribution.seed_for(action.key, session.host.name) == session.host.name
+    try:
+        session.execute(task, actions[:where])
+        if seed:
+            _seed(session, distribution, task, action)
+    except BaseException:
+        if seed:
+            distribution.failed(action.key)
+        raise
+    if not seed and not _fetch(session, distribution, task, action):
+        session.execute(task, [Upload(action.local_path, action.remote_path)])
+    return session.execute(task, actions[where + 1:], then_read=then_read)
+
+
+def _seed(session: Session, distribution: Distribution, task: str, action: PeerUpload) -> None:
+    """Upload as without peers, then serve; a server that does not start only means the
+    others get the upload too."""
+    session.execute(task, [Upload(action.local_path, action.remote_path)])
+    try:
+        started = session.run([action.python, "-c", SERVE, action.remote_path, action.address,
+                               str(SERVE_LIFETIME), str(SERVE_IDLE)], task=task,
+                              what="serve the wheels to the other nodes")
+    except HostError:
+        distribution.failed(action.key)
+        return
+    port, _, pid = started.stdout.strip().partition(" ")
+    if started.exit_code != 0 or not (port.isdigit() and pid.isdigit()):
+        distribution.failed(action.key)
+        return
+    host = f"[{action.address}]" if ":" in action.address else action.address
+
+    def stop() -> None:
+        with suppress(HostError):  # else the server stops by itself after SERVE_IDLE seconds
+            session.run(["kill", "--", pid], task=task, what="stop serving the wheels")
+
+    distribution.serving(action.key, f"http://{host}:{port}/", stop)
+
+
+def _fetch(session: Session, distribution: Distribution, task: str,
+           action: PeerUpload) -> bool:
+    """Fetch from the seed, each file checked against this machine's copy; False: upload."""
+    url = distribution.wait(action.key)
+    if url is None:
+        return False
+    pairs = [word for pair in distribution.digests(action.local_path) for word in pair]
+    fetched = session.run([action.python, "-c", FETCH, url, action.remote_path, *pairs],
+                          task=task, what=f"fetch the wheels from {url}")
+    return fetched.exit_code == 0

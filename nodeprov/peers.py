@@ -1,0 +1,125 @@
+"""Wheels leave this machine once: the first node to need a wheel set seeds the others.
+
+    distribution = Distribution()                 # one per run (the runner makes it)
+    action, words = peer_upload(ctx, local, remote, key, subnet, python)
+    ...                                           # peer_exec.execute runs the PeerUpload
+    distribution.close()                          # stops every seed's server
+
+The first host whose plan asks for a wheel set (``key``) becomes its seed: it gets the upload
+from this machine, then serves its copy over HTTP on its node-subnet address
+(``peer_scripts.SERVE``). Every other host waits for the seed, fetches from it and checks each
+file's sha256 against this machine's copy; if the seed failed, took too long or sent a wrong
+file, that host gets the upload from this machine instead: a failed seed never fails another
+host. A ``PeerUpload`` run by anything else is a plain ``Upload``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nodeprov.tasks.base import Upload
+
+if TYPE_CHECKING:
+    from nodeprov.tasks.base import Context
+
+WAIT_SECONDS = 3600.0  # for the seed's upload: one copy of ~3 GB over a slow uplink
+SERVE_LIFETIME = 3600.0
+SERVE_IDLE = 300.0
+UPLOADED = "uploaded from this machine"
+
+
+@dataclass(frozen=True)
+class PeerUpload(Upload):
+    """An Upload this host may take from the wheel set's seed instead (``address``: this
+    host's node-subnet address, where it serves if it is the seed)."""
+
+    key: str = ""
+    address: str = ""
+    python: str = "python3"
+
+    def __str__(self) -> str:
+        return f"wheels {self.local_path} -> {self.remote_path} (from a peer, else uploaded)"
+
+
+@dataclass
+class _WheelSet:
+    seed: str
+    ready: threading.Event = field(default_factory=threading.Event)
+    url: str | None = None  # None once ready: the seed failed
+    stop: Callable[[], None] | None = None
+
+
+class Distribution:
+    """Who seeds which wheel set in this run, and the seeds' servers (thread-safe)."""
+
+    def __init__(self, wait_seconds: float = WAIT_SECONDS) -> None:
+        self.wait_seconds = wait_seconds
+        self._lock = threading.Lock()
+        self._sets: dict[str, _WheelSet] = {}
+        self._digests: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def seed_for(self, key: str, host: str) -> str:
+        """The seed of ``key``: ``host`` itself when it asks first (asking again: the same)."""
+        with self._lock:
+            return self._sets.setdefault(key, _WheelSet(host)).seed
+
+    def serving(self, key: str, url: str, stop: Callable[[], None]) -> None:
+        """The seed serves ``key`` at ``url``; ``stop`` ends that (at ``close``)."""
+        wheel_set = self._sets[key]
+        wheel_set.url, wheel_set.stop = url, stop
+        wheel_set.ready.set()
+
+    def failed(self, key: str) -> None:
+        """The seed will not serve ``key``: its waiters take the upload instead."""
+        self._sets[key].ready.set()
+
+    def wait(self, key: str) -> str | None:
+        """The seed's URL once it serves; None if it failed or took over ``wait_seconds``."""
+        wheel_set = self._sets[key]
+        wheel_set.ready.wait(self.wait_seconds)
+        return wheel_set.url
+
+    def digests(self, local_dir: str) -> tuple[tuple[str, str], ...]:
+        """(name, sha256) of each file an Upload of ``local_dir`` sends, read once per run."""
+        with self._lock:
+            if local_dir not in self._digests:
+                self._digests[local_dir] = tuple(
+                    (path.name, _sha256(path)) for path in sorted(Path(local_dir).iterdir())
+                    if path.is_file() and not path.name.startswith("."))
+            return self._digests[local_dir]
+
+    def close(self) -> None:
+        """Stop every seed's server (each also stops by itself: ``peer_scripts.SERVE``)."""
+        with self._lock:
+            stops = [s.stop for s in self._sets.values() if s.stop is not None]
+            for wheel_set in self._sets.values():
+                wheel_set.stop = None
+        for stop in stops:
+            stop()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def peer_upload(ctx: Context, local: str, remote: str, key: str,
+                subnet: str | None) -> tuple[Upload, str]:
+    """The action sending ``local`` to this host, and the plan's words on where it comes from:
+    a PeerUpload when the run distributes and this host has an address in ``subnet``."""
+    addresses = ctx.facts.interfaces_in(subnet) if subnet else []
+    if ctx.distribution is None or not addresses or not ctx.facts.python_path:
+        return Upload(local, remote), UPLOADED
+    address = str(ipaddress.ip_interface(addresses[0].addresses_in(str(subnet))[0]).ip)
+    seed = ctx.distribution.seed_for(key, ctx.host.name)
+    words = UPLOADED if seed == ctx.host.name else f"from {seed} over the node subnet"
+    return PeerUpload(local, remote, key, address, ctx.facts.python_path), words
