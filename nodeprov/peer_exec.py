@@ -39,26 +39,32 @@ def execute(session: Session, distribution: Distribution | None, task: str,
         if seed:
             distribution.failed(action.key)
         raise
-    if not seed and not _fetch(session, distribution, task, action):
+    if not seed and _fetch(session, distribution, task, action):
+        _serve(session, distribution, task, action)  # the copies spread as a tree
+    elif not seed:
         session.execute(task, [Upload(action.local_path, action.remote_path)])
     return session.execute(task, actions[where + 1:], then_read=then_read)
 
 
 def _seed(session: Session, distribution: Distribution, task: str, action: PeerUpload) -> None:
-    """Upload as without peers, then serve; a server that does not start only means the
-    others get the upload too."""
+    """Upload as without peers, then serve; a seed whose server does not start leaves the
+    others the upload."""
     session.execute(task, [Upload(action.local_path, action.remote_path)])
+    if not _serve(session, distribution, task, action):
+        distribution.failed(action.key)
+
+
+def _serve(session: Session, distribution: Distribution, task: str, action: PeerUpload) -> bool:
+    """Serve this node's copy to the others; False if the server did not start."""
     try:
         started = session.run([action.python, "-c", SERVE, action.remote_path, action.address,
                                str(SERVE_LIFETIME), str(SERVE_IDLE)], task=task,
                               what="serve the wheels to the other nodes")
     except HostError:
-        distribution.failed(action.key)
-        return
+        return False
     port, _, pid = started.stdout.strip().partition(" ")
     if started.exit_code != 0 or not (port.isdigit() and pid.isdigit()):
-        distribution.failed(action.key)
-        return
+        return False
     host = f"[{action.address}]" if ":" in action.address else action.address
 
     def stop() -> None:
@@ -66,15 +72,23 @@ def _seed(session: Session, distribution: Distribution, task: str, action: PeerU
             session.run(["kill", "--", pid], task=task, what="stop serving the wheels")
 
     distribution.serving(action.key, f"http://{host}:{port}/", stop)
+    return True
 
 
 def _fetch(session: Session, distribution: Distribution, task: str,
            action: PeerUpload) -> bool:
-    """Fetch from the seed, each file checked against this machine's copy; False: upload."""
-    url = distribution.wait(action.key)
-    if url is None:
-        return False
+    """Fetch from the least busy node serving the wheels, each file checked against this
+    machine's copy, trying the next node after a failure; False: none gave a good copy."""
     pairs = [word for pair in distribution.digests(action.local_path) for word in pair]
-    fetched = session.run([action.python, "-c", FETCH, url, action.remote_path, *pairs],
-                          task=task, what=f"fetch the wheels from {url}")
-    return fetched.exit_code == 0
+    while (url := distribution.acquire(action.key)) is not None:
+        try:
+            fetched = session.run([action.python, "-c", FETCH, url, action.remote_path, *pairs],
+                                  task=task, what=f"fetch the wheels from {url}")
+        except BaseException:  # this node's connection, not the source, failed
+            distribution.release(action.key, url, good=True)
+            raise
+        good = fetched.exit_code == 0
+        distribution.release(action.key, url, good)
+        if good:
+            return True
+    return False

@@ -8,9 +8,10 @@
 The first host whose plan asks for a wheel set (``key``) becomes its seed: it gets the upload
 from this machine, then serves its copy over HTTP on its node-subnet address
 (``peer_scripts.SERVE``). Every other host waits for the seed, fetches from it and checks each
-file's sha256 against this machine's copy; if the seed failed, took too long or sent a wrong
-file, that host gets the upload from this machine instead: a failed seed never fails another
-host. A ``PeerUpload`` run by anything else is a plain ``Upload``.
+file's sha256 against this machine's copy, then serves its copy too; if no node could give a
+good copy (the seed failed or took too long, a file was wrong), that host gets the upload from
+this machine instead: a failed seed never fails another host. A ``PeerUpload`` run by
+anything else is a plain ``Upload``.
 """
 
 from __future__ import annotations
@@ -51,12 +52,16 @@ class PeerUpload(Upload):
 class _WheelSet:
     seed: str
     ready: threading.Event = field(default_factory=threading.Event)
-    url: str | None = None  # None once ready: the seed failed
-    stop: Callable[[], None] | None = None
+    fetching: dict[str, int] = field(default_factory=dict)  # source URL -> fetches under way
+    stops: list[Callable[[], None]] = field(default_factory=list)
 
 
 class Distribution:
-    """Who seeds which wheel set in this run, and the seeds' servers (thread-safe)."""
+    """Who seeds which wheel set in this run, and the nodes serving it (thread-safe).
+
+    A node that fetched a good copy serves it too (``serving``), so the copies spread as a
+    tree: each fetch goes to the source with the fewest fetches under way.
+    """
 
     def __init__(self, wait_seconds: float = WAIT_SECONDS) -> None:
         self.wait_seconds = wait_seconds
@@ -70,20 +75,37 @@ class Distribution:
             return self._sets.setdefault(key, _WheelSet(host)).seed
 
     def serving(self, key: str, url: str, stop: Callable[[], None]) -> None:
-        """The seed serves ``key`` at ``url``; ``stop`` ends that (at ``close``)."""
-        wheel_set = self._sets[key]
-        wheel_set.url, wheel_set.stop = url, stop
+        """A node serves ``key`` at ``url``; ``stop`` ends that (at ``close``)."""
+        with self._lock:
+            wheel_set = self._sets[key]
+            wheel_set.fetching[url] = 0
+            wheel_set.stops.append(stop)
         wheel_set.ready.set()
 
     def failed(self, key: str) -> None:
         """The seed will not serve ``key``: its waiters take the upload instead."""
         self._sets[key].ready.set()
 
-    def wait(self, key: str) -> str | None:
-        """The seed's URL once it serves; None if it failed or took over ``wait_seconds``."""
+    def acquire(self, key: str) -> str | None:
+        """The least busy source of ``key`` once the seed serves, counted as busier until
+        ``release``; None if none is left, or the seed took over ``wait_seconds``."""
         wheel_set = self._sets[key]
         wheel_set.ready.wait(self.wait_seconds)
-        return wheel_set.url
+        with self._lock:
+            if not wheel_set.fetching:
+                return None
+            url = min(wheel_set.fetching, key=wheel_set.fetching.__getitem__)
+            wheel_set.fetching[url] += 1
+            return url
+
+    def release(self, key: str, url: str, good: bool) -> None:
+        """A fetch from ``url`` ended; a source that gave a bad copy is not used again."""
+        with self._lock:
+            fetching = self._sets[key].fetching
+            if url in fetching:
+                fetching[url] -= 1
+                if not good:
+                    del fetching[url]
 
     def digests(self, local_dir: str) -> tuple[tuple[str, str], ...]:
         """(name, sha256) of each file an Upload of ``local_dir`` sends, read once per run."""
@@ -95,11 +117,11 @@ class Distribution:
             return self._digests[local_dir]
 
     def close(self) -> None:
-        """Stop every seed's server (each also stops by itself: ``peer_scripts.SERVE``)."""
+        """Stop every server (each also stops by itself: ``peer_scripts.SERVE``)."""
         with self._lock:
-            stops = [s.stop for s in self._sets.values() if s.stop is not None]
+            stops = [stop for wheel_set in self._sets.values() for stop in wheel_set.stops]
             for wheel_set in self._sets.values():
-                wheel_set.stop = None
+                wheel_set.stops.clear()
         for stop in stops:
             stop()
 

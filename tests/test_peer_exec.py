@@ -97,17 +97,45 @@ def test_the_seed_uploads_once_and_the_others_fetch_from_it(wheels: Path) -> Non
     want = {path.name: path.read_bytes() for path in wheels.iterdir()}
     assert all(held(wheels, node) == want for node in ("node1", "node2", "node3"))
     assert all(s.executed[-1] == Run(("install",)) for s in sessions)
-    url = distribution.wait("set")
-    assert url is not None
-    port = int(url.rsplit(":", 1)[1].strip("/"))
-    assert listening(port)
+    ports = [int(url.rsplit(":", 1)[1].strip("/")) for url in sources(distribution, 3)]
+    assert len(ports) == 3 and all(map(listening, ports))  # the peers serve too
     distribution.close()
     for _ in range(50):
-        if not listening(port) and not list(wheels.parent.glob("node1/.serve-*")):
+        if not any(map(listening, ports)) and not list(wheels.parent.glob("*/.serve-*")):
             break
         time.sleep(0.1)
-    assert not listening(port)  # stopped, and its hard-linked copy removed
-    assert not list(wheels.parent.glob("node1/.serve-*"))
+    assert not any(map(listening, ports))  # stopped, and their hard-linked copies removed
+    assert not list(wheels.parent.glob("*/.serve-*"))
+
+
+def sources(distribution: Distribution, count: int) -> set[str]:
+    """The URLs of ``count`` fetches started at once (the least busy source each), released."""
+    urls = [distribution.acquire("set") for _ in range(count)]
+    for url in urls:
+        assert url is not None
+        distribution.release("set", url, good=True)
+    return {url for url in urls if url is not None}
+
+
+def test_a_node_that_fetched_serves_the_next_and_a_bad_copy_is_skipped(wheels: Path) -> None:
+    distribution = Distribution()
+    distribution.seed_for("set", "node1")
+    apply(distribution, LocalSession("node1"), wheels)
+    apply(distribution, LocalSession("node2"), wheels)  # from node1, then serves
+    (node2_url,) = sources(distribution, 2) - sources(distribution, 1)
+    seed_url = distribution.acquire("set")  # node1 busy: the next fetch goes to node2
+    (served,) = wheels.parent.glob("node2/.serve-*")
+    (served / "six-1.17.0-py2.py3-none-any.whl").unlink()  # node2's copy changed after
+    (served / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"evil")
+    node3 = LocalSession("node3")
+    apply(distribution, node3, wheels)  # node2's refused, then node1's, still busy: good
+    assert not [a for a in node3.executed if isinstance(a, Upload)]
+    assert held(wheels, "node3")["six-1.17.0-py2.py3-none-any.whl"] == b"six"
+    assert seed_url is not None
+    distribution.release("set", seed_url, good=True)
+    serving = sources(distribution, 2)
+    assert len(serving) == 2 and seed_url in serving and node2_url not in serving  # node3 serves
+    distribution.close()
 
 
 def test_a_seed_whose_server_fails_leaves_the_others_an_upload(wheels: Path) -> None:
@@ -142,7 +170,8 @@ def test_a_wrong_file_from_the_seed_is_refused_and_uploaded_instead(wheels: Path
     peer = LocalSession("node2")
     remote = wheels.parent / "node2" / "wheelhouse"
     fetch = PeerUpload(str(wheels), str(remote), "set", "127.0.0.1", "python3")
-    refused = peer.run([fetch.python, "-c", FETCH, str(distribution.wait("set")), str(remote),
+    (seed_url,) = sources(distribution, 1)
+    refused = peer.run([fetch.python, "-c", FETCH, seed_url, str(remote),
                         *[w for pair in distribution.digests(str(wheels)) for w in pair]])
     assert refused.exit_code == 1 and "six-1.17.0-py2.py3-none-any.whl: sha256 " in refused.stderr
     assert not (remote / "six-1.17.0-py2.py3-none-any.whl").exists()

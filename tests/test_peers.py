@@ -34,7 +34,7 @@ def test_waiters_get_the_seeds_url_and_close_stops_it_once() -> None:
     distribution = Distribution()
     distribution.seed_for("set", "node1")
     got: list[str | None] = []
-    waiter = threading.Thread(target=lambda: got.append(distribution.wait("set")))
+    waiter = threading.Thread(target=lambda: got.append(distribution.acquire("set")))
     waiter.start()
     stopped: list[str] = []
     distribution.serving("set", "http://192.0.2.2:40000/", lambda: stopped.append("node1"))
@@ -45,14 +45,28 @@ def test_waiters_get_the_seeds_url_and_close_stops_it_once() -> None:
     assert stopped == ["node1"]
 
 
+def test_each_fetch_goes_to_the_least_busy_source_and_a_bad_one_is_dropped() -> None:
+    distribution = Distribution()
+    distribution.seed_for("set", "node1")
+    distribution.serving("set", "http://seed/", lambda: None)
+    assert distribution.acquire("set") == "http://seed/"  # node2 fetches from the seed
+    distribution.serving("set", "http://node3/", lambda: None)  # node3 had fetched before
+    assert distribution.acquire("set") == "http://node3/"  # the seed is busy: node3
+    distribution.release("set", "http://node3/", good=False)  # node3 sent a wrong file
+    distribution.release("set", "http://seed/", good=True)
+    assert [distribution.acquire("set") for _ in range(2)] == ["http://seed/"] * 2
+    distribution.release("set", "http://seed/", good=False)
+    assert distribution.acquire("set") is None  # none left: the upload
+
+
 def test_a_failed_or_slow_seed_releases_its_waiters_with_no_url() -> None:
     distribution = Distribution()
     distribution.seed_for("set", "node1")
     distribution.failed("set")
-    assert distribution.wait("set") is None
+    assert distribution.acquire("set") is None
     slow = Distribution(wait_seconds=0.05)
     slow.seed_for("set", "node1")
-    assert slow.wait("set") is None
+    assert slow.acquire("set") is None
 
 
 def test_digests_are_this_machines_files_as_an_upload_sends_them(tmp_path: Path) -> None:
