@@ -6,6 +6,7 @@ others fetch from it (``nodeprov.peers``); everything else goes to ``Session.exe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING
@@ -14,6 +15,9 @@ from nodeprov.errors import HostError
 from nodeprov.peer_scripts import FETCH, SERVE
 from nodeprov.peers import SERVE_IDLE, SERVE_LIFETIME, Distribution, PeerUpload
 from nodeprov.tasks.base import Action, Upload
+
+# a fetch slower than this gives up for the next source (or the upload): a stuck node
+FETCH_RATE, FETCH_SLACK = 5e6, 60.0  # bytes/s, seconds
 
 if TYPE_CHECKING:
     from nodeprov.facts import Facts
@@ -79,10 +83,14 @@ def _fetch(session: Session, distribution: Distribution, task: str,
            action: PeerUpload) -> bool:
     """Fetch from the least busy node serving the wheels, each file checked against this
     machine's copy, trying the next node after a failure; False: none gave a good copy."""
-    pairs = [word for pair in distribution.digests(action.local_path) for word in pair]
+    digests = distribution.digests(action.local_path)
+    pairs = [word for pair in digests for word in pair]
+    size = sum(os.path.getsize(os.path.join(action.local_path, name)) for name, _ in digests)
+    seconds = str(int(FETCH_SLACK + size / FETCH_RATE))
     while (url := distribution.acquire(action.key)) is not None:
         try:
-            fetched = session.run([action.python, "-c", FETCH, url, action.remote_path, *pairs],
+            fetched = session.run([action.python, "-c", FETCH, url, action.remote_path, seconds,
+                                   *pairs],
                                   task=task, what=f"fetch the wheels from {url}")
         except BaseException:  # this node's connection, not the source, failed
             distribution.release(action.key, url, good=True)

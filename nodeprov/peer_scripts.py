@@ -1,7 +1,7 @@
 """The node side of peer distribution: two standalone scripts run with the node's python3.
 
     python3 -c SERVE DIR ADDRESS LIFETIME IDLE   # prints "PORT PID", then serves detached
-    python3 -c FETCH URL DEST NAME SHA256 [NAME SHA256 ...]
+    python3 -c FETCH URL DEST SECONDS NAME SHA256 [NAME SHA256 ...]
 
 SERVE hard-links DIR's wheels into a private folder beside it (so the seed may remove DIR once
 it has installed) and serves that folder read-only over HTTP on ADDRESS, port 0: the kernel
@@ -11,8 +11,8 @@ on SIGTERM, after LIFETIME seconds, or after IDLE seconds with no transfer: noth
 listening even if this machine dies mid-run.
 
 FETCH downloads each NAME from URL (stdlib urllib only) into DEST through a temporary file,
-and keeps it only when its sha256 is the one given: the seed is not trusted. Exit 1 names the
-first file that failed.
+and keeps it only when its sha256 is the one given: the seed is not trusted, nor is its pace
+(it gives up after SECONDS in all). Exit 1 names the first file that failed.
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ server.server_close()
 shutil.rmtree(served, ignore_errors=True)
 """
 
-FETCH = r"""import hashlib, os, sys, urllib.parse, urllib.request
-base, dest = sys.argv[1], sys.argv[2]
-pairs = sys.argv[3:]
+FETCH = r"""import hashlib, os, sys, time, urllib.parse, urllib.request
+base, dest, deadline = sys.argv[1], sys.argv[2], time.monotonic() + float(sys.argv[3])
+pairs = sys.argv[4:]
 for name, expected in zip(pairs[0::2], pairs[1::2]):
     part = os.path.join(dest, "." + name + ".part")
     digest = hashlib.sha256()
@@ -92,9 +92,11 @@ for name, expected in zip(pairs[0::2], pairs[1::2]):
         with urllib.request.urlopen(base + urllib.parse.quote(name), timeout=60) as response, \
                 open(part, "wb") as out:
             while True:
-                chunk = response.read(1 << 20)
+                chunk = response.read1(1 << 20)
                 if not chunk:
                     break
+                if time.monotonic() > deadline:
+                    sys.exit(f"{name}: too slow, gave up after {sys.argv[3]} seconds")
                 digest.update(chunk)
                 out.write(chunk)
         if digest.hexdigest() != expected:

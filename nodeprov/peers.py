@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 WAIT_SECONDS = 3600.0  # for the seed's upload: one copy of ~3 GB over a slow uplink
 SERVE_LIFETIME = 3600.0
 SERVE_IDLE = 300.0
+PER_SOURCE = 4  # fetches a node serves at once: more wait for the nodes that finished
 UPLOADED = "uploaded from this machine"
 
 
@@ -51,7 +53,7 @@ class PeerUpload(Upload):
 @dataclass
 class _WheelSet:
     seed: str
-    ready: threading.Event = field(default_factory=threading.Event)
+    settled: bool = False  # the seed serves, or never will
     fetching: dict[str, int] = field(default_factory=dict)  # source URL -> fetches under way
     stops: list[Callable[[], None]] = field(default_factory=list)
 
@@ -59,13 +61,15 @@ class _WheelSet:
 class Distribution:
     """Who seeds which wheel set in this run, and the nodes serving it (thread-safe).
 
-    A node that fetched a good copy serves it too (``serving``), so the copies spread as a
-    tree: each fetch goes to the source with the fewest fetches under way.
+    A node that fetched a good copy serves it too (``serving``), and a source serves at most
+    ``per_source`` fetches at once, so the copies spread as a tree: each fetch waits for the
+    least busy source with room.
     """
 
-    def __init__(self, wait_seconds: float = WAIT_SECONDS) -> None:
-        self.wait_seconds = wait_seconds
+    def __init__(self, wait_seconds: float = WAIT_SECONDS, per_source: int = PER_SOURCE) -> None:
+        self.wait_seconds, self.per_source = wait_seconds, per_source
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._sets: dict[str, _WheelSet] = {}
         self._digests: dict[str, tuple[tuple[str, str], ...]] = {}
 
@@ -76,36 +80,45 @@ class Distribution:
 
     def serving(self, key: str, url: str, stop: Callable[[], None]) -> None:
         """A node serves ``key`` at ``url``; ``stop`` ends that (at ``close``)."""
-        with self._lock:
+        with self._changed:
             wheel_set = self._sets[key]
             wheel_set.fetching[url] = 0
             wheel_set.stops.append(stop)
-        wheel_set.ready.set()
+            wheel_set.settled = True
+            self._changed.notify_all()
 
     def failed(self, key: str) -> None:
         """The seed will not serve ``key``: its waiters take the upload instead."""
-        self._sets[key].ready.set()
+        with self._changed:
+            self._sets[key].settled = True
+            self._changed.notify_all()
 
     def acquire(self, key: str) -> str | None:
-        """The least busy source of ``key`` once the seed serves, counted as busier until
-        ``release``; None if none is left, or the seed took over ``wait_seconds``."""
-        wheel_set = self._sets[key]
-        wheel_set.ready.wait(self.wait_seconds)
-        with self._lock:
-            if not wheel_set.fetching:
-                return None
-            url = min(wheel_set.fetching, key=wheel_set.fetching.__getitem__)
-            wheel_set.fetching[url] += 1
-            return url
+        """The least busy source of ``key`` with room, counted until ``release``; None when
+        none is left, or after ``wait_seconds``."""
+        deadline = time.monotonic() + self.wait_seconds
+        with self._changed:
+            wheel_set = self._sets[key]
+            while not (wheel_set.settled and not wheel_set.fetching):
+                room = [url for url, count in wheel_set.fetching.items()
+                        if count < self.per_source]
+                if room:
+                    url = min(room, key=wheel_set.fetching.__getitem__)
+                    wheel_set.fetching[url] += 1
+                    return url
+                if not self._changed.wait(max(0.0, deadline - time.monotonic())):
+                    return None
+            return None
 
     def release(self, key: str, url: str, good: bool) -> None:
         """A fetch from ``url`` ended; a source that gave a bad copy is not used again."""
-        with self._lock:
+        with self._changed:
             fetching = self._sets[key].fetching
             if url in fetching:
                 fetching[url] -= 1
                 if not good:
                     del fetching[url]
+            self._changed.notify_all()
 
     def digests(self, local_dir: str) -> tuple[tuple[str, str], ...]:
         """(name, sha256) of each file an Upload of ``local_dir`` sends, read once per run."""

@@ -10,6 +10,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,7 @@ def test_a_wrong_file_from_the_seed_is_refused_and_uploaded_instead(wheels: Path
     remote = wheels.parent / "node2" / "wheelhouse"
     fetch = PeerUpload(str(wheels), str(remote), "set", "127.0.0.1", "python3")
     (seed_url,) = sources(distribution, 1)
-    refused = peer.run([fetch.python, "-c", FETCH, seed_url, str(remote),
+    refused = peer.run([fetch.python, "-c", FETCH, seed_url, str(remote), "60",
                         *[w for pair in distribution.digests(str(wheels)) for w in pair]])
     assert refused.exit_code == 1 and "six-1.17.0-py2.py3-none-any.whl: sha256 " in refused.stderr
     assert not (remote / "six-1.17.0-py2.py3-none-any.whl").exists()
@@ -193,3 +194,28 @@ def test_a_server_nobody_stops_stops_by_itself_when_idle(wheels: Path) -> None:
         time.sleep(0.1)
     assert not Path(f"/proc/{pid}").exists()
     assert not listening(port) and not list(wheels.parent.glob(".serve-*"))
+
+
+def test_a_source_that_trickles_is_given_up(tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def trickle() -> None:
+            connection, _ = listener.accept()
+            with connection, suppress(OSError):  # the fetch hangs up first
+                connection.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\n")
+                for _ in range(40):  # one byte each 0.1 s: never stalls 60 s, never ends
+                    time.sleep(0.1)
+                    connection.sendall(b"x")
+
+        server = threading.Thread(target=trickle)
+        server.start()
+        port = listener.getsockname()[1]
+        started = time.monotonic()
+        slow = subprocess.run(["python3", "-c", FETCH, f"http://127.0.0.1:{port}/", str(tmp_path),
+                               "1", "a.whl", "0" * 64], capture_output=True, text=True,
+                              timeout=30)
+        server.join()
+    assert slow.returncode == 1 and "a.whl: too slow, gave up after 1 seconds" in slow.stderr
+    assert time.monotonic() - started < 4 and list(tmp_path.iterdir()) == []

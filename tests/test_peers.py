@@ -103,3 +103,23 @@ def test_otherwise_a_plain_upload(distribution: Distribution | None, subnet: str
     action, words = peer_upload(context("node1", distribution, **facts), "/l", "/r", "set",
                                 subnet)
     assert action == Upload("/l", "/r") and type(action) is Upload and words == UPLOADED
+
+
+def test_a_full_source_makes_the_next_fetch_wait_for_room_or_a_new_source() -> None:
+    distribution = Distribution(per_source=1)
+    distribution.seed_for("set", "node1")
+    distribution.serving("set", "http://seed/", lambda: None)
+    assert distribution.acquire("set") == "http://seed/"  # node2 fetches
+    got: list[str | None] = []
+    waiter = threading.Thread(target=lambda: got.append(distribution.acquire("set")))
+    waiter.start()
+    waiter.join(0.2)
+    assert got == []  # node3 waits: the seed is full
+    distribution.serving("set", "http://node2/", lambda: None)  # node2 done, serves
+    waiter.join(5)
+    assert got == ["http://node2/"]
+    full = Distribution(wait_seconds=0.05, per_source=1)
+    full.seed_for("set", "node1")
+    full.serving("set", "http://seed/", lambda: None)
+    assert full.acquire("set") == "http://seed/"
+    assert full.acquire("set") is None  # no room in time: the upload
