@@ -151,7 +151,7 @@ def measure(nodes: int, rate: str, cache: Path, upload_each: bool, with_apply: b
               f"sent by this machine {sent / 1e6:.1f} MB = {sent / size:.2f}x one copy; "
               f"{load()}", flush=True)
         if nodes > 1 and not upload_each:
-            print(f"  this machine -> seed {size / first / 1e6:.1f} MB/s; seed -> "
+            print(f"  this machine -> seed {size / first / 1e6:.1f} MB/s; nodes -> "
                   f"{nodes - 1} peers {size * (nodes - 1) / max(last - first, 1e-3) / 1e6:.1f}"
                   " MB/s together (the bridge forwards them past the tbf)", flush=True)
         if with_apply:
