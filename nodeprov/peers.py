@@ -72,6 +72,7 @@ class Distribution:
         self._changed = threading.Condition(self._lock)
         self._sets: dict[str, _WheelSet] = {}
         self._digests: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._digest_locks: dict[str, threading.Lock] = {}
 
     def seed_for(self, key: str, host: str) -> str:
         """The seed of ``key``: ``host`` itself when it asks first (asking again: the same)."""
@@ -121,8 +122,11 @@ class Distribution:
             self._changed.notify_all()
 
     def digests(self, local_dir: str) -> tuple[tuple[str, str], ...]:
-        """(name, sha256) of each file an Upload of ``local_dir`` sends, read once per run."""
+        """(name, sha256) of each file an Upload of ``local_dir`` sends, read once per run
+        (under the folder's own lock: hashing gigabytes holds up no other wheel set)."""
         with self._lock:
+            folder_lock = self._digest_locks.setdefault(local_dir, threading.Lock())
+        with folder_lock:
             if local_dir not in self._digests:
                 self._digests[local_dir] = tuple(
                     (path.name, _sha256(path)) for path in sorted(Path(local_dir).iterdir())
