@@ -43,10 +43,13 @@ def execute(session: Session, distribution: Distribution | None, task: str,
         if seed:
             distribution.failed(action.key)
         raise
-    if not seed and _fetch(session, distribution, task, action):
-        _serve(session, distribution, task, action)  # the copies spread as a tree
-    elif not seed:
+    why = None if seed else _fetch(session, distribution, task, action)
+    if why is not None:
+        distribution.warn(session.host.name, f"wheels uploaded from this machine after all: "
+                                             f"{why}")
         session.execute(task, [Upload(action.local_path, action.remote_path)])
+    elif not seed:
+        _serve(session, distribution, task, action)  # the copies spread as a tree
     return session.execute(task, actions[where + 1:], then_read=then_read)
 
 
@@ -80,13 +83,14 @@ def _serve(session: Session, distribution: Distribution, task: str, action: Peer
 
 
 def _fetch(session: Session, distribution: Distribution, task: str,
-           action: PeerUpload) -> bool:
+           action: PeerUpload) -> str | None:
     """Fetch from the least busy node serving the wheels, each file checked against this
-    machine's copy, trying the next node after a failure; False: none gave a good copy."""
+    machine's copy, trying the next node after a failure; None when done, else why not."""
     digests = distribution.digests(action.local_path)
     pairs = [word for pair in digests for word in pair]
     size = sum(os.path.getsize(os.path.join(action.local_path, name)) for name, _ in digests)
     seconds = str(int(FETCH_SLACK + size / FETCH_RATE))
+    why = "no node served them (the seed failed, or none had room in time)"
     while (url := distribution.acquire(action.key)) is not None:
         try:
             fetched = session.run([action.python, "-c", FETCH, url, action.remote_path, seconds,
@@ -98,5 +102,6 @@ def _fetch(session: Session, distribution: Distribution, task: str,
         good = fetched.exit_code == 0
         distribution.release(action.key, url, good)
         if good:
-            return True
-    return False
+            return None
+        why = f"{url}: {(fetched.stderr.strip().splitlines() or ['failed'])[-1]}"
+    return why

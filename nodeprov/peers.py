@@ -73,6 +73,7 @@ class Distribution:
         self._sets: dict[str, _WheelSet] = {}
         self._digests: dict[str, tuple[tuple[str, str], ...]] = {}
         self._digest_locks: dict[str, threading.Lock] = {}
+        self._warnings: dict[str, list[str]] = {}
 
     def seed_for(self, key: str, host: str) -> str:
         """The seed of ``key``: ``host`` itself when it asks first (asking again: the same)."""
@@ -120,6 +121,16 @@ class Distribution:
                 if not good:
                     del fetching[url]
             self._changed.notify_all()
+
+    def warn(self, host: str, text: str) -> None:
+        """A warning for ``host``'s task result (``warnings_for``)."""
+        with self._lock:
+            self._warnings.setdefault(host, []).append(text)
+
+    def warnings_for(self, host: str) -> list[str]:
+        """``host``'s warnings since the last call."""
+        with self._lock:
+            return self._warnings.pop(host, [])
 
     def digests(self, local_dir: str) -> tuple[tuple[str, str], ...]:
         """(name, sha256) of each file an Upload of ``local_dir`` sends, read once per run

@@ -253,6 +253,7 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                 read = execute(session, distribution, spec.type.name,
                                [action for change in plan.changes for action in change.actions],
                                then_read=probes if index + 1 < len(run.specs) else None)
+                task.warnings += distribution.warnings_for(run.host.name)
                 stale = read is None
                 if read is not None:
                     facts, outputs = read

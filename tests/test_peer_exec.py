@@ -148,6 +148,9 @@ def test_a_seed_whose_server_fails_leaves_the_others_an_upload(wheels: Path) -> 
     peer = LocalSession("node2")
     apply(distribution, peer, wheels)
     assert [type(a) for a in peer.executed if isinstance(a, Upload)] == [Upload]
+    assert distribution.warnings_for("node2") == [
+        "wheels uploaded from this machine after all: no node served them (the seed failed, or "
+        "none had room in time)"]
     assert held(wheels, "node2") == held(wheels, "node1")
 
 
@@ -159,6 +162,9 @@ def test_a_seed_failing_before_its_upload_fails_alone(wheels: Path) -> None:
     peer = LocalSession("node2")
     apply(distribution, peer, wheels)  # not left waiting: uploaded from this machine
     assert [type(a) for a in peer.executed if isinstance(a, Upload)] == [Upload]
+    assert distribution.warnings_for("node2") == [
+        "wheels uploaded from this machine after all: no node served them (the seed failed, or "
+        "none had room in time)"]
 
 
 def test_a_wrong_file_from_the_seed_is_refused_and_uploaded_instead(wheels: Path) -> None:
@@ -179,6 +185,9 @@ def test_a_wrong_file_from_the_seed_is_refused_and_uploaded_instead(wheels: Path
     assert not list(remote.glob(".*.part"))
     apply(distribution, peer, wheels)
     assert [type(a) for a in peer.executed if isinstance(a, Upload)] == [Upload]
+    (warning,) = distribution.warnings_for("node2")
+    assert warning.startswith(f"wheels uploaded from this machine after all: {seed_url}: "
+                              "six-1.17.0-py2.py3-none-any.whl: sha256 ")
     assert held(wheels, "node2")["six-1.17.0-py2.py3-none-any.whl"] == b"six"
     distribution.close()
 
