@@ -32,6 +32,8 @@ from nodeprov.facts import Facts
 from nodeprov.fanout import on_every, raise_first
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
+from nodeprov.peer_exec import execute
+from nodeprov.peers import Distribution
 from nodeprov.playbook import Playbook, TaskSpec, selected
 from nodeprov.session import Session, SshOptions
 from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed
@@ -141,6 +143,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
     observed: dict[str, list[str | None]] = {}
     started = time.monotonic()
     stop = threading.Event()
+    distribution = Distribution()
 
     def connect_and_gather(host: Host) -> None:
         session, result = sessions[host.name], results[host.name]
@@ -165,7 +168,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         result = results[run.host.name]
         if result.error is None:
             _apply_tasks(run, sessions[run.host.name], result, observed[run.host.name],
-                         cluster, inventory, options, reporter, stop)
+                         cluster, inventory, options, reporter, stop, distribution)
         # now, not when the caller closes: two runs must not wait on each other's other hosts
         sessions[run.host.name].unlock()
         result.duration = time.monotonic() - started
@@ -185,7 +188,11 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
     cluster = {h.name: (h, results[h.name].facts) for h in hosts}
     for name, problem in problems.items():
         results[name].status, results[name].error = "failed", problem
-    raise_first(on_every(apply_host, runs.values(), forks=options.forks, stop=stop, drop=drop))
+    try:
+        raise_first(on_every(apply_host, runs.values(), forks=options.forks, stop=stop,
+                             drop=drop))
+    finally:
+        distribution.close()  # no node keeps serving wheels after the run
     probed = {name: {spec.type.name: out for spec, out in reversed(list(zip(
         runs[name].specs, outputs, strict=True))) if out is not None}
         for name, outputs in observed.items() if name in runs}
@@ -204,7 +211,7 @@ def _probe(run: _HostRun, index: int) -> Probe | None:
 def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                  observed: list[str | None], cluster: Mapping[str, tuple[Host, Facts | None]],
                  inventory: Inventory, options: RunOptions, reporter: Reporter,
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, distribution: Distribution) -> None:
     facts = result.facts
     assert facts is not None
     check = options.check
@@ -229,16 +236,17 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                 _observe(observed, probes, outputs)
                 stale = False
             host = cluster[run.host.name][0]  # node_address read from the node where need be
-            plan = spec.type.plan(Context(host, facts, cluster), run.params[index],
-                                  observed[index] or "")
+            context = Context(host, facts, cluster, distribution)
+            plan = spec.type.plan(context, run.params[index], observed[index] or "")
             _record_plan(task, plan)
             if not plan.in_sync and not check:
                 # the changes in one go, then the facts and the next tasks' probes read again
                 # in the same round trip
                 probes = _probes_from(run, index + 1)
-                read = session.execute(spec.type.name, [action for change in plan.changes
-                                                        for action in change.actions],
-                                       then_read=probes if index + 1 < len(run.specs) else None)
+                read = execute(session, distribution, spec.type.name,
+                               [action for change in plan.changes for action in change.actions],
+                               then_read=probes if index + 1 < len(run.specs) else None)
+                task.warnings += distribution.warnings_for(run.host.name)
                 stale = read is None
                 if read is not None:
                     facts, outputs = read

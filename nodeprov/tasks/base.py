@@ -52,6 +52,7 @@ from nodeprov.tasks.params import ParamError, checked, param_names, parse_params
 if TYPE_CHECKING:
     from nodeprov.facts import Facts
     from nodeprov.inventory import Host
+    from nodeprov.peers import Distribution
 
 
 # --- actions: the only things the runner executes on a node -------------------------------------
@@ -178,6 +179,7 @@ class Context:
     host: Host
     facts: Facts
     cluster: Mapping[str, tuple[Host, Facts | None]]
+    distribution: Distribution | None = None  # this run's wheel seeds (nodeprov.peers)
 
 
 class TaskFailed(Exception):

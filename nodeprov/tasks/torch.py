@@ -10,6 +10,7 @@
         extra_index_urls: "{{ pip_extra_index_url }}"
         find_links: "{{ pip_find_links }}"
         wheelhouse: "{{ wheelhouse }}"
+        subnet: "{{ node_subnet }}"         # wheelhouse: nodes fetch from a peer over it
 
 Every GPU node gets the same variant (each bundles its own NCCL, which must match across ranks),
 chosen by ``torch_matrix`` from every inventory host's facts; CPU-only nodes get ``cpu``.
@@ -117,9 +118,12 @@ class TorchParams:
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
     wheelhouse: bool = False
+    subnet: str | None = None
 
     def __post_init__(self) -> None:
         validate.absolute_path(self.venv)
+        if self.subnet is not None:
+            validate.cidr(self.subnet)
         wheel_spec(self.version, "cpu")  # a full version: 2.13.0
         VARIABLES["torch_cuda"].check(self.cuda)
         for spec in (*self.packages, *self.extra_index_urls, *self.find_links,
@@ -217,8 +221,12 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
         return Plan.noop(f"torch {state.torch_version} already in {params.venv}", *nccl,
                          *satisfied[:len(params.packages)], *notes, warnings=warnings)
     sources, where = sources_for(params, state, variant)
+    force = bool(problem) and not unsatisfied([spec], state.installed, environment)
+    actions, wheels_from = install_actions(ctx, params, state, variant, python,
+                                           [spec, *missing], force, sources)
     if params.wheelhouse:
-        where = f"this machine's wheelhouse ({local_dir(params, variant, python, state, ctx)})"
+        local = local_dir(params, variant, python, state, ctx)
+        where = f"this machine's wheelhouse ({local}, {wheels_from})"
     where += f" {installed_with(ctx, state)}"
     if problem:
         size = "~200 MB" if variant == "cpu" else "~3 GB with the NVIDIA libraries"
@@ -226,9 +234,6 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
         summary = f"install {spec} ({size}){extras} from {where} ({problem})"
     else:
         summary = f"install {', '.join(missing + broken)} into {params.venv} from {where}"
-    force = bool(problem) and not unsatisfied([spec], state.installed, environment)
-    actions = install_actions(ctx, params, state, variant, python, [spec, *missing], force,
-                              sources)
     verify = verify_run(ctx.facts, params, variant)
     return Plan.of(Change(summary, (*actions, verify)), notes=notes, warnings=warnings)
 

@@ -1,11 +1,14 @@
 """How the torch task installs: its sources, the wheelhouse, and uv or pip on the node.
 
     sources, where = sources_for(params, state, variant)
-    actions = install_actions(ctx, params, state, variant, python, specs, force, sources)
+    actions, wheels_from = install_actions(ctx, params, state, variant, python, specs, force,
+                                           sources)
 
 Sources: the inventory's ``pip_*`` variables, else the node's own pip configuration
 (``pipconfig``), else PyTorch's index of the variant with PyPI. In wheelhouse mode this machine
-downloads the wheels once and pushes them; the node installs from the pushed copy only.
+downloads the wheels once and pushes them to one node, which the others fetch them from over
+the node subnet (``nodeprov.peers``; ``wheels_from`` says which); the node installs from that
+copy only.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from nodeprov import installer, pipconfig, wheelhouse
-from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed, Upload
+from nodeprov.peers import peer_upload
+from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed
 from nodeprov.torch_matrix import wheel_spec
 from nodeprov.wheelhouse import Sources, download_args, target_name
 
@@ -46,8 +50,9 @@ def installed_with(ctx: Context, state: TorchState) -> str:
 
 def install_actions(ctx: Context, params: TorchParams, state: TorchState, variant: str,
                     python: str, specs: list[str], force: bool,
-                    chosen: Sources) -> tuple[Action, ...]:
-    """Everything but the final import check: uv pushed if need be, the wheels, the install."""
+                    chosen: Sources) -> tuple[tuple[Action, ...], str]:
+    """Everything but the final import check: uv pushed if need be, the wheels, the install;
+    and in wheelhouse mode, where the wheels come from (``peers.peer_upload``)."""
     sources = chosen.options(variant)
     hint = (f"could the node not reach {chosen.describe(variant)}? set pip_index_url or "
             "pip_find_links to a source it reaches, or wheelhouse: true to send the wheels "
@@ -55,14 +60,18 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
     prepare: list[Action] = []
     finish: list[Action] = []
     env: tuple[str, ...] = ()
+    wheels_from = ""
     if params.wheelhouse:
         local = local_dir(params, variant, python, state, ctx)
         remote_dir = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
         wanted = (wheel_spec(params.version, variant), *params.packages)
         args = download_args(_minor(python), _need_glibc(state), ctx.facts.arch, sources, wanted)
-        prepare = [Local((sys.executable, "-m", "nodeprov.wheelhouse", local, *args)),
-                   Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", remote_dir)),
-                   Upload(local, remote_dir)]
+        fill = Local((sys.executable, "-m", "nodeprov.wheelhouse", local, *args))
+        # one wheel set: what is downloaded, and where it goes
+        upload, wheels_from = peer_upload(ctx, local, remote_dir, "\0".join(
+            (*fill.argv, remote_dir)), params.subnet)
+        prepare = [fill, Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir",
+                              remote_dir)), upload]
         # only the pushed wheels: not an index or find-links from the node's pip.conf
         env = ("env", "PIP_CONFIG_FILE=/dev/null")
         sources = ("--no-index", "--find-links", remote_dir)
@@ -75,7 +84,8 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
     if force:  # version.py disagrees with the metadata pip trusts: replace torch's files
         prepare.append(_with_env(env, run(params.venv, sources, specs[:1], reinstall=True,
                                           hint=hint)))
-    return (*prepare, _with_env(env, run(params.venv, sources, specs, hint=hint)), *finish)
+    return (*prepare, _with_env(env, run(params.venv, sources, specs, hint=hint)),
+            *finish), wheels_from
 
 
 def _with_env(env: tuple[str, ...], action: Run) -> Run:

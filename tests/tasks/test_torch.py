@@ -24,6 +24,7 @@ from nodeprov.cli import app
 from nodeprov.facts import Facts
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.inventory import Host
+from nodeprov.peers import Distribution, PeerUpload
 from nodeprov.tasks.base import (
     Context,
     Local,
@@ -372,6 +373,26 @@ def test_wheelhouse_plan_downloads_here_pushes_and_installs_offline(
                                  "torch==2.13.0+cpu", "six")
     assert cleanup == Run(("rm", "-rf", "--", remote)) and isinstance(verify, Run)
     assert not (tmp_path / "nodeprov").exists()  # planning downloads nothing
+
+
+def test_wheelhouse_plans_name_one_seed_and_the_others_fetch_from_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    distribution = Distribution()
+    cluster = {name: facts(name) for name in ("node1", "node2")}
+    wanted = params(wheelhouse=True, subnet="192.0.2.0/24")  # the recorded eth0's subnet
+    plans = {name: plan(dataclasses.replace(context(name, cluster), distribution=distribution),
+                        wanted, observed()) for name in cluster}
+    assert ", uploaded from this machine) with uv" in plans["node1"].changes[0].summary
+    assert (", from node1 over the node subnet) with uv" in plans["node2"].changes[0].summary)
+    uploads = [next(a for a in p.changes[0].actions if isinstance(a, Upload))
+               for p in plans.values()]
+    assert all(isinstance(a, PeerUpload) and a.address == "192.0.2.2" for a in uploads)
+    assert uploads[0].key == uploads[1].key  # one wheel set
+    other = params(wheelhouse=True, subnet="192.0.2.0/24", packages=["six"])
+    assert "uploaded from this machine" in plan(dataclasses.replace(
+        context("node2", cluster), distribution=distribution), other,
+        observed()).changes[0].summary  # another wheel set: node2 seeds it
 
 
 def test_one_download_for_many_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
