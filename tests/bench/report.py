@@ -121,9 +121,9 @@ def scale_table(records: Sequence[Record], nodes: int) -> str:
                      f"{f'{median(rss):.0f}' if rss else '-'} | "
                      f"{f'{median(threads):.0f}' if threads else '-'} | "
                      f"{spread(load, 1) if load else '-'} |")
-    lines.append("\npeak RSS: the CLI process's VmHWM; peak threads: its process tree's, sampled "
-                 "from /proc every 0.2 s; verify's round trips: every Session's counter, tallied "
-                 "in the CLI's process")
+    lines.append("\npeak RSS: the CLI process's VmHWM; peak threads: its process tree's at once "
+                 "(/proc: the CLI every 0.05 s, what it starts every second); verify's round "
+                 "trips: every Session's counter, tallied in the CLI's process")
     memory = [r["node_mem_mb"] for r in records if r["nodes"] == nodes and r.get("node_mem_mb")]
     if memory:
         lines.append(f"memory per testbed node, its processes once up (Pss of the node's init "
