@@ -103,7 +103,8 @@ def scale_table(records: Sequence[Record], nodes: int) -> str:
     """nodeprov in sync: re-apply, apply --check, verify --no-job; its peak RSS and threads; the
     memory each testbed node took."""
     lines = [f"#### {nodes} node{'s' if nodes != 1 else ''}: nodeprov on nodes in sync, median",
-             "", "| run | wall s | round trips per host | peak RSS (MB) | peak threads | "
+             "", "| run | wall s | connections / round trips per host | peak RSS (MB) | "
+             "peak threads | "
              "load avg before (1 min) |", "| --- | --- | --- | --- | --- | --- |"]
     for phase, name in (("again", "apply (no-change)"), ("check", "apply --check"),
                         ("verify", "verify --no-job"), ("floor", "floor (Fabric)"),
@@ -111,13 +112,15 @@ def scale_table(records: Sequence[Record], nodes: int) -> str:
         wall = values(records, nodes, "nodeprov", phase)
         if not wall:
             continue
-        trips = sorted({t for r in pick(records, nodes, "nodeprov", phase)
-                        for _, t in (r.get("per_host") or {}).values()})
+        per_host = [pair for r in pick(records, nodes, "nodeprov", phase)
+                    for pair in (r.get("per_host") or {}).values()]
+        trips = (f"{_range(sorted({c for c, _ in per_host}))} / "
+                 f"{_range(sorted({t for _, t in per_host}))}" if per_host else "")
         rss = values(records, nodes, "nodeprov", phase, "peak_rss_mb")
         threads = values(records, nodes, "nodeprov", phase, "peak_threads")
         load = [r["load_before"][0] for r in pick(records, nodes, "nodeprov", phase)
                 if r.get("load_before")]
-        lines.append(f"| {name} | {spread(wall)} | {_range(trips) or 'not reported'} | "
+        lines.append(f"| {name} | {spread(wall)} | {trips or 'not reported'} | "
                      f"{f'{median(rss):.0f}' if rss else '-'} | "
                      f"{f'{median(threads):.0f}' if threads else '-'} | "
                      f"{spread(load, 1) if load else '-'} |")
