@@ -25,10 +25,14 @@ from nodeprov.wheelhouse import cache_root, manylinux_platforms
 UV_VERSION = "0.13.9"
 UV_DIR = f"/var/cache/nodeprov/uv-{UV_VERSION}"
 UV = f"{UV_DIR}/uv"
+UV_FAILED = f"{UV_DIR}/failed"  # the first line uv printed where it did not run: pip from then on
 _UPLOAD = f"{UV_DIR}.upload"
 _ARCHES = ("x86_64", "aarch64")  # the platforms torch ships on; uv has a wheel for each
-# One line: "uv" when the binary is there, else "no-uv" and the glibc version (to fetch uv for).
-UV_PROBE = (f"if [ -x {shlex.quote(UV)} ]; then echo uv; "
+# One line: "uv-failed" and why (uv did not run here), "uv" when the binary is there, else
+# "no-uv" and the glibc version (to fetch uv for).
+UV_PROBE = (f"if [ -s {shlex.quote(UV_FAILED)} ]; then IFS= read -r why < "
+            f"{shlex.quote(UV_FAILED)}; echo \"uv-failed $why\"; "
+            f"elif [ -x {shlex.quote(UV)} ]; then echo uv; "
             "else echo \"no-uv $(getconf GNU_LIBC_VERSION 2>/dev/null)\"; fi\n")
 # argv: the upload folder, the binary's path. Unpacks uv from the pushed wheel, atomically.
 _UNPACK = r"""import glob, os, shutil, sys, zipfile
@@ -47,10 +51,22 @@ shutil.rmtree(upload)
 MAKE_UPLOAD_DIR = 'install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
 PIP: tuple[str, ...] = ("-m", "pip", "install", "--no-input", "--disable-pip-version-check",
                         "--progress-bar", "off", "--no-cache-dir")
+# uv_runs UV: true when uv runs; else its first line of error goes to UV_FAILED (the next
+# plans read it and say "with pip (uv failed: ...)") and to stderr.
+_UV_RUNS = r"""uv_runs() {
+  why=$("$1" --version 2>&1 >/dev/null) && return 0
+  status=$? why=${why%%
+*}
+  why=${why:-"$1 --version exited $status"}
+  printf '%s\n' "$why" > "$1.failed" && mv -f -- "$1.failed" "${1%/*}/failed" || :
+  echo "nodeprov: installed with pip: uv failed: $why" >&2
+  return 1
+}
+"""
 # argv: uv, the venv, "reinstall" or "install", uv's cache, then sources, "--", specs. uv when
 # it runs (its cache beside the venv, so files are hard-linked, then removed), else pip.
-_INSTALL = r"""uv=$1 venv=$2 mode=$3 cache=$4; shift 4
-if "$uv" --version >/dev/null 2>&1; then
+_INSTALL = _UV_RUNS + r"""uv=$1 venv=$2 mode=$3 cache=$4; shift 4
+if uv_runs "$uv"; then
   [ "$mode" = install ] || set -- --reinstall --no-deps "$@"
   status=0
   UV_CACHE_DIR=$cache "$uv" pip install --no-config --no-progress --python "$venv/bin/python" \
@@ -58,7 +74,6 @@ if "$uv" --version >/dev/null 2>&1; then
   rm -rf -- "$cache"
   exit "$status"
 fi
-echo "nodeprov: $uv does not run here: installing with pip" >&2
 [ "$mode" = install ] || set -- --force-reinstall --no-deps "$@"
 exec "$venv/bin/python" -m pip install --no-input --disable-pip-version-check \
   --progress-bar off --no-cache-dir "$@"
@@ -70,9 +85,9 @@ dirs = [sysconfig.get_config_var("WHEEL_PKG_DIR") or "", "/usr/share/python-whee
         os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")]
 print(next((d for d in dirs if d and glob.glob(os.path.join(d, "pip-*.whl"))), ""))
 """
-_SEED = r"""uv=$1 venv=$2
+_SEED = _UV_RUNS + r"""uv=$1 venv=$2
 wheels=$("$venv/bin/python" -c "$3") || wheels=
-if [ -n "$wheels" ] && "$uv" --version >/dev/null 2>&1; then
+if [ -n "$wheels" ] && uv_runs "$uv"; then
   exec "$uv" pip install --no-config --no-progress --no-cache --python "$venv/bin/python" \
     --no-index --find-links "$wheels" pip
 fi
@@ -82,20 +97,24 @@ exec "$venv/bin/python" -m ensurepip --default-pip
 
 @dataclass(frozen=True)
 class UvState:
-    """What ``UV_PROBE`` saw: uv on the node, else the node's glibc (None: not glibc)."""
+    """What ``UV_PROBE`` saw: uv on the node, else the node's glibc (None: not glibc);
+    ``failed``: the first line uv printed where it did not run (then pip installs)."""
 
     present: bool
     glibc: tuple[int, int] | None = None
+    failed: str = ""
 
 
 def parse_uv_line(line: str) -> UvState:
     """The line of ``UV_PROBE``.
 
     >>> parse_uv_line("no-uv glibc 2.36")
-    UvState(present=False, glibc=(2, 36))
+    UvState(present=False, glibc=(2, 36), failed='')
     """
     if line.strip() == "uv":
         return UvState(True)
+    if line.startswith("uv-failed "):
+        return UvState(False, None, line.removeprefix("uv-failed ").strip() or "no reason given")
     major, _, minor = (line.split()[-1] if len(line.split()) > 1 else "").partition(".")
     return UvState(False, (int(major), int(minor)) if major.isdigit() and minor.isdigit()
                    else None)
@@ -103,6 +122,8 @@ def parse_uv_line(line: str) -> UvState:
 
 def uv_unusable(state: UvState, arch: str) -> str | None:
     """Why uv cannot be had on this node (then pip installs), None when it can."""
+    if state.failed:
+        return f"uv failed: {state.failed}; remove {UV_FAILED} to try uv again"
     if state.present:
         return None
     if arch not in _ARCHES:

@@ -240,17 +240,21 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
             plan = spec.type.plan(context, run.params[index], observed[index] or "")
             _record_plan(task, plan)
             if not plan.in_sync and not check:
-                # the changes in one go, then the facts and the next tasks' probes read again
-                # in the same round trip
-                probes = _probes_from(run, index + 1)
+                # the changes in one go, then the facts, this task's probe and the next tasks'
+                # read again in the same round trip: what the changes left can warn (uv that
+                # did not run, so pip installed)
+                probes = _probes_from(run, index)
                 read = execute(session, distribution, spec.type.name,
                                [action for change in plan.changes for action in change.actions],
-                               then_read=probes if index + 1 < len(run.specs) else None)
+                               then_read=probes)
                 task.warnings += distribution.warnings_for(run.host.name)
                 stale = read is None
                 if read is not None:
                     facts, outputs = read
                     _observe(observed, probes, outputs)
+                    after = spec.type.plan(Context(host, facts, cluster, distribution),
+                                           run.params[index], observed[index] or "")
+                    task.warnings += [w for w in after.warnings if w not in task.warnings]
         except TaskFailed as error:
             task.status, task.error = "failed", f"{run.host.name}: {spec.type.name}: {error}"
         except (HostError, InputError) as error:

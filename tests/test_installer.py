@@ -16,7 +16,10 @@ from nodeprov.tasks.base import Run
 
 # Records its arguments (and uv's cache folder) in $0.log; fails when $0.fail exists.
 RECORDER = """#!/bin/sh
-[ "$1" != --version ] || exec [ ! -e "$0.broken" ]
+if [ "$1" = --version ] && [ -e "$0.broken" ]; then
+  echo "uv: /lib64/ld-linux-x86-64.so.2: bad ELF interpreter" >&2; echo "second line" >&2; exit 126
+fi
+[ "$1" != --version ] || exit 0
 [ "$1" != -c ] || { echo "$FAKE_WHEELS"; exit 0; }
 printf '%s\\n' "${UV_CACHE_DIR:-no-cache-dir}" "$@" > "$0.log"
 [ -z "${UV_CACHE_DIR:-}" ] || [ -d "$UV_CACHE_DIR" ] || mkdir "$UV_CACHE_DIR"
@@ -68,12 +71,29 @@ def test_a_failed_uv_install_fails_and_still_removes_its_cache(fakes: tuple[Path
     assert done.returncode == 1 and not Path(f"{venv}.uv-cache").exists()
 
 
+def uv_line(uv: Path) -> str:
+    """UV_PROBE's line on this machine, for a uv at ``uv`` (its folder as uv's)."""
+    probe = installer.UV_PROBE.replace(installer.UV_DIR, str(uv.parent))
+    return subprocess.run(["sh", "-c", probe], capture_output=True, text=True,
+                          check=True).stdout
+
+
 def test_pip_installs_where_uv_does_not_run_and_says_so(fakes: tuple[Path, Path]) -> None:
     uv, venv = fakes
+    assert uv_line(uv) == "uv\n"
     Path(f"{uv}.broken").touch()
     done = run(installer.install(str(venv), ("--index-url", "http://m/simple"), ["torch"],
                                  reinstall=True), uv)
-    assert done.returncode == 0 and "does not run here: installing with pip" in done.stderr
+    why = "uv: /lib64/ld-linux-x86-64.so.2: bad ELF interpreter"
+    assert done.returncode == 0 and f"installed with pip: uv failed: {why}\n" in done.stderr
+    # kept on the node: the next plans (the torch task's, read right after the venv task's
+    # change) say pip, and why
+    assert (uv.parent / "failed").read_text() == why + "\n"
+    state = installer.parse_uv_line(uv_line(uv))
+    assert state == installer.UvState(False, None, why)
+    assert installer.uv_unusable(state, "x86_64") == (
+        f"uv failed: {why}; remove {installer.UV_FAILED} to try uv again")
+    assert installer.push_uv(state, "x86_64", "/usr/bin/python3") == ()
     python = venv / "bin" / "python"
     assert logged(python) == ["no-cache-dir", "-m", "pip", "install", "--no-input",
                               "--disable-pip-version-check", "--progress-bar", "off",
@@ -92,6 +112,13 @@ def test_pip_is_seeded_from_the_nodes_own_wheel_by_uv_else_by_ensurepip(
                               "/usr/share/python-wheels", "pip"]
     assert run(seed, uv, {"FAKE_WHEELS": ""}).returncode == 0  # no wheel found: ensurepip
     assert logged(venv / "bin" / "python")[1:] == ["-m", "ensurepip", "--default-pip"]
+    assert not (uv.parent / "failed").exists()
+    Path(f"{uv}.broken").touch()  # uv does not run: ensurepip, and the reason kept
+    (venv / "bin" / "python.log").unlink()
+    done = run(seed, uv, {"FAKE_WHEELS": "/usr/share/python-wheels"})
+    assert done.returncode == 0 and "installed with pip: uv failed: uv: " in done.stderr
+    assert logged(venv / "bin" / "python")[1:] == ["-m", "ensurepip", "--default-pip"]
+    assert (uv.parent / "failed").read_text().startswith("uv: /lib64/")
 
 
 def test_the_pip_wheel_is_found_where_this_python_keeps_it() -> None:

@@ -3,9 +3,12 @@ costs one round trip per changed task, and every plan sees what the tasks before
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
+
+import pytest
 
 from nodeprov import files
 from nodeprov.facts import Facts, parse_facts, split_sections
@@ -13,7 +16,8 @@ from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
 from nodeprov.runner import RunOptions, TaskResult, run_playbook
 from nodeprov.session import Session
-from nodeprov.tasks.base import Action, Probe, Write
+from nodeprov.tasks.base import Action, Context, Plan, Probe, Write
+from nodeprov.tasks.registry import REGISTRY
 
 FACTS = parse_facts(split_sections(
     (Path(__file__).parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
@@ -122,3 +126,28 @@ def test_check_reads_once_and_changes_nothing(tmp_path: Path) -> None:
     node = FakeNode({})
     assert apply(tmp_path, node, check=True) == ["changed", "changed", "changed"]
     assert node.texts == {} and node.calls == ["gather", "gather"]
+
+
+
+def test_what_a_change_left_is_read_in_its_round_trip_and_its_warnings_reported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    block = REGISTRY["block"]
+
+    def plan(ctx: Context, params: Any, observed: str) -> Plan:
+        """block's plan, warning about a block once it is in sync (as torch's about uv)."""
+        planned = block.plan(ctx, params, observed)
+        return planned if planned.changes else Plan.noop(
+            *planned.notes, warnings=[f"{params.path} holds block {params.name}"])
+
+    monkeypatch.setitem(REGISTRY, "block", dataclasses.replace(block, plan=plan))
+    (tmp_path / "inventory.yaml").write_text(INVENTORY)
+    (tmp_path / "playbook.yaml").write_text(PLAYBOOK)
+    inventory = load_inventory(tmp_path / "inventory.yaml")
+    node = FakeNode({})
+    outcome = run_playbook(load_playbook(tmp_path / "playbook.yaml", inventory), inventory,
+                           inventory.hosts, RunOptions(), Quiet(), {"node1": cast(Session, node)})
+    (result,) = outcome.results
+    assert [(task.status, task.warnings) for task in result.tasks] == [
+        ("changed", ["/etc/motd holds block one"]), ("changed", ["/etc/issue holds block two"]),
+        ("changed", ["/etc/motd holds block three"])]
+    assert node.calls == ["gather", "execute", "execute", "gather", "execute"]  # no more

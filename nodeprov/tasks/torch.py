@@ -203,6 +203,9 @@ def choose(ctx: Context, params: TorchParams) -> tuple[str, list[str], list[str]
 def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
     state = parse_probe(observed)
     variant, notes, warnings = choose(ctx, params)
+    if state.uv.failed:
+        warnings.append(f"installed with pip: uv failed: {state.uv.failed} (uv is not tried "
+                        f"again here until {installer.UV_FAILED} is removed)")
     python = state.python or ctx.facts.python_version
     if python is None:
         raise TaskFailed(f"no venv at {params.venv} and no python3 on the node; run the venv "

@@ -96,27 +96,31 @@ class Sample:
     exit_code: int
     output: str
     peak_rss_mb: float | None = None  # the command's own process (nodeprov: every SSH client)
-    peak_threads: int | None = None
+    peak_threads: int | None = None  # its process tree's, at once
+    peak_tree_rss_mb: float | None = None  # its process tree's, at once (pip it starts too)
+    load_before: tuple[float, float, float] = (0.0, 0.0, 0.0)  # the machine's load average
+
+
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc/PID/stat (this kernel has no .../children file)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    return children
 
 
 def processes_pss_mb(roots: Sequence[int]) -> float:
     """Proportional memory (Pss, /proc/PID/smaps_rollup) of ``roots`` and their descendants:
     what a testbed's nodes hold, whatever else the machine runs."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # ended meanwhile
-        parents[int(stat.parent.name)] = int(fields[1])
-    wanted = set(roots)
-    for pid in sorted(parents):  # a child's pid may be lower than its parent's: loop to rest
-        chain, cursor = [], pid
-        while cursor in parents and cursor not in wanted and cursor > 1:
-            chain.append(cursor)
-            cursor = parents[cursor]
-        if cursor in wanted:
-            wanted.update(chain)
+    children, wanted, pending = _children(), set[int](), list(roots)
+    while pending:
+        pid = pending.pop()
+        wanted.add(pid)
+        pending += children.get(pid, [])
     total_kb = 0
     for pid in wanted:
         try:
@@ -128,25 +132,46 @@ def processes_pss_mb(roots: Sequence[int]) -> float:
     return total_kb / 1024
 
 
+def _status(pid: int) -> dict[str, str]:
+    try:
+        return dict(line.split(":", 1) for line in
+                    Path(f"/proc/{pid}/status").read_text().splitlines())
+    except (OSError, ValueError):
+        return {}  # ended (or a zombie without these fields)
+
+
 class Peaks:
-    """Samples a process's resident memory and threads (/proc/PID/status) until it ends."""
+    """Samples a process tree's resident memory and threads (/proc/PID/status) until its root
+    ends: the most the tree held at once (sum of VmRSS, sum of Threads) and the root's own
+    high-water mark (VmHWM). The root every 0.05 s; its descendants (pip that nodeprov starts)
+    every second, as listing them reads every process's stat: with 128 nodes, ~1000 files."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.rss_mb, self.threads = pid, 0.0, 0
+        self.pid, self.rss_mb, self.threads, self.tree_rss_mb = pid, 0.0, 0, 0.0
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
-        status = Path(f"/proc/{self.pid}/status")
+        descendants_kb = descendants_threads = 0
+        next_scan = 0.0
         while True:
-            try:
-                fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
-            except (OSError, ValueError):
-                return  # the process ended (or became a zombie without these fields)
-            if "VmHWM" not in fields:
+            root = _status(self.pid)
+            if "VmHWM" not in root:
                 return
-            self.rss_mb = max(self.rss_mb, int(fields["VmHWM"].split()[0]) / 1024)
-            self.threads = max(self.threads, int(fields["Threads"]))
+            if time.monotonic() >= next_scan:
+                next_scan = time.monotonic() + 1.0
+                children = _children()
+                pending, descendants_kb, descendants_threads = children.get(self.pid, []), 0, 0
+                while pending:
+                    pid = pending.pop()
+                    pending += children.get(pid, [])
+                    status = _status(pid)
+                    descendants_kb += int(status.get("VmRSS", "0 kB").split()[0])
+                    descendants_threads += int(status.get("Threads", "0"))
+            self.rss_mb = max(self.rss_mb, int(root["VmHWM"].split()[0]) / 1024)
+            self.tree_rss_mb = max(self.tree_rss_mb, (int(root["VmRSS"].split()[0])
+                                                      + descendants_kb) / 1024)
+            self.threads = max(self.threads, int(root["Threads"]) + descendants_threads)
             time.sleep(0.05)
 
     def join(self) -> None:
@@ -154,10 +179,12 @@ class Peaks:
 
 
 def timed(argv: Sequence[str], *, own: OwnCpu | None, env: Mapping[str, str] | None = None,
-          cwd: Path | None = None, quiet_wait: bool = True, timeout: float = 1800) -> Sample:
-    """Run ``argv`` to the end once the machine is quiet; its output is stdout then stderr.
-    A run past ``timeout`` is killed and reads as exit code -9."""
-    load = wait_quiet(own) if quiet_wait else 0.0
+          cwd: Path | None = None, quiet_wait: bool = True, timeout: float = 1800,
+          patience: float = 20.0) -> Sample:
+    """Run ``argv`` to the end once the machine is quiet (waiting up to ``patience`` s); its
+    output is stdout then stderr. A run past ``timeout`` is killed and reads as exit code -9."""
+    load = wait_quiet(own, patience) if quiet_wait else 0.0
+    load_before = os.getloadavg()
     own_before = own.seconds() if own else None
     machine_before = busy_jiffies()
     started = time.perf_counter()
@@ -177,7 +204,7 @@ def timed(argv: Sequence[str], *, own: OwnCpu | None, env: Mapping[str, str] | N
     own_after = own.seconds() if own else None
     own_cpu = own_after - own_before if own_after is not None and own_before is not None else None
     return Sample(wall, machine, own_cpu, load, exit_code, output, peaks.rss_mb or None,
-                  peaks.threads or None)
+                  peaks.threads or None, peaks.tree_rss_mb or None, load_before)
 
 
 def median(values: Sequence[float]) -> float:

@@ -103,25 +103,47 @@ def scale_table(records: Sequence[Record], nodes: int) -> str:
     """nodeprov in sync: re-apply, apply --check, verify --no-job; its peak RSS and threads; the
     memory each testbed node took."""
     lines = [f"#### {nodes} node{'s' if nodes != 1 else ''}: nodeprov on nodes in sync, median",
-             "", "| run | wall s | round trips per host | peak RSS (MB) | peak threads |",
-             "| --- | --- | --- | --- | --- |"]
+             "", "| run | wall s | connections / round trips per host | peak RSS (MB) | "
+             "peak threads | "
+             "load avg before (1 min) |", "| --- | --- | --- | --- | --- | --- |"]
     for phase, name in (("again", "apply (no-change)"), ("check", "apply --check"),
-                        ("verify", "verify --no-job"), ("floor", "floor (Fabric)")):
+                        ("verify", "verify --no-job"), ("floor", "floor (Fabric)"),
+                        ("first", "first apply (network)"), ("venv", "venv added")):
         wall = values(records, nodes, "nodeprov", phase)
         if not wall:
             continue
-        trips = sorted({t for r in pick(records, nodes, "nodeprov", phase)
-                        for _, t in (r.get("per_host") or {}).values()})
+        per_host = [pair for r in pick(records, nodes, "nodeprov", phase)
+                    for pair in (r.get("per_host") or {}).values()]
+        trips = (f"{_range(sorted({c for c, _ in per_host}))} / "
+                 f"{_range(sorted({t for _, t in per_host}))}" if per_host else "")
         rss = values(records, nodes, "nodeprov", phase, "peak_rss_mb")
         threads = values(records, nodes, "nodeprov", phase, "peak_threads")
+        load = [r["load_before"][0] for r in pick(records, nodes, "nodeprov", phase)
+                if r.get("load_before")]
         lines.append(f"| {name} | {spread(wall)} | {trips or 'not reported'} | "
                      f"{f'{median(rss):.0f}' if rss else '-'} | "
-                     f"{f'{median(threads):.0f}' if threads else '-'} |")
+                     f"{f'{median(threads):.0f}' if threads else '-'} | "
+                     f"{spread(load, 1) if load else '-'} |")
+    lines.append("\npeak RSS: the CLI process's VmHWM; peak threads: its process tree's at once "
+                 "(/proc: the CLI every 0.05 s, what it starts every second); verify's round "
+                 "trips: every Session's counter, tallied in the CLI's process")
     memory = [r["node_mem_mb"] for r in records if r["nodes"] == nodes and r.get("node_mem_mb")]
     if memory:
-        lines.append(f"\nmemory per testbed node, its processes once up (Pss): "
+        lines.append(f"memory per testbed node, its processes once up (Pss of the node's init "
+                     f"and descendants, sshd included, /proc/PID/smaps_rollup): "
                      f"{median(memory):.1f} MB")
+    bringup = [r["bringup_s"] for r in records if r["nodes"] == nodes and r.get("bringup_s")]
+    if bringup:
+        lines.append(f"testbed bring-up (up() until every node takes an SSH login): "
+                     f"{spread(sorted(set(bringup)), 1)} s")
     return "\n".join(lines)
+
+
+def _range(numbers: list[int]) -> str:
+    """``[1]``, or ``[2-3]`` for several values: 128 hosts' counts stay one short cell."""
+    if len(numbers) <= 2:
+        return str(numbers) if numbers else ""
+    return f"[{numbers[0]}-{numbers[-1]}]"
 
 
 def round_trips(records: Sequence[Record], nodes: int) -> tuple[set[int], set[int]]:

@@ -52,14 +52,21 @@ def log(message: str) -> None:
 
 
 @contextmanager
-def fresh_testbed(directory: Path, nodes: int, **options: Any) -> Iterator[tuple[Testbed, float]]:
-    """The testbed, and the memory each node's processes hold once up (Pss, MB)."""
+def fresh_testbed(directory: Path, nodes: int, **options: Any,
+                  ) -> Iterator[tuple[Testbed, float, float]]:
+    """The testbed, the memory each node's processes hold once up (Pss, MB), and the seconds
+    its bring-up took."""
     down(directory)  # what an interrupted run of ours may have left
+    started = time.perf_counter()
     bed = up(directory, nodes=nodes, **options)
+    bringup = time.perf_counter() - started
     inits = [member.init.pid for name in bed.nodes
              if (member := bed.state.member(name)).init is not None]
     try:
-        yield bed, processes_pss_mb(inits) / nodes
+        node_mb = processes_pss_mb(inits) / nodes
+        log(f"{nodes} nodes up in {bringup:.1f} s, {node_mb:.1f} MB per node (Pss of its "
+            f"processes), load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        yield bed, node_mb, bringup
     finally:
         down(directory)
 
@@ -73,18 +80,20 @@ def record(sample: Sample, tool: Tool, bed: Testbed, work: Path, phase: str, rep
         outcome = tool.outcome(work, phase, sample.output, sample.exit_code, len(bed.nodes))
     log(f"  {len(bed.nodes):>3} nodes rep {rep} {tool.name:<8} {phase:<5} "
         f"{sample.wall_s:7.2f} s  cpu {sample.machine_cpu_s:6.2f} s  changes "
-        f"{outcome.changes}{'' if outcome.ok else '  FAILED: ' + outcome.problem}")
+        f"{outcome.changes}  load before {sample.load_before[0]:.1f}"
+        f"{'' if outcome.ok else '  FAILED: ' + outcome.problem}")
     (work / f"{phase}.log").write_text(sample.output)
     return {"nodes": len(bed.nodes), "rep": rep, "tool": tool.name, "phase": phase,
             "wall_s": sample.wall_s, "machine_cpu_s": sample.machine_cpu_s,
             "own_cpu_s": sample.own_cpu_s, "background_cores": sample.background_cores,
             "ok": outcome.ok, "changes": outcome.changes, "problem": outcome.problem,
             "per_host": outcome.per_host, "endstate": [], "peak_rss_mb": sample.peak_rss_mb,
-            "peak_threads": sample.peak_threads}
+            "peak_threads": sample.peak_threads, "peak_tree_rss_mb": sample.peak_tree_rss_mb,
+            "load_before": sample.load_before}
 
 
-def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int,
-               own: OwnCpu) -> list[dict[str, Any]]:
+def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int, own: OwnCpu,
+               patience: float = 20.0) -> list[dict[str, Any]]:
     """First apply (network), venv added, no-change re-apply; the floor on nodeprov's nodes."""
     tool.prepare(bed, work)
     records = []
@@ -93,7 +102,7 @@ def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int,
             command = tool.command(bed, work, phase=phase, network_only=network_only)
             # "venv" is not a target: no need to wait for a quiet machine before it
             sample = timed(command.argv, own=own, env=command.env, cwd=command.cwd,
-                           quiet_wait=phase != "venv")
+                           quiet_wait=phase != "venv", patience=patience)
             records.append(record(sample, tool, bed, work, phase, rep))
             if phase == "venv":
                 records[-1]["endstate"] = [f"{node}: {problem}"
@@ -103,11 +112,12 @@ def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int,
                     log(f"  {tool.name}: end state: {problem}")
         if isinstance(tool, Nodeprov):
             sample = timed([sys.executable, str(FLOOR), str(bed.ssh_config_path), *bed.nodes],
-                           own=own)
+                           own=own, patience=patience)
             records.append(record(sample, tool, bed, work, "floor", rep))
             for phase in ("check", "verify"):  # apply --check and verify --no-job, in sync
                 command = tool.command(bed, work, phase=phase, network_only=False)
-                sample = timed(command.argv, own=own, env=command.env, cwd=command.cwd)
+                sample = timed(command.argv, own=own, env=command.env, cwd=command.cwd,
+                               patience=patience)
                 records.append(record(sample, tool, bed, work, phase, rep))
     finally:
         tool.cleanup(work)
@@ -115,18 +125,23 @@ def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int,
 
 
 def bench_sizes(sizes: list[int], reps: int, tools: list[Tool], root: Path, own: OwnCpu,
-                ansible_reps_32: int) -> list[dict[str, Any]]:
+                ansible_reps_32: int, ansible_max_nodes: int = 32, patience: float = 20.0,
+                ) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for nodes in sizes:
+        if nodes > ansible_max_nodes and any(isinstance(tool, Ansible) for tool in tools):
+            print(f"ansible: skipped at {nodes} nodes (--ansible-max-nodes {ansible_max_nodes}:"
+                  " ~7 minutes per run at 32 nodes already)\n", flush=True)
         for rep in range(1, reps + 1):
             for tool in tools:
-                if isinstance(tool, Ansible) and nodes >= 32 and rep > ansible_reps_32:
+                if isinstance(tool, Ansible) and (
+                        nodes > ansible_max_nodes or nodes >= 32 and rep > ansible_reps_32):
                     continue
                 work = root / "work" / f"n{nodes}-r{rep}-{tool.name}"
                 shutil.rmtree(work, ignore_errors=True)
-                with fresh_testbed(root / "testbed", nodes) as (bed, node_mb):
-                    records += [{**r, "node_mem_mb": node_mb}
-                                for r in bench_tool(tool, bed, work, rep, own)]
+                with fresh_testbed(root / "testbed", nodes) as (bed, node_mb, bringup):
+                    records += [{**r, "node_mem_mb": node_mb, "bringup_s": bringup}
+                                for r in bench_tool(tool, bed, work, rep, own, patience)]
         print(report.speed_table(records, nodes) + "\n", flush=True)
         print(report.cpu_table(records, nodes) + "\n", flush=True)
         print(report.scale_table(records, nodes) + "\n", flush=True)
@@ -164,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3, help="repetitions per tool and size")
     parser.add_argument("--ansible-reps-32", type=int, default=2,
                         help="Ansible's repetitions at 32 nodes and more (it takes minutes)")
+    parser.add_argument("--ansible-max-nodes", type=int, default=32,
+                        help="skip Ansible above this many nodes (it takes minutes per run)")
     parser.add_argument("--tools", default="nodeprov,ansible,pyinfra")
+    parser.add_argument("--quiet-wait", type=float, default=20.0, metavar="SECONDS",
+                        help="how long each timed run waits for a quiet machine at most")
     parser.add_argument("--smoke", action="store_true", help="2 nodes, 1 repetition, no job")
     parser.add_argument("--no-job", action="store_true", help="skip the verification job")
     parser.add_argument("--root", type=Path, default=Path("/srv/nodeprov-bench"),
@@ -196,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{versions['ansible']}; {versions['pyinfra']}\n")
     started = time.perf_counter()
     with OwnCpu() as own:
-        records = bench_sizes(sizes, reps, tools, args.root, own, args.ansible_reps_32)
+        records = bench_sizes(sizes, reps, tools, args.root, own, args.ansible_reps_32,
+                              args.ansible_max_nodes, args.quiet_wait)
         job_data = None if args.smoke or args.no_job else bench_job(args.root)
     if job_data:
         print(report.job_table(job_data) + "\n")

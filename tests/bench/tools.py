@@ -25,6 +25,7 @@ from pathlib import Path
 from nodeprov.testbed.cluster import Testbed
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 # ansible 11+ bundles community.general (ufw) and ansible.posix (sysctl) with ansible-core
 VENV_PACKAGES = {"ansible": ("ansible>=11",), "pyinfra": ("pyinfra>=3,<4",)}
 VERSION_COMMAND = {"ansible": ("ansible-playbook", "--version"), "pyinfra": ("pyinfra",
@@ -52,6 +53,18 @@ class Outcome:
     per_host: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
+def traceback_in(output: str) -> list[str]:
+    """A thread's or the program's traceback in ``output``: its last line (the exception), once
+    per distinct one. Never acceptable, whatever the exit code."""
+    found: list[str] = []
+    for block in output.split("Traceback (most recent call last):")[1:]:
+        last = next((line for line in block.splitlines() if line and not line[0].isspace()),
+                    "traceback")
+        if f"traceback: {last}" not in found:
+            found.append(f"traceback: {last}")
+    return found
+
+
 def ensure_venv(path: Path, tool: str) -> str:
     """The tool's venv at ``path`` (made on first use, from PyPI); its version line."""
     program, *args = VERSION_COMMAND[tool]
@@ -75,8 +88,12 @@ class Nodeprov:
         program = Path(sys.executable).with_name("nodeprov")
         report = ["--json", str(work / f"{phase}.json")]
         if phase == "verify":  # the checks only, next to apply --check on the same nodes
-            return Command([str(program), "verify", str(bed.inventory_path), "-p",
-                            str(self.playbook), "--no-job", *report])
+            # verify's report has no hosts: the CLI runs in a process that tallies every
+            # Session's connections and round trips (tests/bench/verify.py --count)
+            return Command([sys.executable, "-m", "tests.bench.verify", "--count",
+                            "--count-file", str(work / "verify.counts.json"), "--", "verify",
+                            str(bed.inventory_path), "-p", str(self.playbook), "--no-job",
+                            *report], cwd=REPO)
         tags = ["--tags", "network"] if network_only else []
         check = ["--check"] if phase == "check" else []
         return Command([str(program), "apply", str(bed.inventory_path), "-p", str(self.playbook),
@@ -90,15 +107,24 @@ class Nodeprov:
         report = json.loads(report_path.read_text())
         if phase == "verify":  # its report has checks and drift, not hosts
             drift = len(report["drift"])
-            ok = exit_code == 0 and report["ok"]
-            return Outcome(ok, drift, "" if ok else f"exit {exit_code}: {output[-500:]}")
+            counts = work / "verify.counts.json"
+            per_host = ({name: (pair[0], pair[1]) for name, pair in
+                         json.loads(counts.read_text()).items()} if counts.exists() else {})
+            ok = exit_code == 0 and report["ok"] and not traceback_in(output)
+            return Outcome(ok, drift, "" if ok else f"exit {exit_code}: {output[-500:]}",
+                           per_host)
         hosts = report["hosts"]
         changes = sum(task["status"] == "changed" for host in hosts.values()
                       for task in host["tasks"])
         per_host = {name: (host["connections"], host["round_trips"])
                     for name, host in hosts.items()}
-        ok = exit_code == 0 and report["ok"] and len(hosts) == nodes
-        return Outcome(ok, changes, "" if ok else f"exit {exit_code}: {output[-500:]}", per_host)
+        failed = [host["error"] or f"{name}: {host['status']}" for name, host in hosts.items()
+                  if host["status"] in ("failed", "unreachable")]
+        ok = (exit_code == 0 and report["ok"] and len(hosts) == nodes and not failed
+              and not traceback_in(output))
+        problem = "; ".join([*failed, *traceback_in(output)]) or f"exit {exit_code}: " \
+            f"{output[-500:]}"
+        return Outcome(ok, changes, "" if ok else problem, per_host)
 
     def cleanup(self, work: Path) -> None:
         pass

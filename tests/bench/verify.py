@@ -93,7 +93,7 @@ def row(source: Path, command: str, samples: list[Sample], per_host: dict[str, l
 
 def bench(nodes: int, sources: list[Path], reps: int, root: Path, own: OwnCpu) -> str:
     playbook = Nodeprov.playbook
-    with fresh_testbed(root / "testbed", nodes) as bed:
+    with fresh_testbed(root / "testbed", nodes) as (bed, _node_mb, _bringup_s):
         log(f"{nodes} nodes: provisioning with {playbook.name}")
         first = timed([sys.executable, "-m", "nodeprov", "apply", str(bed.inventory_path),
                        "-p", str(playbook), "--forks", str(nodes)], own=own, env=ENV,
@@ -125,10 +125,16 @@ def main(argv_: list[str] | None = None) -> int:
     parser.add_argument("--count", action="store_true",
                         help="internal: run the CLI with the remaining arguments, print "
                              "{host: [connections, round trips]} as JSON")
+    parser.add_argument("--count-file", type=Path,
+                        help="internal, with --count: write the JSON here, not to stdout")
     parser.add_argument("rest", nargs="*")
     args = parser.parse_args(argv_)
     if args.count:
-        print(json.dumps(count(args.rest)))
+        counts = json.dumps(count(args.rest))
+        if args.count_file:
+            args.count_file.write_text(counts)
+        else:
+            print(counts)
         return 0
     sources = [source.resolve() for source in args.source or [REPO]]
     with OwnCpu() as own:

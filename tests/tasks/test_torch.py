@@ -247,6 +247,18 @@ def test_another_build_or_a_hand_edited_torch_is_replaced() -> None:
     force = change.actions[0]
     assert isinstance(force, Run) and force.argv[:3] == (PY, "-m", "pip")
     assert "--force-reinstall" in force.argv and "--no-deps" in force.argv
+    # uv was pushed (by the venv task, in this round trip) and did not run there: pip, and why
+    failed = observed(version_py("2.12.0+cpu", None), CPU_DISTS, TORCH_REQUIRES,
+                      uv="uv-failed sh: 1: /var/cache/nodeprov/uv-0.13.9/uv: Permission denied")
+    failed_plan = plan(context("node1", cluster), params(), failed)
+    assert failed_plan.warnings[-1] == (
+        "installed with pip: uv failed: sh: 1: /var/cache/nodeprov/uv-0.13.9/uv: Permission "
+        f"denied (uv is not tried again here until {installer.UV_FAILED} is removed)")
+    (change,) = failed_plan.changes
+    force = change.actions[0]
+    assert isinstance(force, Run) and force.argv[:3] == (PY, "-m", "pip")
+    assert (" with pip (uv failed: sh: 1: /var/cache/nodeprov/uv-0.13.9/uv: Permission denied;"
+            f" remove {installer.UV_FAILED} to try uv again)") in change.summary
     mangled = observed("__version__ = (", CPU_DISTS, TORCH_REQUIRES)
     assert "torch not installed" in plan(context("node1", cluster), params(),
                                          mangled).changes[0].summary

@@ -85,7 +85,9 @@ def test_uv_is_pushed_where_missing_and_pip_installs_where_uv_cannot_run(
     assert isinstance(unpack, Run) and unpack.argv[-2:] == (mkdir.argv[-1], installer.UV)
     assert "--without-pip" in str(create)
     for uv, arch, why in (("no-uv ", "x86_64", "the node has no glibc"),
-                          ("no-uv glibc 2.36", "ppc64le", "no uv build for ppc64le")):
+                          ("no-uv glibc 2.36", "ppc64le", "no uv build for ppc64le"),
+                          ("uv-failed uv: Exec format error", "x86_64",
+                           "uv failed: uv: Exec format error; remove")):
         (change,) = plan(context(node_facts(arch=arch)), VenvParams(VENV),
                          observed(uv=uv)).changes
         assert change.summary.endswith(f"pip put in by ensurepip ({why}") or why in change.summary
