@@ -21,10 +21,10 @@ from nodeprov.jsonreport import apply_report, facts_report
 from nodeprov.listing import print_listing
 from nodeprov.options import tag_set
 from nodeprov.playbook import JobSpec, load_playbook, selected
+from nodeprov.remote.session import Session, SshOptions, connect_all
 from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
 from nodeprov.rolling import Rolled, run_rolling
 from nodeprov.runner import Interrupted, RunOptions, RunOutcome
-from nodeprov.session import Session, SshOptions, connect_all
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
               json_path: str | None, verbose: bool, skip_tags: str | None = None,
               extra_vars: Sequence[str] = (), list_hosts: bool = False,
               list_tasks: bool = False) -> int:
-    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     extra = parse_extra_vars(extra_vars)
     inventory = load_inventory(inventory_path, playbook_path.parent if playbook_path else None,
@@ -131,7 +131,7 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: RunOutcom
 def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
               accept_new_host_keys: bool, json_path: str | None,
               extra_vars: Sequence[str] = ()) -> int:
-    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     inventory = load_inventory(inventory_path, extra_vars=parse_extra_vars(extra_vars))
     hosts = select_hosts(inventory, limit)

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from nodeprov import serial, validate
 from nodeprov.errors import InputError
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
 from nodeprov.tasks.registry import REGISTRY
 from nodeprov.templating import TemplateError, Templates, hide

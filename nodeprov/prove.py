@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
 from nodeprov.job.baseline import (
     Baseline,
@@ -35,7 +34,8 @@ from nodeprov.job.connectivity import Matrix, check_connectivity
 from nodeprov.job.launch import JobOutcome, run_job
 from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.jsonreport import matrix_json
-from nodeprov.session import Session
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.session import Session
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from nodeprov.commands import select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
 from nodeprov.inventory import load_inventory
 from nodeprov.job.runargs import RunRequest
-from nodeprov.session import SshOptions, connect_all
+from nodeprov.remote.session import SshOptions, connect_all
 from nodeprov.validate import printable
 
 RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
@@ -20,8 +20,8 @@ RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 
 def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None, forks: int,
                 accept_new_host_keys: bool, json_path: str | None) -> int:
-    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
     from nodeprov.job.run import run_user_job
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     inventory = load_inventory(inventory_path)
     hosts = select_hosts(inventory, limit)

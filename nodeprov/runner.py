@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
 from nodeprov.playbook import Playbook, TaskSpec, selected
-from nodeprov.session import Session, SshOptions
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.session import Session, SshOptions
 from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed
 
 TaskStatus = Literal["ok", "changed", "failed", "skipped"]

@@ -16,10 +16,10 @@ from nodeprov import files
 from nodeprov.errors import InputError, Unreachable
 from nodeprov.inventory import load_inventory
 from nodeprov.playbook import load_playbook
+from nodeprov.remote.session import Session
 from nodeprov.report import print_batches
 from nodeprov.rolling import Batch, Rolled, run_rolling
 from nodeprov.runner import RunOptions
-from nodeprov.session import Session
 from nodeprov.tasks.base import Action, Probe, TaskFailed
 
 NAMES = [f"node{number}" for number in range(1, 6)]

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from nodeprov import files
-from nodeprov.facts import Facts, parse_facts, split_sections
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
+from nodeprov.remote.facts import Facts, parse_facts, split_sections
+from nodeprov.remote.session import Session
 from nodeprov.runner import RunOptions, TaskResult, run_playbook
-from nodeprov.session import Session
 from nodeprov.tasks.base import Action, Probe, Write
 
 FACTS = parse_facts(split_sections(

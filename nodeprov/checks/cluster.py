@@ -23,11 +23,11 @@ from testinfra.backend.base import BaseBackend, CommandResult
 
 from nodeprov.checks.fresh import Fresh
 from nodeprov.errors import HostError, InputError
-from nodeprov.facts import Facts
-from nodeprov.hostkeys import SshFiles
 from nodeprov.inventory import Host, Inventory
 from nodeprov.playbook import Playbook, TaskSpec
-from nodeprov.session import Session, SshOptions
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.hostkeys import SshFiles
+from nodeprov.remote.session import Session, SshOptions
 from nodeprov.tasks.base import Context, Probe
 from nodeprov.tasks.registry import REGISTRY
 

@@ -28,10 +28,10 @@ from nodeprov.checks.fresh import Fresh, read_fresh
 from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import InputError
 from nodeprov.extravars import parse_extra_vars
-from nodeprov.hostkeys import SshFiles
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
-from nodeprov.session import SshOptions
+from nodeprov.remote.hostkeys import SshFiles
+from nodeprov.remote.session import SshOptions
 from nodeprov.tasks.base import Context
 
 _CLUSTER = pytest.StashKey[Cluster]()

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
-    from nodeprov.session import Session
+    from nodeprov.remote.facts import Facts
+    from nodeprov.remote.session import Session
 
 Kind = Literal["dns", "eph", "rdzv"]
 KIND_NAMES: dict[Kind, str] = {"dns": "name resolution", "eph": "ephemeral range",

@@ -24,13 +24,13 @@ from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.failures import failed_nodes, network_may_explain, node_failures, tail
 from nodeprov.job.nodejob import JOB_DIR, launch_all, run_dir, wrap
 from nodeprov.job.results import JobResult, parse_result, verdict, versions
-from nodeprov.session import Result
+from nodeprov.remote.session import Result
 from nodeprov.tasks.base import Run, Write
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
-    from nodeprov.session import Session
+    from nodeprov.remote.facts import Facts
+    from nodeprov.remote.session import Session
 
 SCRIPT_PATH = f"{JOB_DIR}/allreduce.py"
 DEADLINE_HINT = "a hung collective? raise job_timeout if the sweep is just slow"

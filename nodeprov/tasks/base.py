@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from nodeprov.tasks.params import ParamError, checked, param_names, parse_params
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
+    from nodeprov.remote.facts import Facts
 
 
 # --- actions: the only things the runner executes on a node -------------------------------------

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from nodeprov import files, ufw, ufw_files, validate
-from nodeprov.facts import Facts
-from nodeprov.session import STATE_DIR
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.session import STATE_DIR
 from nodeprov.tasks.base import (
     Action,
     Change,

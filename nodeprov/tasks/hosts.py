@@ -37,8 +37,8 @@ from nodeprov.tasks.base import (
 from nodeprov.yamlfile import load_limited
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
+    from nodeprov.remote.facts import Facts
 
 BLOCK = "hosts"
 DEFAULT_PATH = "/etc/hosts"

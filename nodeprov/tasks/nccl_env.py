@@ -32,7 +32,7 @@ from nodeprov.tasks.base import (
 )
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
+    from nodeprov.remote.facts import Facts
 
 BLOCK = "nccl"
 ENVIRONMENT = "/etc/environment"

@@ -51,7 +51,7 @@ from nodeprov.variables import VARIABLES
 from nodeprov.wheelhouse import Sources
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
+    from nodeprov.remote.facts import Facts
 
 _REQUIRES = "Requires-Dist: "
 _OWN_FILES = ("/pyvenv.cfg", "/torch/version.py")

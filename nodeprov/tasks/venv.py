@@ -20,8 +20,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
 from nodeprov import files, installer, validate
-from nodeprov.facts import Facts
 from nodeprov.installer import UvState, create_venv, parse_uv_line, push_uv, uv_unusable
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Action, Change, Context, Plan, Probe, Run, TaskFailed, TaskType
 
 # argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: whether uv is

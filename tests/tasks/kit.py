@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov import files
-from nodeprov.facts import Facts, parse_facts, split_sections
 from nodeprov.inventory import Host
+from nodeprov.remote.facts import Facts, parse_facts, split_sections
 from nodeprov.tasks.base import Context, Plan, TaskType, parse_params
 
 RECORDED_FACTS = Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from nodeprov import files
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, ParamError, Plan, TaskFailed, Write, parse_params
 from nodeprov.tasks.hosts import CLOUD_CFG, CLOUD_DROPIN, CLOUD_DROPIN_TEXT, HostsParams, plan
 from nodeprov.testbed.cluster import Testbed

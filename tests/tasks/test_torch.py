@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 
 from nodeprov import files, installer, wheelhouse
 from nodeprov.cli import app
-from nodeprov.facts import Facts
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.inventory import Host
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import (
     Context,
     Local,

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from nodeprov import files, installer
 from nodeprov.cli import app
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, Local, ParamError, Run, TaskFailed, Upload, parse_params
 from nodeprov.tasks.venv import (
     VenvParams,

@@ -12,7 +12,7 @@ import pytest
 from nodeprov import files
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
-from nodeprov.session import Session, SshOptions
+from nodeprov.remote.session import Session, SshOptions
 from nodeprov.tasks.base import Local, Probe, Run, Upload, Write
 
 

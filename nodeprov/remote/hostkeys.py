@@ -32,7 +32,7 @@ from nodeprov.errors import Unreachable
 from nodeprov.inventory import Host, SshConfigs
 
 if TYPE_CHECKING:
-    from nodeprov.session import SshOptions
+    from nodeprov.remote.session import SshOptions
 
 
 class UnknownHostKey(Exception):

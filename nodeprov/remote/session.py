@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
-from nodeprov.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.inventory import Host
-from nodeprov.nodelock import (
+from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
+from nodeprov.remote.nodelock import (
     LOCK_PATH,
     RUN_LOCK,
     STATE_DIR,
@@ -44,7 +44,7 @@ from nodeprov.nodelock import (
 from nodeprov.tasks.base import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 
 if TYPE_CHECKING:
-    from nodeprov.hostkeys import SshFiles
+    from nodeprov.remote.hostkeys import SshFiles
 
 __all__ = ["LOCK_PATH", "RUN_LOCK", "STATE_DIR", "Result", "Session", "SshOptions",
            "connect_all"]
@@ -113,7 +113,7 @@ class Session:
 
     # --- connection -----------------------------------------------------------------------------
     def open(self) -> None:
-        from nodeprov.hostkeys import SshFiles, connect  # lazy: Fabric is slow to import
+        from nodeprov.remote.hostkeys import SshFiles, connect  # lazy: Fabric is slow to import
 
         self.files = self.files or SshFiles()
         try:
@@ -407,7 +407,7 @@ def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = 32,
                 ) -> tuple[dict[str, Session], dict[str, Facts], dict[str, str]]:
     """Open a session to every host in parallel and read its facts: (open sessions, facts,
     one-line errors of the hosts that failed). The caller closes the sessions."""
-    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     files = files or SshFiles()
     sessions = {host.name: Session(host, options, files) for host in hosts}
