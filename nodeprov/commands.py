@@ -21,7 +21,8 @@ from nodeprov.jsonreport import apply_report, facts_report
 from nodeprov.listing import print_listing
 from nodeprov.options import tag_set
 from nodeprov.playbook import JobSpec, load_playbook, selected
-from nodeprov.remote.session import Session, SshOptions, connect_all
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session, connect_all
 from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
 from nodeprov.rolling import Rolled, run_rolling
 from nodeprov.runner import Interrupted, RunOptions, RunOutcome

@@ -12,7 +12,8 @@ from nodeprov.commands import select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
 from nodeprov.inventory import load_inventory
 from nodeprov.job.runargs import RunRequest
-from nodeprov.remote.session import SshOptions, connect_all
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import connect_all
 from nodeprov.validate import printable
 
 RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is

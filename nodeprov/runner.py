@@ -31,9 +31,11 @@ from typing import Any, Literal, Protocol
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.inventory import Host, Inventory
 from nodeprov.playbook import Playbook, TaskSpec, selected
+from nodeprov.remote.actions import Probe
 from nodeprov.remote.facts import Facts
-from nodeprov.remote.session import Session, SshOptions
-from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
+from nodeprov.tasks.base import Context, Plan, TaskFailed
 
 TaskStatus = Literal["ok", "changed", "failed", "skipped"]
 HostStatus = Literal["ok", "changed", "failed", "unreachable"]

@@ -52,7 +52,8 @@ from nodeprov.inventory import load_inventory
 from nodeprov.jsonreport import document
 from nodeprov.playbook import load_playbook
 from nodeprov.remote.facts import Facts
-from nodeprov.remote.session import Session, SshOptions, connect_all
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session, connect_all
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:

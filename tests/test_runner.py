@@ -10,10 +10,11 @@ from typing import Any, cast
 from nodeprov import files
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
+from nodeprov.remote import reader
+from nodeprov.remote.actions import Action, Probe, Write
 from nodeprov.remote.facts import Facts, parse_facts, split_sections
 from nodeprov.remote.session import Session
 from nodeprov.runner import RunOptions, TaskResult, run_playbook
-from nodeprov.tasks.base import Action, Probe, Write
 
 FACTS = parse_facts(split_sections(
     (Path(__file__).parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
@@ -68,8 +69,8 @@ class FakeNode:
         return None if then_read is None else (FACTS, self._read(then_read))
 
     def _read(self, probes: Sequence[Probe | None]) -> list[str]:
-        # files.read_many_probe(path): sh -c SCRIPT NAME ROOT PATH
-        return ["" if probe is None else files.files_output({probe.argv[5]:
+        # reader.read_many_probe(path): sh -c SCRIPT NAME ROOT PATH
+        return ["" if probe is None else reader.files_output({probe.argv[5]:
                                                              self.texts.get(probe.argv[5])})
                 for probe in probes]
 

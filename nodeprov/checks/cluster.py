@@ -25,10 +25,12 @@ from nodeprov.checks.fresh import Fresh
 from nodeprov.errors import HostError, InputError
 from nodeprov.inventory import Host, Inventory
 from nodeprov.playbook import Playbook, TaskSpec
+from nodeprov.remote.actions import Probe
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.hostkeys import SshFiles
-from nodeprov.remote.session import Session, SshOptions
-from nodeprov.tasks.base import Context, Probe
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
+from nodeprov.tasks.base import Context
 from nodeprov.tasks.registry import REGISTRY
 
 T = TypeVar("T")

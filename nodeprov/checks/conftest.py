@@ -31,7 +31,7 @@ from nodeprov.extravars import parse_extra_vars
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
 from nodeprov.remote.hostkeys import SshFiles
-from nodeprov.remote.session import SshOptions
+from nodeprov.remote.options import SshOptions
 from nodeprov.tasks.base import Context
 
 _CLUSTER = pytest.StashKey[Cluster]()

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from nodeprov.errors import HostError
 from nodeprov.inventory import Host
-from nodeprov.remote.session import Session, SshOptions
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
 
 if TYPE_CHECKING:
     from nodeprov.remote.hostkeys import SshFiles

@@ -24,8 +24,8 @@ from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.failures import failed_nodes, network_may_explain, node_failures, tail
 from nodeprov.job.nodejob import JOB_DIR, launch_all, run_dir, wrap
 from nodeprov.job.results import JobResult, parse_result, verdict, versions
+from nodeprov.remote.actions import Run, Write
 from nodeprov.remote.session import Result
-from nodeprov.tasks.base import Run, Write
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host

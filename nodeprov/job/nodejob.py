@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from nodeprov.job.connectivity import on_every
-from nodeprov.remote.session import STATE_DIR, Result
+from nodeprov.remote.nodelock import STATE_DIR
+from nodeprov.remote.session import Result
 
 if TYPE_CHECKING:
     from nodeprov.remote.session import Session

@@ -38,8 +38,8 @@ from nodeprov.job.ranklog import (
 )
 from nodeprov.job.runreport import FirstFailure, NodeRun, RunOutcome
 from nodeprov.job.sync import local_manifest, sync_node
+from nodeprov.remote.actions import Run
 from nodeprov.remote.session import Result
-from nodeprov.tasks.base import Run
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host

@@ -29,10 +29,11 @@ from paramiko.pkey import PKey
 
 from nodeprov import validate
 from nodeprov.errors import Unreachable
-from nodeprov.inventory import Host, SshConfigs
+from nodeprov.inventory.sshconfigs import SshConfigs
 
 if TYPE_CHECKING:
-    from nodeprov.remote.session import SshOptions
+    from nodeprov.inventory.model import Host
+    from nodeprov.remote.options import SshOptions
 
 
 class UnknownHostKey(Exception):

@@ -30,7 +30,8 @@ from nodeprov.job.connectivity import (
     parse_probe,
 )
 from nodeprov.remote.facts import Facts
-from nodeprov.remote.session import Result, Session, SshOptions
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Result, Session
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 

@@ -19,7 +19,7 @@ from nodeprov.remote.hostkeys import (
     jump_hops,
     prepare,
 )
-from nodeprov.remote.session import SshOptions
+from nodeprov.remote.options import SshOptions
 from tests.conftest import MakeTestbed
 
 NODE1_KEY = Ed25519Key(data=base64.b64decode(
