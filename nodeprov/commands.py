@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,23 +19,16 @@ from nodeprov.inventory import Host, Inventory, load_inventory
 from nodeprov.jsonreport import apply_report, facts_report
 from nodeprov.listing import print_listing
 from nodeprov.options import tag_set
-from nodeprov.playbook import JobSpec, load_playbook, selected
+from nodeprov.playbook import JobSpec, default_playbook, load_playbook, selected
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session, connect_all
 from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
 from nodeprov.rolling import Rolled, run_rolling
 from nodeprov.runner import Interrupted, RunOptions, RunOutcome
-from nodeprov.session import Session, SshOptions, connect_all
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.prove import Proof
-
-
-def default_playbook() -> Path:
-    return Path(str(resources.files("nodeprov").joinpath("playbooks", "site.yaml")))
-
-
-def select_hosts(inventory: Inventory, limit: str | None) -> list[Host]:
-    return inventory.select(limit, limit=True) if limit else list(inventory.hosts)
 
 
 def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
@@ -44,13 +36,13 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
               json_path: str | None, verbose: bool, skip_tags: str | None = None,
               extra_vars: Sequence[str] = (), list_hosts: bool = False,
               list_tasks: bool = False) -> int:
-    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     extra = parse_extra_vars(extra_vars)
     inventory = load_inventory(inventory_path, playbook_path.parent if playbook_path else None,
                                extra_vars=extra)
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
-    targets = select_hosts(inventory, limit)
+    targets = inventory.limited(limit)
     options = RunOptions(check=check, forks=forks, tags=tag_set(tags), skip_tags=tag_set(skip_tags),
                          ssh=SshOptions(accept_new_host_keys=accept_new_host_keys))
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
@@ -131,10 +123,10 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: RunOutcom
 def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
               accept_new_host_keys: bool, json_path: str | None,
               extra_vars: Sequence[str] = ()) -> int:
-    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     inventory = load_inventory(inventory_path, extra_vars=parse_extra_vars(extra_vars))
-    hosts = select_hosts(inventory, limit)
+    hosts = inventory.limited(limit)
     sessions, facts, errors = connect_all(
         hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
         SshFiles(inventory.ssh_configs))

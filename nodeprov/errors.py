@@ -3,9 +3,18 @@
     NodeprovError                 root; ``exit_code`` says how the CLI exits
     ├── InputError                bad inventory, playbook or parameter (exit 2, nothing touched)
     ├── EnvironmentProblem        this machine lacks something (root, a tool) (exit 2)
-    └── HostError                 something failed on one host (exit 1); carries node and task
-        ├── Unreachable           no SSH session could be opened
-        └── CommandFailed         a remote command exited non-zero
+    ├── HostError                 something failed on one host (exit 1); carries node and task
+    │   ├── Unreachable           no SSH session could be opened
+    │   └── CommandFailed         a remote command exited non-zero
+    ├── TaskFailed                a task's plan: the node cannot get there (exit 1; tasks.base)
+    ├── UnknownHostKey            a host key not in known_hosts (remote.hostkeys)
+    ├── NotStarted                Ctrl-C came before this host's work (fanout)
+    ├── Interrupted               Ctrl-C stopped a run (exit 130; runner; a KeyboardInterrupt too)
+    └── caught where raised and turned into one of the above, each also what it was before
+        (exit 2 should one escape): ParamError (a ValueError; tasks.params), JobPlanError and
+        NoVariant (ValueErrors; job.launch, torch_matrix), YamlTooBig (a yaml.YAMLError;
+        yamlfile), TemplateLimit and TemplateLoop (Jinja2 errors; templating,
+        inventory.templating)
 
 Each error prints as one line a person can act on::
 

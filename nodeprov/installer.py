@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodeprov.tasks.base import Action, Local, Run, Upload
+from nodeprov.remote.actions import Action, Local, Run, Upload
 from nodeprov.wheelhouse import cache_root, manylinux_platforms
 
 UV_VERSION = "0.13.9"

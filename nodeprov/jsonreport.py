@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.job.connectivity import Matrix
     from nodeprov.prove import Proof
+    from nodeprov.remote.facts import Facts
     from nodeprov.runner import HostResult
 
 SCHEMA_VERSION = 1

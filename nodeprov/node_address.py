@@ -16,8 +16,8 @@ import dataclasses
 import ipaddress
 from collections.abc import Iterable, Mapping
 
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
+from nodeprov.remote.facts import Facts
 
 
 def with_node_addresses(hosts: Iterable[Host], facts: Mapping[str, Facts | None]

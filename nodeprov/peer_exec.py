@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 from nodeprov.errors import HostError
 from nodeprov.peer_scripts import FETCH, SERVE
 from nodeprov.peers import SERVE_IDLE, SERVE_LIFETIME, Distribution, PeerUpload
-from nodeprov.tasks.base import Action, Upload
+from nodeprov.remote.actions import Action, Upload
 
 # a fetch slower than this gives up for the next source (or the upload): a stuck node
 FETCH_RATE, FETCH_SLACK = 5e6, 60.0  # bytes/s, seconds
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
-    from nodeprov.session import Session
-    from nodeprov.tasks.base import Probe
+    from nodeprov.remote.actions import Probe
+    from nodeprov.remote.facts import Facts
+    from nodeprov.remote.session import Session
 
 
 def execute(session: Session, distribution: Distribution | None, task: str,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nodeprov.tasks.base import Upload
+from nodeprov.remote.actions import Upload
 
 if TYPE_CHECKING:
     from nodeprov.tasks.base import Context

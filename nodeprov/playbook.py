@@ -16,17 +16,23 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from nodeprov import serial, validate
 from nodeprov.errors import InputError
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
 from nodeprov.tasks.registry import REGISTRY
 from nodeprov.templating import TemplateError, Templates, hide
 from nodeprov.yamlfile import YamlList, YamlMap, load_yaml_file
+
+
+def default_playbook() -> Path:
+    """The playbook nodeprov ships (``apply`` without ``-p``)."""
+    return Path(str(resources.files("nodeprov").joinpath("playbooks", "site.yaml")))
 
 PLAY_KEYS = ("name", "hosts", "vars", "tasks", "job", "tags", "serial", "max_fail_percentage")
 TASK_KEYS = ("name", "tags")

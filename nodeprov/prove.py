@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
 from nodeprov.job.baseline import (
     Baseline,
@@ -36,7 +35,8 @@ from nodeprov.job.launch import JobOutcome, run_job
 from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.jsonreport import matrix_json
 from nodeprov.node_address import with_node_addresses
-from nodeprov.session import Session
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.session import Session
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:

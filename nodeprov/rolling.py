@@ -15,12 +15,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host, Inventory
 from nodeprov.playbook import Play, Playbook, selected
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.session import Session
 from nodeprov.runner import HostResult, Interrupted, Reporter, RunOptions, RunOutcome, run_playbook
 from nodeprov.serial import split_batches, stop_reason
-from nodeprov.session import Session
 
 FAILED = ("failed", "unreachable")
 

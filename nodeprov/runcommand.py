@@ -8,12 +8,12 @@ from pathlib import Path
 from rich.console import Console
 
 from nodeprov import jsonreport
-from nodeprov.commands import select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
 from nodeprov.inventory import load_inventory
 from nodeprov.job.runargs import RunRequest
 from nodeprov.node_address import with_node_addresses
-from nodeprov.session import SshOptions, connect_all
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import connect_all
 from nodeprov.validate import printable
 
 RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
@@ -21,11 +21,11 @@ RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 
 def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None, forks: int,
                 accept_new_host_keys: bool, json_path: str | None) -> int:
-    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
     from nodeprov.job.run import run_user_job
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     inventory = load_inventory(inventory_path)
-    hosts = select_hosts(inventory, limit)
+    hosts = inventory.limited(limit)
     shown = sys.stderr if json_path == "-" else sys.stdout  # --json -: stdout is the report's
     err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
     sessions, facts, errors = connect_all(

@@ -27,16 +27,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
-from nodeprov.facts import Facts
+from nodeprov.errors import EXIT_INTERRUPTED, HostError, InputError, NodeprovError, Unreachable
 from nodeprov.fanout import on_every, raise_first
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
 from nodeprov.peer_exec import execute
 from nodeprov.peers import Distribution
 from nodeprov.playbook import Playbook, TaskSpec, selected
-from nodeprov.session import Session, SshOptions
-from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed
+from nodeprov.remote.actions import Probe
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
+from nodeprov.tasks.base import Context, Plan, TaskFailed
 
 TaskStatus = Literal["ok", "changed", "failed", "skipped"]
 HostStatus = Literal["ok", "changed", "failed", "unreachable"]
@@ -87,11 +89,15 @@ class RunOutcome:
     probed: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C stopped the run between round trips; ``outcome`` says where each host stopped."""
+class Interrupted(NodeprovError, KeyboardInterrupt):
+    """Ctrl-C stopped the run between round trips; ``outcome`` says where each host stopped.
+    Still a KeyboardInterrupt, so no handler of task errors swallows it."""
+
+    exit_code = EXIT_INTERRUPTED
 
     def __init__(self, outcome: RunOutcome) -> None:
-        super().__init__()
+        super().__init__("interrupted (Ctrl-C): each node finished the command in flight; run "
+                         "again to converge")
         self.outcome = outcome
 
 

@@ -38,6 +38,8 @@ from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
+
 # "{{ expr }}" alone keeps the value's type (29500 stays an int, a list a list); anything else
 # renders to text. No literal_eval of text: "3.10" must not become the float 3.1.
 _SINGLE_EXPRESSION = re.compile(r"^\{\{(?P<expr>(?:(?!\}\}).)*)\}\}$", re.DOTALL)
@@ -55,8 +57,10 @@ _HUGE_FIELD = re.compile(r"%[-#0 +]*(\d{7,}|\*|\d*\.(\d{7,}|\*))|\{[^{}]*:[^{}]*
 T = TypeVar("T")
 
 
-class TemplateLimit(SecurityError):
+class TemplateLimit(NodeprovError, SecurityError):
     """A template that would build more than nodeprov's limits allow."""
+
+    exit_code = EXIT_BAD_INPUT
 
 
 def is_template(value: Any) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from nodeprov.cuda_drivers import parse_driver
-from nodeprov.facts import Facts
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, TaskFailed
 from nodeprov.torch_fit import NodeGpus
 from nodeprov.torch_index import index_builds

@@ -24,14 +24,17 @@ from dataclasses import dataclass
 from typing import Final
 
 from nodeprov import torch_builds
+from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.torch_fit import NodeGpus, cuda_of, nvidia_problem, rocm_of, rocm_problem
 
 INDEX_BASE: Final = "https://download.pytorch.org/whl"
 VARIANT_RE: Final = re.compile(r"cpu|cu\d{3}|rocm\d+\.\d+(?:\.\d+)?")
 
 
-class NoVariant(ValueError):
+class NoVariant(NodeprovError, ValueError):
     """No build of the asked torch release serves the cluster's nodes."""
+
+    exit_code = EXIT_BAD_INPUT
 
 
 @dataclass(frozen=True)

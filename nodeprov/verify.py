@@ -45,14 +45,14 @@ from nodeprov.checks import (
 from nodeprov.checks.cluster import Opened
 from nodeprov.checks.fresh import AREAS, read_fresh
 from nodeprov.checks.plans import node_specs, plan_playbook, plan_results
-from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
 from nodeprov.extravars import parse_extra_vars
-from nodeprov.facts import Facts
 from nodeprov.inventory import load_inventory
 from nodeprov.jsonreport import document
-from nodeprov.playbook import load_playbook
-from nodeprov.session import Session, SshOptions, connect_all
+from nodeprov.playbook import default_playbook, load_playbook
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session, connect_all
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:
@@ -130,12 +130,12 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
     """Plan every task on the inventory's nodes (or ``limit``), then run every check over the
     same sessions; raises InputError first when the inventory, playbook or limit is invalid,
     before any connection."""
-    from nodeprov.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     extra = parse_extra_vars(extra_vars)
     inventory = load_inventory(inventory_path, extra_vars=extra)
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
-    targets = select_hosts(inventory, limit)
+    targets = inventory.limited(limit)
     started = time.monotonic()
     ssh = SshOptions(accept_new_host_keys=accept_new_host_keys)
     files = SshFiles(inventory.ssh_configs)
@@ -246,10 +246,10 @@ def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | N
                  options: SshOptions, pairwise: bool, forks: int,
                  extra: Mapping[str, Any]) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
-    from nodeprov.hostkeys import SshFiles
     from nodeprov.job.baseline import baseline_path
     from nodeprov.job.connectivity import Matrix
     from nodeprov.prove import Proof, print_proof, prove_cluster
+    from nodeprov.remote.hostkeys import SshFiles
 
     inventory = load_inventory(inventory_path, extra_vars=extra)
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)

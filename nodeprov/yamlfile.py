@@ -17,15 +17,17 @@ from typing import Any
 
 import yaml
 
-from nodeprov.errors import InputError
+from nodeprov.errors import EXIT_BAD_INPUT, InputError, NodeprovError
 
 MAX_BYTES = 4 * 1024 * 1024  # an inventory or playbook this large is a mistake, not a cluster
 MAX_NODES = 1_000_000  # values of a document with every alias spelled out
 MAX_DEPTH = 100  # nested collections
 
 
-class YamlTooBig(yaml.YAMLError):
+class YamlTooBig(NodeprovError, yaml.YAMLError):
     """A document over MAX_NODES, MAX_DEPTH or MAX_BYTES, or an alias to itself."""
+
+    exit_code = EXIT_BAD_INPUT
 
     def __init__(self, message: str, mark: yaml.Mark | None = None) -> None:
         super().__init__(message)

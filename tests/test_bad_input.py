@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nodeprov.cli import app
-from nodeprov.session import Session
+from nodeprov.remote.session import Session
 
 GOOD_INVENTORY = """\
 all:

@@ -30,23 +30,37 @@ def test_keyed_by_name() -> None:
     assert found == {"a": 1, "bb": 2}
 
 
-def test_at_most_forks_items_run_at_once() -> None:
+def most_at_once(items: int, forks: int | None, expect: int) -> int:
+    """The most items running at once. Every item blocks until ``expect`` run (or 5 s), plus
+    a moment in which an item beyond the bound would start, so the figure does not depend on
+    how fast threads start on a busy machine."""
     running, most = 0, 0
-    lock = threading.Lock()
+    changed, release = threading.Condition(), threading.Event()
 
     def work(_: int) -> None:
         nonlocal running, most
-        with lock:
+        with changed:
             running += 1
             most = max(most, running)
-        time.sleep(0.02)
-        with lock:
+            changed.notify_all()
+        release.wait(5)
+        with changed:
             running -= 1
 
-    on_every(work, range(12), forks=3)
-    assert most == 3
-    on_every(work, range(12))  # default: every item at once
-    assert most == 12
+    def release_once_full() -> None:
+        with changed:
+            changed.wait_for(lambda: running >= expect, timeout=5)
+        time.sleep(0.05)
+        release.set()
+
+    threading.Thread(target=release_once_full, daemon=True).start()
+    on_every(work, range(items), forks=forks)
+    return most
+
+
+def test_at_most_forks_items_run_at_once() -> None:
+    assert most_at_once(12, forks=3, expect=3) == 3
+    assert most_at_once(12, forks=None, expect=12) == 12  # default: every item at once
 
 
 def test_raise_first_raises_the_first_exception() -> None:

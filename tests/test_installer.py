@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nodeprov import installer
-from nodeprov.tasks.base import Run
+from nodeprov.remote.actions import Run
 
 # Records its arguments (and uv's cache folder) in $0.log; fails when $0.fail exists.
 RECORDER = """#!/bin/sh

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nodeprov.facts import Interface
 from nodeprov.inventory import Host
 from nodeprov.node_address import with_node_addresses
+from nodeprov.remote.facts import Interface
 from tests.tasks.kit import RECORDED, make_facts
 
 # the recorded VM holds 192.0.2.2/24 on eth0 (and loopback, an ifb0 without addresses)

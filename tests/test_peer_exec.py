@@ -21,7 +21,7 @@ from nodeprov.inventory import Host
 from nodeprov.peer_exec import execute
 from nodeprov.peer_scripts import FETCH, SERVE
 from nodeprov.peers import Distribution, PeerUpload
-from nodeprov.session import Result
+from nodeprov.remote.session import Result
 from nodeprov.tasks.base import Action, Local, Run, Upload
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from nodeprov.facts import parse_facts, split_sections
 from nodeprov.jsonreport import apply_report
+from nodeprov.remote.facts import parse_facts, split_sections
 from nodeprov.report import print_recap
 from nodeprov.runner import HostResult, TaskResult
 from tests.report_schema import assert_valid

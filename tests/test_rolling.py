@@ -16,11 +16,12 @@ from nodeprov import files
 from nodeprov.errors import InputError, Unreachable
 from nodeprov.inventory import load_inventory
 from nodeprov.playbook import load_playbook
+from nodeprov.remote.actions import Action, Probe
+from nodeprov.remote.session import Session
 from nodeprov.report import print_batches
 from nodeprov.rolling import Batch, Rolled, run_rolling
 from nodeprov.runner import RunOptions
-from nodeprov.session import Session
-from nodeprov.tasks.base import Action, Probe, TaskFailed
+from nodeprov.tasks.base import TaskFailed
 
 NAMES = [f"node{number}" for number in range(1, 6)]
 INVENTORY = "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n" + "".join(

@@ -11,12 +11,14 @@ from typing import Any, cast
 import pytest
 
 from nodeprov import files
-from nodeprov.facts import Facts, parse_facts, split_sections
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
+from nodeprov.remote import reader
+from nodeprov.remote.actions import Action, Probe, Write
+from nodeprov.remote.facts import Facts, parse_facts, split_sections
+from nodeprov.remote.session import Session
 from nodeprov.runner import RunOptions, TaskResult, run_playbook
-from nodeprov.session import Session
-from nodeprov.tasks.base import Action, Context, Plan, Probe, Write
+from nodeprov.tasks.base import Context, Plan
 from nodeprov.tasks.registry import REGISTRY
 
 FACTS = parse_facts(split_sections(
@@ -72,8 +74,8 @@ class FakeNode:
         return None if then_read is None else (FACTS, self._read(then_read))
 
     def _read(self, probes: Sequence[Probe | None]) -> list[str]:
-        # files.read_many_probe(path): sh -c SCRIPT NAME ROOT PATH
-        return ["" if probe is None else files.files_output({probe.argv[5]:
+        # reader.read_many_probe(path): sh -c SCRIPT NAME ROOT PATH
+        return ["" if probe is None else reader.files_output({probe.argv[5]:
                                                              self.texts.get(probe.argv[5])})
                 for probe in probes]
 

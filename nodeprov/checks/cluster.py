@@ -22,14 +22,16 @@ from testinfra.backend.base import BaseBackend, CommandResult
 
 from nodeprov.checks.fresh import Fresh
 from nodeprov.errors import HostError, InputError
-from nodeprov.facts import Facts
 from nodeprov.fanout import on_every, raise_first
-from nodeprov.hostkeys import SshFiles
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
 from nodeprov.playbook import Playbook, TaskSpec
-from nodeprov.session import Session, SshOptions
-from nodeprov.tasks.base import Context, Probe
+from nodeprov.remote.actions import Probe
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.hostkeys import SshFiles
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
+from nodeprov.tasks.base import Context
 from nodeprov.tasks.registry import REGISTRY
 
 T = TypeVar("T")

@@ -25,13 +25,12 @@ from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, Drift
 from nodeprov.checks.cluster import OPENED_KEY, Cluster
 from nodeprov.checks.fresh import AREAS as FRESH_AREAS
 from nodeprov.checks.fresh import Fresh, read_fresh
-from nodeprov.commands import default_playbook, select_hosts
 from nodeprov.errors import InputError
 from nodeprov.extravars import parse_extra_vars
-from nodeprov.hostkeys import SshFiles
 from nodeprov.inventory import Host, load_inventory
-from nodeprov.playbook import load_playbook
-from nodeprov.session import SshOptions
+from nodeprov.playbook import default_playbook, load_playbook
+from nodeprov.remote.hostkeys import SshFiles
+from nodeprov.remote.options import SshOptions
 from nodeprov.tasks.base import Context
 
 _CLUSTER = pytest.StashKey[Cluster]()
@@ -57,7 +56,7 @@ def _cluster_plan(config: pytest.Config) -> Cluster:
         inventory = load_inventory(Path(inventory_arg), extra_vars=extra)
         playbook = load_playbook(Path(playbook_arg) if playbook_arg else default_playbook(),
                                  inventory, extra)
-        targets = select_hosts(inventory, config.getoption("limit", default=None))
+        targets = inventory.limited(config.getoption("limit", default=None))
     except InputError as error:
         raise pytest.UsageError(str(error)) from None
     accept_new = bool(config.getoption("accept_new_host_keys", default=False))

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 from nodeprov.errors import HostError
 from nodeprov.inventory import Host
-from nodeprov.session import Session, SshOptions
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
 
 if TYPE_CHECKING:
-    from nodeprov.hostkeys import SshFiles
+    from nodeprov.remote.hostkeys import SshFiles
 
 # $1 a marker token, $2 the getent database; getent fails when nothing resolves
 _SCRIPT = 'env; printf "\\n@@%s getent\\n" "$1"; getent "$2" -- "$(hostname)" || true'

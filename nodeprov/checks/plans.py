@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from nodeprov.checks import CheckResult, Drift
 from nodeprov.inventory import Host, Inventory
 from nodeprov.playbook import Playbook, TaskSpec
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
 from nodeprov.runner import HostResult, RunOptions, RunOutcome, TaskResult, run_playbook
-from nodeprov.session import Session, SshOptions
 
 
 class _Silent:

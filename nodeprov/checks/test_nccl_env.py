@@ -11,8 +11,8 @@ import pytest
 
 from nodeprov.checks import Drift
 from nodeprov.checks.fresh import Fresh
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks import nccl_env
 from nodeprov.tasks.base import Context, TaskFailed
 

@@ -52,6 +52,10 @@ class Inventory:
     def host(self, name: str) -> Host:
         return next(host for host in self.hosts if host.name == name)
 
+    def limited(self, limit: str | None) -> list[Host]:
+        """The hosts a ``--limit`` pattern selects; every host without one."""
+        return self.select(limit, limit=True) if limit else list(self.hosts)
+
     def select(self, pattern: str | Sequence[str], *, limit: bool = False) -> list[Host]:
         """Hosts matching an Ansible pattern (``limit``: ``@file`` terms allowed, as
         ``--limit`` takes them); InputError names a term that matches nothing."""

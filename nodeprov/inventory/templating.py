@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Template, TemplateError, Undefined
 from jinja2.nativetypes import NativeCodeGenerator
 
+from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.templating import LimitedSandbox, RangeBudget, bounded
 
@@ -36,8 +37,10 @@ class _Sandbox(LimitedSandbox):
     concat = staticmethod(_concat)  # type: ignore[assignment]
 
 
-class TemplateLoop(TemplateError):
-    pass
+class TemplateLoop(NodeprovError, TemplateError):
+    """A variable whose template needs itself."""
+
+    exit_code = EXIT_BAD_INPUT
 
 
 class HostTemplar:

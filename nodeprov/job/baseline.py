@@ -27,9 +27,9 @@ from nodeprov.job.launch import JobOutcome, run_job
 from nodeprov.job.results import JobResult, SizeResult, human_bytes
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
-    from nodeprov.session import Session
+    from nodeprov.remote.facts import Facts
+    from nodeprov.remote.session import Session
 
 BASELINE_SUFFIX = ".nodeprov-baseline.json"
 

@@ -29,9 +29,9 @@ from nodeprov.fanout import on_every_name
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
-    from nodeprov.session import Session
+    from nodeprov.remote.facts import Facts
+    from nodeprov.remote.session import Session
 
 Kind = Literal["dns", "eph", "rdzv"]
 KIND_NAMES: dict[Kind, str] = {"dns": "name resolution", "eph": "ephemeral range",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from nodeprov.job.diagnose import Diagnosis, diagnose_nodes
 from nodeprov.job.nodejob import TIMED_OUT
-from nodeprov.session import Result
+from nodeprov.remote.session import Result
 
 TAIL_LINES = 40
 NETWORK_ITEMS = ("firewall", "hosts")  # diagnosis items the connectivity matrix can pin down

@@ -20,17 +20,18 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.failures import failed_nodes, network_may_explain, node_failures, tail
 from nodeprov.job.nodejob import JOB_DIR, launch_all, run_dir, wrap
 from nodeprov.job.results import JobResult, parse_result, verdict, versions
-from nodeprov.session import Result
-from nodeprov.tasks.base import Run, Write
+from nodeprov.remote.actions import Run, Write
+from nodeprov.remote.session import Result
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
-    from nodeprov.session import Session
+    from nodeprov.remote.facts import Facts
+    from nodeprov.remote.session import Session
 
 SCRIPT_PATH = f"{JOB_DIR}/allreduce.py"
 DEADLINE_HINT = "a hung collective? raise job_timeout if the sweep is just slow"
@@ -63,8 +64,10 @@ class JobOutcome:
                 "tails": dict(self.tails)}
 
 
-class JobPlanError(ValueError):
+class JobPlanError(NodeprovError, ValueError):
     """The job cannot run on these nodes as asked (nccl without GPUs); the message says why."""
+
+    exit_code = EXIT_BAD_INPUT
 
 
 def choose_backend(requested: str, facts: Sequence[Facts]) -> str:

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from nodeprov.fanout import on_every_name
-from nodeprov.session import STATE_DIR, Result
+from nodeprov.remote.nodelock import STATE_DIR
+from nodeprov.remote.session import Result
 
 if TYPE_CHECKING:
-    from nodeprov.session import Session
+    from nodeprov.remote.session import Session
 
 JOB_DIR = f"{STATE_DIR}/job"
 KILL_AFTER = 5  # seconds between timeout's TERM and KILL: LAUNCH's --kill-after

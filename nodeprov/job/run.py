@@ -38,14 +38,14 @@ from nodeprov.job.ranklog import (
 )
 from nodeprov.job.runreport import FirstFailure, NodeRun, RunOutcome
 from nodeprov.job.sync import local_manifest, sync_node
-from nodeprov.session import Result
-from nodeprov.tasks.base import Run
+from nodeprov.remote.actions import Run
+from nodeprov.remote.session import Result
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
     from nodeprov.job.runargs import RunRequest
-    from nodeprov.session import Session
+    from nodeprov.remote.facts import Facts
+    from nodeprov.remote.session import Session
 
 DEADLINE_HINT = "raise --timeout if the training needs longer"
 

@@ -24,7 +24,7 @@ from nodeprov.errors import CommandFailed
 from nodeprov.job.syncnode import manifest
 
 if TYPE_CHECKING:
-    from nodeprov.session import Session
+    from nodeprov.remote.session import Session
 
 Manifest = Mapping[str, Sequence[object]]  # relative path -> [size, sha256]
 

@@ -14,10 +14,10 @@ template::
             checked("path", validate.absolute_path, self.path)
 
     def probe(params: BlockParams) -> Probe:  # runs with every other probe, in one round trip
-        return files.read_many_probe(params.path)
+        return reader.read_many_probe(params.path)
 
     def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
-        old = files.observed_files(observed).get(params.path)
+        old = reader.observed_files(observed).get(params.path)
         new = files.replace_block(old or "", "managed", params.lines)
         if new == old:
             return Plan.noop(f"{params.path}: block already has {len(params.lines)} lines")
@@ -44,88 +44,28 @@ changes, apply again changes nothing, check reports nothing (tests/tasks/test_sy
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from nodeprov.errors import NodeprovError
+from nodeprov.remote.actions import (
+    Action,
+    ConfirmNewConnection,
+    Local,
+    Probe,
+    Run,
+    Upload,
+    Write,
+)
 from nodeprov.tasks.params import ParamError, checked, param_names, parse_params
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
     from nodeprov.peers import Distribution
+    from nodeprov.remote.facts import Facts
 
 
-# --- actions: the only things the runner executes on a node -------------------------------------
-
-@dataclass(frozen=True)
-class Run:
-    """Run ``argv`` on the node (quoted by the runner, never through a hand-built string)."""
-
-    argv: tuple[str, ...]
-    stdin: str | None = None
-    hint: str = field(default="", compare=False)  # how to fix it, should it fail
-
-    def __str__(self) -> str:
-        return " ".join(self.argv)
-
-
-@dataclass(frozen=True)
-class Write:
-    """Atomically replace ``path`` with ``content``, keeping owner and mode (new files: ``mode``).
-
-    Falls back to an in-place write where rename is impossible (a bind-mounted /etc/hosts).
-    """
-
-    path: str
-    content: str
-    mode: int = 0o644
-
-    def __str__(self) -> str:
-        return f"write {self.path}"
-
-
-@dataclass(frozen=True)
-class Upload:
-    """Copy a file from this machine to the node (SFTP), e.g. a wheel from the wheelhouse.
-
-    A local directory sends its files (not subdirectories or dot files) into ``remote_path``,
-    which must exist: a plan cannot list the files of a wheelhouse not yet downloaded.
-    """
-
-    local_path: str
-    remote_path: str
-
-    def __str__(self) -> str:
-        return f"upload {self.local_path} -> {self.remote_path}"
-
-
-@dataclass(frozen=True)
-class ConfirmNewConnection:
-    """Prove that a NEW SSH connection to the node still works (confirm-or-revert guards)."""
-
-    why: str
-
-    def __str__(self) -> str:
-        return f"confirm a new SSH connection ({self.why})"
-
-
-@dataclass(frozen=True)
-class Local:
-    """Run ``argv`` on this machine, not the node, e.g. fill the wheelhouse an Upload then sends.
-
-    Like every action it never runs in ``--check``, so ``plan`` stays free of side effects.
-    """
-
-    argv: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return "on this machine: " + " ".join(self.argv)
-
-
-Action = Run | Write | Upload | Local | ConfirmNewConnection
-
-
-# --- plans ---------------------------------------------------------------------------------------
+# --- plans (their actions and the probes: nodeprov.remote.actions, re-exported here) -------------
 
 @dataclass(frozen=True)
 class Change:
@@ -159,16 +99,6 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Probe:
-    """A read-only command whose stdout ``plan`` receives as ``observed``.
-
-    It must exit 0 even when the state is absent (print nothing, or a marker, instead).
-    """
-
-    argv: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Context:
     """What a task may look at: its host, that host's facts, and every host's facts.
 
@@ -182,7 +112,7 @@ class Context:
     distribution: Distribution | None = None  # this run's wheel seeds (nodeprov.peers)
 
 
-class TaskFailed(Exception):
+class TaskFailed(NodeprovError):
     """Raised by ``plan`` when the host cannot reach the wanted state (message says why and how
     to fix); the runner reports it as this host's failure for this task."""
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nodeprov import files, validate
+from nodeprov.remote import reader
 from nodeprov.tasks.base import Change, Context, Plan, Probe, TaskType, Write, checked
 
 
@@ -30,11 +31,11 @@ class BlockParams:
 
 
 def probe(params: BlockParams) -> Probe:
-    return files.read_many_probe(params.path)
+    return reader.read_many_probe(params.path)
 
 
 def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
-    old = files.observed_files(observed).get(params.path)
+    old = reader.observed_files(observed).get(params.path)
     if params.state == "absent":
         new = files.remove_block(old or "", params.name)
         if old is None or new == old:

@@ -26,9 +26,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from nodeprov import files, ufw, ufw_files, validate
-from nodeprov.facts import Facts
-from nodeprov.session import STATE_DIR
+from nodeprov import ufw, ufw_files, validate
+from nodeprov.remote import reader
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.nodelock import STATE_DIR
 from nodeprov.tasks.base import (
     Action,
     Change,
@@ -52,7 +53,7 @@ GUARD_PID = f"{STATE_DIR}/ufw-guard.pid"
 # argv: guard_pidfile, then nodeprov_read's. First a line with the pid of a lockout guard still
 # waiting to revert (one a killed run left armed), if any, then the files. `read` drops
 # cmdline's NUL separators: "sh/var/lib/nodeprov/ufw-helper.shrevert30".
-_READ_ALL = files.READER + r"""guard=$1; shift
+_READ_ALL = reader.READER + r"""guard=$1; shift
 pid= cmdline=
 [ ! -e "$guard" ] || read -r pid < "$guard"
 case $pid in
@@ -97,7 +98,7 @@ class FirewallParams:
 
 def probe(params: FirewallParams) -> Probe:
     return Probe(("sh", "-c", _READ_ALL, "nodeprov-ufw", GUARD_PID,
-                  *files.read_args(*ufw.FILES, REVERTED)))
+                  *reader.read_args(*ufw.FILES, REVERTED)))
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class Observed:
 def read_state(observed: str, facts: Facts) -> Observed:
     """The probe's output and the facts, read."""
     guard, _, read = observed.partition("\n")
-    texts = files.observed_files(read, unreadable=None)
+    texts = reader.observed_files(read, unreadable=None)
     reverted = texts.pop(REVERTED, None)
     state = ufw.parse_state(texts, installed=facts.ufw_installed, active=facts.ufw_active)
     return Observed(state, reverted.strip() if reverted else None, guard.strip() or None, texts)

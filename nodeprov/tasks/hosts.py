@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from nodeprov import files, validate
+from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
     Context,
@@ -37,8 +38,8 @@ from nodeprov.tasks.base import (
 from nodeprov.yamlfile import load_limited
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
     from nodeprov.inventory import Host
+    from nodeprov.remote.facts import Facts
 
 BLOCK = "hosts"
 DEFAULT_PATH = "/etc/hosts"
@@ -63,11 +64,11 @@ class HostsParams:
 
 
 def probe(params: HostsParams) -> Probe:
-    return files.read_many_probe(params.path, CLOUD_CFG, f"{CLOUD_CFG_D}/*.cfg")
+    return reader.read_many_probe(params.path, CLOUD_CFG, f"{CLOUD_CFG_D}/*.cfg")
 
 
 def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
-    found = files.observed_files(observed)
+    found = reader.observed_files(observed)
     old = found.get(params.path)
     entries, warnings = cluster_entries(ctx, files.block_lines(old or "", BLOCK) or [])
     lines = [f"{address} {' '.join(names)}" for address, names in entries]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nodeprov import files
+from nodeprov.remote import reader
 from nodeprov.sysctl_conf import (
     SYSCTL_CONF,
     boot_file,
@@ -56,11 +57,11 @@ class Ipv6Params:
 
 
 def probe(params: Ipv6Params) -> Probe:
-    return files.read_many_probe(*probe_paths(params.sysctl_file, KEYS), UFW_DEFAULTS)
+    return reader.read_many_probe(*probe_paths(params.sysctl_file, KEYS), UFW_DEFAULTS)
 
 
 def plan(ctx: Context, params: Ipv6Params, observed: str) -> Plan:
-    found = files.observed_files(observed)
+    found = reader.observed_files(observed)
     value = "1" if params.state == "disabled" else "0"
     live = {key: (found.get(proc_path(key)) or "").strip() for key in KEYS}
     notes = [f"IPv6 already {params.state}: disable_ipv6={value} live and in "

@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from nodeprov import envfile, files, validate
+from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
     Context,
@@ -32,7 +33,7 @@ from nodeprov.tasks.base import (
 )
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
+    from nodeprov.remote.facts import Facts
 
 BLOCK = "nccl"
 ENVIRONMENT = "/etc/environment"
@@ -60,11 +61,11 @@ class NcclEnvParams:
 
 
 def probe(params: NcclEnvParams) -> Probe:
-    return files.read_many_probe(*PARSERS)
+    return reader.read_many_probe(*PARSERS)
 
 
 def plan(ctx: Context, params: NcclEnvParams, observed: str) -> Plan:
-    found = files.observed_files(observed)
+    found = reader.observed_files(observed)
     ifname = socket_interface(ctx.facts, params)
     changes = []
     in_subnet = [iface.name for iface in ctx.facts.interfaces_in(params.subnet)]

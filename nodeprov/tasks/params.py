@@ -12,12 +12,16 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
+
 P = TypeVar("P")
 T = TypeVar("T")
 
 
-class ParamError(ValueError):
+class ParamError(NodeprovError, ValueError):
     """A parameter value is invalid; ``field`` names the parameter."""
+
+    exit_code = EXIT_BAD_INPUT
 
     def __init__(self, field: str, message: str) -> None:
         self.field = field

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodeprov import files, sysctl_conf
+from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
     Context,
@@ -52,11 +53,11 @@ class SysctlParams:
 
 
 def probe(params: SysctlParams) -> Probe:
-    return files.read_many_probe(*sysctl_conf.probe_paths(params.file, tuple(params.wanted)))
+    return reader.read_many_probe(*sysctl_conf.probe_paths(params.file, tuple(params.wanted)))
 
 
 def plan(ctx: Context, params: SysctlParams, observed: str) -> Plan:
-    found = files.observed_files(observed)
+    found = reader.observed_files(observed)
     wanted = params.wanted
     live = {key: found.get(sysctl_conf.proc_path(key)) for key in wanted}
     unknown = [key for key, value in live.items() if value is None]

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nodeprov import files, installer, pipconfig, validate
+from nodeprov import installer, pipconfig, validate
 from nodeprov.installer import UvState, parse_uv_line
+from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
     Context,
@@ -52,14 +53,14 @@ from nodeprov.variables import VARIABLES
 from nodeprov.wheelhouse import Sources
 
 if TYPE_CHECKING:
-    from nodeprov.facts import Facts
+    from nodeprov.remote.facts import Facts
 
 _REQUIRES = "Requires-Dist: "
 _OWN_FILES = ("/pyvenv.cfg", "/torch/version.py")
 # argv: the venv, then nodeprov_read's ROOT. Prints whether uv is there (installer.UV_PROBE),
 # the glibc version on a line, the venv's *.dist-info names and torch's Requires-Dist lines, the
 # node's PIP_* variables, then pyvenv.cfg, torch/version.py and the node's pip files.
-_PROBE = files.READER + installer.UV_PROBE + r"""venv=$1; root=$2
+_PROBE = reader.READER + installer.UV_PROBE + r"""venv=$1; root=$2
 getconf GNU_LIBC_VERSION 2>/dev/null || echo
 set -- "$venv/pyvenv.cfg"
 for sp in "$venv"/lib/python3*/site-packages; do
@@ -153,7 +154,7 @@ class TorchState:
 
 
 def probe(params: TorchParams) -> Probe:
-    return Probe(("sh", "-c", _PROBE, "nodeprov-torch", params.venv, *files.read_args()))
+    return Probe(("sh", "-c", _PROBE, "nodeprov-torch", params.venv, *reader.read_args()))
 
 
 def parse_probe(observed: str) -> TorchState:
@@ -165,7 +166,7 @@ def parse_probe(observed: str) -> TorchState:
     dists = "\n".join(line for line in lines[:start]
                       if not line.startswith((_REQUIRES, pipconfig.ENV_PREFIX)))
     # nodeprov_read's output (ROOT first): pyvenv.cfg, version.py, then pip's files
-    read = files.observed_files("\n".join(lines[start:]))
+    read = reader.observed_files("\n".join(lines[start:]))
     ours = {path: text for path, text in read.items() if path.endswith(_OWN_FILES)}
     found = {path.rpartition("/")[2]: text for path, text in ours.items() if text is not None}
     try:

@@ -19,9 +19,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
-from nodeprov import files, installer, validate
-from nodeprov.facts import Facts
+from nodeprov import installer, validate
 from nodeprov.installer import UvState, create_venv, parse_uv_line, push_uv, uv_unusable
+from nodeprov.remote import reader
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Action, Change, Context, Plan, Probe, Run, TaskFailed, TaskType
 
 # argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: whether uv is
@@ -29,7 +30,7 @@ from nodeprov.tasks.base import Action, Change, Context, Plan, Probe, Run, TaskF
 # python runs (a dangling symlink after an upgrade of the system python fails -x), "yes" when
 # the folder holds anything, the lib folders that have ensurepip; then pyvenv.cfg. Shell
 # builtins only, but for the one `head` of nodeprov_read.
-_PROBE = files.READER + installer.UV_PROBE + r"""venv=$1; shift
+_PROBE = reader.READER + installer.UV_PROBE + r"""venv=$1; shift
 if [ -x "$venv/bin/python" ]; then echo yes; else echo; fi
 occupied=
 for entry in "$venv"/* "$venv"/.[!.]* "$venv"/..?*; do
@@ -71,13 +72,13 @@ class VenvState:
 
 def probe(params: VenvParams) -> Probe:
     return Probe(("sh", "-c", _PROBE, "nodeprov-venv", params.path,
-                  *files.read_args(f"{params.path}/pyvenv.cfg")))
+                  *reader.read_args(f"{params.path}/pyvenv.cfg")))
 
 
 def parse_probe(observed: str) -> VenvState:
     uv, runs, occupied, ensurepip, cfg = (observed.split("\n", 4) + ["", "", "", ""])[:5]
     return VenvState(
-        version=parse_pyvenv_cfg(next(iter(files.observed_files(cfg).values()), None) or ""),
+        version=parse_pyvenv_cfg(next(iter(reader.observed_files(cfg).values()), None) or ""),
         runs=runs == "yes",
         occupied=occupied == "yes",
         ensurepip=tuple(ensurepip.split()),

@@ -20,7 +20,8 @@ from typing import Any
 
 from nodeprov.inventory import load_inventory
 from nodeprov.job.launch import run_job
-from nodeprov.session import Session, SshOptions
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import up
 

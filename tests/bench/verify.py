@@ -41,7 +41,7 @@ def argv(command: str, inventory: Path, playbook: Path) -> list[str]:
 def count(args: list[str]) -> dict[str, tuple[int, int]]:
     """{host: (connections, round trips)} of one run of the CLI with ``args``, in-process."""
     from nodeprov.cli import app
-    from nodeprov.session import Session
+    from nodeprov.remote.session import Session
 
     seen: dict[int, tuple[str, int, int]] = {}
     close = Session.close

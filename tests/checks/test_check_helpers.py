@@ -10,8 +10,8 @@ from nodeprov.checks.fresh import Fresh, parse_env, parse_fresh
 from nodeprov.checks.test_firewall import admits, wider
 from nodeprov.checks.test_nccl_env import socket_interfaces, wanted_variables
 from nodeprov.checks.test_torch import wanted_build
-from nodeprov.facts import parse_facts, split_sections
 from nodeprov.inventory import Host
+from nodeprov.remote.facts import parse_facts, split_sections
 from nodeprov.tasks import nccl_env
 from nodeprov.tasks.base import Context, TaskFailed
 from nodeprov.tasks.torch import TorchParams

@@ -17,7 +17,6 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from nodeprov.facts import Facts
 from nodeprov.gpu import GpuInfo
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.job.connectivity import (
@@ -30,7 +29,9 @@ from nodeprov.job.connectivity import (
     listener_ports,
     parse_probe,
 )
-from nodeprov.session import Result, Session, SshOptions
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Result, Session
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 

@@ -20,7 +20,6 @@ import pytest
 from test_connectivity import PLAYBOOK, facts_for, open_sessions
 from typer.testing import CliRunner
 
-from nodeprov.facts import Facts
 from nodeprov.gpu import Gpu, GpuInfo, read_gpus
 from nodeprov.inventory import Host
 from nodeprov.job import launch, nodejob
@@ -36,7 +35,8 @@ from nodeprov.job.launch import (
     run_job,
 )
 from nodeprov.job.nodejob import FINISH, JOB_LOCK, LAUNCH
-from nodeprov.session import Result
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.session import Result
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from tests.ctrl_c import ctrl_c_raises

@@ -20,7 +20,7 @@ from nodeprov.job.ranklog import rank_of
 from nodeprov.job.run import nprocs, plan_run, run_user_job
 from nodeprov.job.runargs import RunRequest
 from nodeprov.job.runreport import RunOutcome
-from nodeprov.session import Result
+from nodeprov.remote.session import Result
 from tests.report_schema import assert_valid
 
 DATA = Path(__file__).parent / "data"

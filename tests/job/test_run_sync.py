@@ -20,7 +20,7 @@ import pytest
 from nodeprov.errors import CommandFailed
 from nodeprov.inventory import Host
 from nodeprov.job.sync import local_manifest, pack, plan_sync, sync_node
-from nodeprov.session import Result
+from nodeprov.remote.session import Result
 
 SCRIPT = resources.files("nodeprov.job").joinpath("syncnode.py").read_text()
 

@@ -14,7 +14,9 @@ import pytest
 from nodeprov import files
 from nodeprov.errors import HostError
 from nodeprov.inventory import load_inventory
-from nodeprov.session import LOCK_PATH, RUN_LOCK, Session, SshOptions
+from nodeprov.remote.nodelock import LOCK_PATH, RUN_LOCK
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
 from tests.conftest import MakeTestbed
 from tests.reliability.helpers import apply, apply_args, apply_command
 

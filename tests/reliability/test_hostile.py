@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from nodeprov import envfile, files
 from nodeprov.cli import app
-from nodeprov.session import Session
+from nodeprov.remote.session import Session
 from tests.conftest import MakeTestbed
 from tests.reliability.helpers import apply, apply_args
 from tests.test_bad_input import GOOD_INVENTORY, GOOD_PLAYBOOK, inventory_with, playbook_with_task

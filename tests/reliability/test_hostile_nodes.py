@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from nodeprov import commands, wheelhouse
 from nodeprov.cli import app
-from nodeprov.facts import parse_facts
+from nodeprov.remote.facts import parse_facts
 from nodeprov.report import LiveReporter, print_recap
 from nodeprov.runner import HostResult, TaskResult
 from nodeprov.tasks.hosts import manage_etc_hosts

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nodeprov import files
-from nodeprov.facts import Facts, parse_facts, split_sections
 from nodeprov.inventory import Host
+from nodeprov.remote import reader
+from nodeprov.remote.facts import Facts, parse_facts, split_sections
 from nodeprov.tasks.base import Context, Plan, TaskType, parse_params
 
 RECORDED_FACTS = Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt"
@@ -42,5 +42,5 @@ def plan_task(task: TaskType[Any], raw: Mapping[str, Any],
               ) -> Plan:
     """The task's plan for parameters as a playbook gives them (``parse_params`` checks them)
     and what its probe printed, or {path: text or None} for a probe reading files."""
-    output = observed if isinstance(observed, str) else files.files_output(dict(observed))
+    output = observed if isinstance(observed, str) else reader.files_output(dict(observed))
     return task.plan(context or one_node(), parse_params(task.params, raw), output)

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from nodeprov import files
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
+from nodeprov.remote import reader
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, ParamError, Plan, TaskFailed, Write, parse_params
 from nodeprov.tasks.hosts import CLOUD_CFG, CLOUD_DROPIN, CLOUD_DROPIN_TEXT, HostsParams, plan
 from nodeprov.testbed.cluster import Testbed
@@ -44,7 +45,7 @@ def context(node: str = "node1", nodes: list[tuple[str, str, str, str]] = NODES,
 
 def probe_output(found: dict[str, str | None]) -> str:
     """What the hosts probe prints for these files (None: absent)."""
-    return files.files_output(found)
+    return reader.files_output(found)
 
 
 DEFAULTS = HostsParams()
@@ -201,10 +202,10 @@ def test_probe_reads_the_files_and_the_cloud_drop_ins(tmp_path: Path) -> None:
     (tmp_path / "cloud.cfg.d" / "a.cfg").write_text("manage_etc_hosts: true")
     (tmp_path / "cloud.cfg.d" / "b.txt").write_text("not read")
     (tmp_path / "hosts").write_text("127.0.0.1 localhost\n\n")
-    probe = files.read_many_probe(str(tmp_path / "hosts"), str(tmp_path / "cloud.cfg"),
+    probe = reader.read_many_probe(str(tmp_path / "hosts"), str(tmp_path / "cloud.cfg"),
                                   f"{tmp_path}/cloud.cfg.d/*.cfg", f"{tmp_path}/none/*.cfg")
     done = subprocess.run(probe.argv, capture_output=True, text=True, check=True)
-    assert files.observed_files(done.stdout) == {
+    assert reader.observed_files(done.stdout) == {
         str(tmp_path / "hosts"): "127.0.0.1 localhost\n\n", str(tmp_path / "cloud.cfg"): None,
         str(tmp_path / "cloud.cfg.d" / "a.cfg"): "manage_etc_hosts: true"}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov import files
 from nodeprov.inventory import Host
+from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Context,
     ParamError,
@@ -48,7 +48,7 @@ def debian(live: tuple[str | None, str | None] = ("0\n", "0\n"),
 
 def run(found: dict[str, str | None], state: str = "disabled", ufw_active: bool = False) -> Plan:
     return plan(node(ufw_active), parse_params(Ipv6Params, {"state": state}),
-                files.files_output(found))
+                reader.files_output(found))
 
 
 def actions(result: Plan) -> list[Run | Write]:

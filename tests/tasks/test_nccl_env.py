@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nodeprov import envfile, files
-from nodeprov.facts import Interface
+from nodeprov.remote.facts import Interface
 from nodeprov.tasks.base import ParamError, Plan, TaskFailed, Write, parse_params
 from nodeprov.tasks.nccl_env import ENVIRONMENT, NCCL_CONF, TASK, NcclEnvParams
 from tests.tasks.kit import RECORDED, make_facts, one_node, plan_task

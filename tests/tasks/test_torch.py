@@ -19,12 +19,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from nodeprov import files, installer, wheelhouse
+from nodeprov import installer, wheelhouse
 from nodeprov.cli import app
-from nodeprov.facts import Facts
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.inventory import Host
 from nodeprov.peers import Distribution, PeerUpload
+from nodeprov.remote import reader
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import (
     Context,
     Local,
@@ -102,7 +103,7 @@ def observed(version_py: str = "", dists: str = "", requires: str = "", cfg: str
     lines = [f"{dist}.dist-info" for dist in dists.split()]
     lines += [f"Requires-Dist: {line}" for line in requires.splitlines()]
     return (f"{uv}\nglibc 2.36\n" + "".join(f"{line}\n" for line in lines) + "\n" + env
-            + files.files_output({f"{VENV}/pyvenv.cfg": cfg or None,
+            + reader.files_output({f"{VENV}/pyvenv.cfg": cfg or None,
                                   f"{SITE}/torch/version.py": version_py or None, **pip_files}))
 
 

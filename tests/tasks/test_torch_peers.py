@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nodeprov.session import Session
+from nodeprov.remote.session import Session
 from nodeprov.tasks.base import Upload
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from nodeprov import files, installer
+from nodeprov import installer
 from nodeprov.cli import app
-from nodeprov.facts import Facts
 from nodeprov.inventory import Host
+from nodeprov.remote import reader
+from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, Local, ParamError, Run, TaskFailed, Upload, parse_params
 from nodeprov.tasks.venv import (
     VenvParams,
@@ -48,7 +49,7 @@ def observed(cfg: str = "", runs: bool = False, entries: str = "",
     """What the probe prints for a venv with this pyvenv.cfg ("": none), python that runs or
     not, entries in its folder, lib folders with ensurepip, and uv's line (UV_PROBE)."""
     return (f"{uv}\n{'yes' if runs else ''}\n{'yes' if entries else ''}\n{ensurepip}\n"
-            + files.files_output({f"{VENV}/pyvenv.cfg": cfg or None}))
+            + reader.files_output({f"{VENV}/pyvenv.cfg": cfg or None}))
 
 
 EXISTING = observed("home = /usr/bin\nversion = 3.11.2\n", runs=True, entries="bin\nlib")

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from nodeprov.inventory import load_inventory
-from nodeprov.session import Session, SshOptions
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
 from nodeprov.testbed.cluster import Testbed
 
 pytestmark = pytest.mark.integration

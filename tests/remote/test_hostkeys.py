@@ -10,9 +10,16 @@ import pytest
 from paramiko import Ed25519Key, HostKeys, SSHClient, SSHConfig
 
 from nodeprov.errors import Unreachable
-from nodeprov.hostkeys import OpenSshPolicy, SshFiles, UnknownHostKey, connect, jump_hops, prepare
 from nodeprov.inventory import Host, SshConfigs
-from nodeprov.session import SshOptions
+from nodeprov.remote.hostkeys import (
+    OpenSshPolicy,
+    SshFiles,
+    UnknownHostKey,
+    connect,
+    jump_hops,
+    prepare,
+)
+from nodeprov.remote.options import SshOptions
 from tests.conftest import MakeTestbed
 
 NODE1_KEY = Ed25519Key(data=base64.b64decode(

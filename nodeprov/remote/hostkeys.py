@@ -28,15 +28,16 @@ from paramiko import HostKeys, MissingHostKeyPolicy, ProxyCommand, SSHClient, SS
 from paramiko.pkey import PKey
 
 from nodeprov import validate
-from nodeprov.errors import Unreachable
-from nodeprov.inventory import Host, SshConfigs
+from nodeprov.errors import NodeprovError, Unreachable
+from nodeprov.inventory.sshconfigs import SshConfigs
 
 if TYPE_CHECKING:
-    from nodeprov.session import SshOptions
+    from nodeprov.inventory.model import Host
+    from nodeprov.remote.options import SshOptions
 
 
-class UnknownHostKey(Exception):
-    pass
+class UnknownHostKey(NodeprovError):
+    """The host's key is not in known_hosts and new keys were not to be accepted."""
 
 
 class SshFiles:

@@ -29,9 +29,9 @@ from nodeprov.factcheck import (
     checked_text,
 )
 from nodeprov.gpu import Accelerators, GpuInfo, read_gpus
-from nodeprov.tasks.base import Probe
+from nodeprov.remote.actions import Probe
 
-FACTS_SCRIPT = resources.files("nodeprov").joinpath("facts.sh").read_text()
+FACTS_SCRIPT = resources.files("nodeprov.remote").joinpath("facts.sh").read_text()
 
 
 @dataclass(frozen=True)

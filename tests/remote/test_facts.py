@@ -7,7 +7,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from nodeprov.facts import (
+from nodeprov.remote.facts import (
     FACTS_SCRIPT,
     parse_facts,
     parse_ip_addr_json,
@@ -15,7 +15,7 @@ from nodeprov.facts import (
     split_sections,
 )
 
-DATA = Path(__file__).parent / "data" / "facts"
+DATA = Path(__file__).parent.parent / "data" / "facts"
 
 
 def test_recorded_debian_vm() -> None:

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.nodelock import LOCK_PATH, RUN_LOCK, RunLock, holder_argv, keepalive, unread_bytes
+from nodeprov.remote.nodelock import (
+    LOCK_PATH,
+    RUN_LOCK,
+    RunLock,
+    holder_argv,
+    keepalive,
+    unread_bytes,
+)
 
 READ = "printf '\\n@@%s end\\n' \"$1\"\n"  # stands in for the facts
 

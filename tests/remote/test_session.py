@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from nodeprov import files
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
-from nodeprov.session import Session, SshOptions
-from nodeprov.tasks.base import Local, Probe, Run, Upload, Write
+from nodeprov.remote import reader
+from nodeprov.remote.actions import Local, Probe, Run, Upload, Write
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
 
 
 @dataclass
@@ -87,9 +88,9 @@ def test_a_change_and_the_probes_after_it_in_one_round_trip(tmp_path: Any) -> No
     target = tmp_path / "motd"
     session, shell = session_for(tmp_path)
     read = session.execute("block", [Write(str(target), "new\n")],
-                           then_read=[None, files.read_many_probe(str(target))])
+                           then_read=[None, reader.read_many_probe(str(target))])
     assert read is not None and read[1][0] == ""
-    assert files.observed_files(read[1][1]) == {str(target): "new\n"}
+    assert reader.observed_files(read[1][1]) == {str(target): "new\n"}
     assert read[0].ephemeral_port_range[0] > 0
     assert len(shell.commands) == 1 and session.round_trips == 1
 
