@@ -19,12 +19,13 @@ from nodeprov.inventory import Host, Inventory, load_inventory
 from nodeprov.jsonreport import apply_report, facts_report
 from nodeprov.listing import print_listing
 from nodeprov.options import tag_set
+from nodeprov.outcome import Interrupted, RunOutcome
 from nodeprov.playbook import JobSpec, default_playbook, load_playbook, selected
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session, connect_all
 from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
 from nodeprov.rolling import Rolled, run_rolling
-from nodeprov.runner import Interrupted, RunOptions, RunOutcome
+from nodeprov.runner import RunOptions
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:

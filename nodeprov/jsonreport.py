@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nodeprov.job.connectivity import Matrix
+    from nodeprov.outcome import HostResult
     from nodeprov.prove import Proof
     from nodeprov.remote.facts import Facts
-    from nodeprov.runner import HostResult
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "report.schema.json"

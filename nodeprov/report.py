@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nodeprov.runner import HostResult, TaskResult
+from nodeprov.outcome import HostResult, TaskResult
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:

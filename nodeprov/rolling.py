@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nodeprov.inventory import Host, Inventory
+from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome
 from nodeprov.playbook import Play, Playbook, selected
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
-from nodeprov.runner import HostResult, Interrupted, Reporter, RunOptions, RunOutcome, run_playbook
+from nodeprov.runner import RunOptions, run_playbook
 from nodeprov.serial import split_batches, stop_reason
 
 FAILED = ("failed", "unreachable")

@@ -25,12 +25,13 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
-from nodeprov.errors import EXIT_INTERRUPTED, HostError, InputError, NodeprovError, Unreachable
+from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.fanout import on_every, raise_first
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
+from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome, TaskResult
 from nodeprov.peer_exec import execute
 from nodeprov.peers import Distribution
 from nodeprov.playbook import Playbook, TaskSpec, selected
@@ -38,10 +39,7 @@ from nodeprov.remote.actions import Probe
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
-from nodeprov.tasks.base import Context, Plan, TaskFailed
-
-TaskStatus = Literal["ok", "changed", "failed", "skipped"]
-HostStatus = Literal["ok", "changed", "failed", "unreachable"]
+from nodeprov.tasks.base import Context, Plan
 
 
 @dataclass(frozen=True)
@@ -51,62 +49,6 @@ class RunOptions:
     tags: frozenset[str] = frozenset()
     skip_tags: frozenset[str] = frozenset()
     ssh: SshOptions = field(default_factory=SshOptions)
-
-
-@dataclass
-class TaskResult:
-    name: str
-    type: str
-    status: TaskStatus
-    changes: list[str] = field(default_factory=list)
-    diffs: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None
-    duration: float = 0.0
-
-
-@dataclass
-class HostResult:
-    name: str
-    status: HostStatus = "ok"
-    tasks: list[TaskResult] = field(default_factory=list)
-    error: str | None = None
-    duration: float = 0.0
-    connections: int = 0
-    round_trips: int = 0
-    facts: Facts | None = None
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """One result per target host (in order), and every inventory host's facts (None when it
-    could not be read), for what runs after the tasks; ``probed``: each target host's last
-    probe output per task type (its first task of that type), for verify's checks."""
-
-    results: list[HostResult]
-    facts: dict[str, Facts | None]
-    probed: dict[str, dict[str, str]] = field(default_factory=dict)
-
-
-class Interrupted(NodeprovError, KeyboardInterrupt):
-    """Ctrl-C stopped the run between round trips; ``outcome`` says where each host stopped.
-    Still a KeyboardInterrupt, so no handler of task errors swallows it."""
-
-    exit_code = EXIT_INTERRUPTED
-
-    def __init__(self, outcome: RunOutcome) -> None:
-        super().__init__("interrupted (Ctrl-C): each node finished the command in flight; run "
-                         "again to converge")
-        self.outcome = outcome
-
-
-class Reporter(Protocol):
-    """Receives progress from the runner's threads (implementations must be thread-safe)."""
-
-    def task_done(self, host: str, result: TaskResult) -> None: ...
-
-    def host_done(self, result: HostResult) -> None: ...
 
 
 @dataclass
@@ -261,11 +203,9 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                     after = spec.type.plan(Context(host, facts, cluster, distribution),
                                            run.params[index], observed[index] or "")
                     task.warnings += [w for w in after.warnings if w not in task.warnings]
-        except TaskFailed as error:
-            task.status, task.error = "failed", f"{run.host.name}: {spec.type.name}: {error}"
-        except (HostError, InputError) as error:
+        except (HostError, InputError) as error:  # these name the node and item themselves
             task.status, task.error = "failed", str(error)
-        except NodeprovError as error:
+        except NodeprovError as error:  # TaskFailed, ParamError, ...: the plan's own words
             task.status, task.error = "failed", f"{run.host.name}: {spec.type.name}: {error}"
         except Exception as error:  # a bug in a task must not take other hosts down
             task.status = "failed"

@@ -56,8 +56,8 @@ from nodeprov.remote.session import Session, connect_all
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:
+    from nodeprov.outcome import RunOutcome
     from nodeprov.prove import Proof
-    from nodeprov.runner import RunOutcome
 
 __all__ = ["CheckResult", "Collector", "Outcome", "Verification", "run_checks", "run_verify"]
 

@@ -15,9 +15,9 @@ from nodeprov.job.connectivity import Check, Matrix
 from nodeprov.job.launch import JobOutcome
 from nodeprov.job.results import parse_result, verdict
 from nodeprov.jsonreport import apply_report, facts_report, write_report
+from nodeprov.outcome import HostResult, TaskResult
 from nodeprov.prove import Proof
 from nodeprov.remote.facts import parse_facts, split_sections
-from nodeprov.runner import HostResult, TaskResult
 from nodeprov.verify import CheckResult, Verification, report_json
 from tests.report_schema import assert_valid
 

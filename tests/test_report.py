@@ -9,9 +9,9 @@ from pathlib import Path
 from rich.console import Console
 
 from nodeprov.jsonreport import apply_report
+from nodeprov.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts, split_sections
 from nodeprov.report import print_recap
-from nodeprov.runner import HostResult, TaskResult
 from tests.report_schema import assert_valid
 
 FACTS_OUTPUT = Path(__file__).parent / "data" / "facts" / "debian12-vm.txt"

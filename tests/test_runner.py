@@ -12,12 +12,13 @@ import pytest
 
 from nodeprov import files
 from nodeprov.inventory import Host, load_inventory
+from nodeprov.outcome import TaskResult
 from nodeprov.playbook import load_playbook
 from nodeprov.remote import reader
 from nodeprov.remote.actions import Action, Probe, Write
 from nodeprov.remote.facts import Facts, parse_facts, split_sections
 from nodeprov.remote.session import Session
-from nodeprov.runner import RunOptions, TaskResult, run_playbook
+from nodeprov.runner import RunOptions, run_playbook
 from nodeprov.tasks.base import Context, Plan
 from nodeprov.tasks.registry import REGISTRY
 

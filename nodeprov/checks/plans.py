@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from nodeprov.checks import CheckResult, Drift
 from nodeprov.inventory import Host, Inventory
+from nodeprov.outcome import HostResult, RunOutcome, TaskResult
 from nodeprov.playbook import Playbook, TaskSpec
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
-from nodeprov.runner import HostResult, RunOptions, RunOutcome, TaskResult, run_playbook
+from nodeprov.runner import RunOptions, run_playbook
 
 
 class _Silent:

@@ -7,8 +7,8 @@ from pathlib import Path
 from nodeprov.checks import Drift
 from nodeprov.checks.plans import plan_results
 from nodeprov.inventory import load_inventory
+from nodeprov.outcome import HostResult, RunOutcome, TaskResult
 from nodeprov.playbook import TaskSpec, load_playbook
-from nodeprov.runner import HostResult, RunOutcome, TaskResult
 
 PLAYBOOK = """\
 - name: Kernel and names

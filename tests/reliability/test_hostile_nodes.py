@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from nodeprov import commands, wheelhouse
 from nodeprov.cli import app
+from nodeprov.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts
 from nodeprov.report import LiveReporter, print_recap
-from nodeprov.runner import HostResult, TaskResult
 from nodeprov.tasks.hosts import manage_etc_hosts
 from tests.test_bad_input import GOOD_INVENTORY
 
