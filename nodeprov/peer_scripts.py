@@ -3,12 +3,12 @@
     python3 -c SERVE DIR ADDRESS LIFETIME IDLE   # prints "PORT PID", then serves detached
     python3 -c FETCH URL DEST SECONDS NAME SHA256 [NAME SHA256 ...]
 
-SERVE hard-links DIR's wheels into a private folder beside it (so the seed may remove DIR once
-it has installed) and serves that folder read-only over HTTP on ADDRESS, port 0: the kernel
-picks a port from the node's ephemeral range, which the firewall task opens to the node subnet
-only (and before that task, ufw is off). The server detaches, and stops (removing its folder)
-on SIGTERM, after LIFETIME seconds, or after IDLE seconds with no transfer: nothing stays
-listening even if this machine dies mid-run.
+SERVE opens DIR's wheels and serves those open files read-only over HTTP on ADDRESS, port 0: the
+kernel picks a port from the node's ephemeral range, which the firewall task opens to the node
+subnet only (and before that task, ufw is off). Having opened them, it detaches and drops root
+for ``nobody`` (it exits rather than serve as root): the server reads no path after that, so
+the seed may remove DIR once it has installed. It stops on SIGTERM, after LIFETIME seconds, or
+after IDLE seconds with no transfer: nothing stays listening even if this machine dies mid-run.
 
 FETCH downloads each NAME from URL (stdlib urllib only) into DEST through a temporary file,
 and keeps it only when its sha256 is the one given: the seed is not trusted, nor is its pace
@@ -17,35 +17,38 @@ and keeps it only when its sha256 is the one given: the seed is not trusted, nor
 
 from __future__ import annotations
 
-SERVE = r"""import functools, http.server, os, shutil, signal, socket, sys, tempfile
-import threading, time
+SERVE = r"""import http.server, os, pwd, signal, socket, sys, threading, time, urllib.parse
 source, address = sys.argv[1], sys.argv[2]
 lifetime, idle = float(sys.argv[3]), float(sys.argv[4])
-served = tempfile.mkdtemp(prefix=".serve-", dir=os.path.dirname(source))
-for name in os.listdir(source):
-    path = os.path.join(source, name)
-    if name.startswith(".") or not os.path.isfile(path):
-        continue
-    try:
-        os.link(path, os.path.join(served, name))
-    except OSError:
-        shutil.copyfile(path, os.path.join(served, name))
+files = {name: os.open(os.path.join(source, name), os.O_RDONLY) for name in os.listdir(source)
+         if not name.startswith(".") and os.path.isfile(os.path.join(source, name))}
 state = {"active": 0, "last": time.monotonic()}
 lock = threading.Lock()
 
-class Handler(http.server.SimpleHTTPRequestHandler):
-    def handle(self):
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
         with lock:
             state["active"] += 1
         try:
-            super().handle()
+            fd = files.get(urllib.parse.unquote(self.path.lstrip("/")))
+            if fd is None:
+                self.send_error(404)
+                return
+            size = os.fstat(fd).st_size
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            sent = 0
+            while sent < size:  # the kernel copies, from an offset: requests share the file
+                done = os.sendfile(self.connection.fileno(), fd, sent, size - sent)
+                if not done:
+                    break
+                sent += done
         finally:
             with lock:
                 state["active"] -= 1
                 state["last"] = time.monotonic()
-
-    def copyfile(self, source, outputfile):
-        self.connection.sendfile(source)  # the kernel copies: the seed serves many at once
 
     def log_message(self, *args):
         pass
@@ -54,11 +57,7 @@ class Server(http.server.ThreadingHTTPServer):
     address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
     daemon_threads = True
 
-try:
-    server = Server((address, 0), functools.partial(Handler, directory=served))
-except OSError:
-    shutil.rmtree(served, ignore_errors=True)
-    raise
+server = Server((address, 0), Handler)
 child = os.fork()
 if child:
     print(server.server_address[1], child, flush=True)
@@ -67,6 +66,14 @@ os.setsid()
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(null, fd)
+if os.geteuid() == 0:
+    try:
+        nobody = pwd.getpwnam("nobody")
+        os.setgroups([])
+        os.setgid(nobody.pw_gid)
+        os.setuid(nobody.pw_uid)
+    except (KeyError, OSError):
+        os._exit(1)  # never serve as root
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
 threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -79,7 +86,6 @@ while not stop.wait(1):
         break
 server.shutdown()
 server.server_close()
-shutil.rmtree(served, ignore_errors=True)
 """
 
 FETCH = r"""import hashlib, os, sys, time, urllib.parse, urllib.request

@@ -4,6 +4,7 @@ and the upload from this machine whenever the seed cannot give a good copy."""
 
 from __future__ import annotations
 
+import pwd
 import shutil
 import socket
 import subprocess
@@ -75,8 +76,12 @@ def apply(distribution: Distribution, session: LocalSession, local: Path) -> Non
     execute(session, distribution, "torch", actions(local, session.host.name))
 
 
+def held_path(local: Path, node: str) -> Path:
+    return local.parent / node / "wheelhouse"
+
+
 def held(local: Path, node: str) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in (local.parent / node / "wheelhouse").iterdir()}
+    return {path.name: path.read_bytes() for path in held_path(local, node).iterdir()}
 
 
 def listening(port: int) -> bool:
@@ -102,11 +107,10 @@ def test_the_seed_uploads_once_and_the_others_fetch_from_it(wheels: Path) -> Non
     assert len(ports) == 3 and all(map(listening, ports))  # the peers serve too
     distribution.close()
     for _ in range(50):
-        if not any(map(listening, ports)) and not list(wheels.parent.glob("*/.serve-*")):
+        if not any(map(listening, ports)):
             break
         time.sleep(0.1)
-    assert not any(map(listening, ports))  # stopped, and their hard-linked copies removed
-    assert not list(wheels.parent.glob("*/.serve-*"))
+    assert not any(map(listening, ports))  # stopped
 
 
 def sources(distribution: Distribution, count: int) -> set[str]:
@@ -125,9 +129,8 @@ def test_a_node_that_fetched_serves_the_next_and_a_bad_copy_is_skipped(wheels: P
     apply(distribution, LocalSession("node2"), wheels)  # from node1, then serves
     (node2_url,) = sources(distribution, 2) - sources(distribution, 1)
     seed_url = distribution.acquire("set")  # node1 busy: the next fetch goes to node2
-    (served,) = wheels.parent.glob("node2/.serve-*")
-    (served / "six-1.17.0-py2.py3-none-any.whl").unlink()  # node2's copy changed after
-    (served / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"evil")
+    # node2's copy changed in place after it was checked (its server holds the file open)
+    (held_path(wheels, "node2") / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"evil")
     node3 = LocalSession("node3")
     apply(distribution, node3, wheels)  # node2's refused, then node1's, still busy: good
     assert not [a for a in node3.executed if isinstance(a, Upload)]
@@ -171,9 +174,8 @@ def test_a_wrong_file_from_the_seed_is_refused_and_uploaded_instead(wheels: Path
     distribution = Distribution()
     distribution.seed_for("set", "node1")
     apply(distribution, LocalSession("node1"), wheels)
-    (served,) = wheels.parent.glob("node1/.serve-*")
-    (served / "six-1.17.0-py2.py3-none-any.whl").unlink()  # a changed file on the seed
-    (served / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"evil")
+    # a file changed in place on the seed (its server holds the file open)
+    (held_path(wheels, "node1") / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"evil")
     peer = LocalSession("node2")
     remote = wheels.parent / "node2" / "wheelhouse"
     fetch = PeerUpload(str(wheels), str(remote), "set", "127.0.0.1", "python3")
@@ -196,13 +198,16 @@ def test_a_server_nobody_stops_stops_by_itself_when_idle(wheels: Path) -> None:
     started = subprocess.run(["python3", "-c", SERVE, str(wheels), "127.0.0.1", "60", "0.5"],
                              capture_output=True, text=True, timeout=30, check=True)
     port, pid = map(int, started.stdout.split())
+    uid = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+               if line.startswith("Uid:"))
+    assert int(uid) == pwd.getpwnam("nobody").pw_uid  # started as root, serves as nobody
     assert listening(port)  # a connection, then nothing: idle from then on
     for _ in range(100):
         if not Path(f"/proc/{pid}").exists():
             break
         time.sleep(0.1)
     assert not Path(f"/proc/{pid}").exists()
-    assert not listening(port) and not list(wheels.parent.glob(".serve-*"))
+    assert not listening(port)
 
 
 def test_a_source_that_trickles_is_given_up(tmp_path: Path) -> None:
