@@ -113,8 +113,9 @@ def test_a_ddp_script_runs_on_three_nodes_and_a_second_sync_sends_nothing(
     # Rank 0, shown live with its node; on stderr here, as --json - takes stdout.
     assert re.search(r"^node\d \[rank0\]:step 4 loss \d", shown, re.M), shown
     assert leftovers(run_bed) == {}
-    again, report, _ = nodeprov_run(run_bed, code_dir, "--steps", "1")
-    assert again == 0 and all(node["synced"] == 0 for node in report["nodes"].values())
+    again, report, shown = nodeprov_run(run_bed, code_dir, "--steps", "1")
+    assert again == 0, shown
+    assert all(node["synced"] == 0 for node in report["nodes"].values())
 
 
 @pytest.mark.integration
