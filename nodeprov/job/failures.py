@@ -1,10 +1,11 @@
 """Which nodes of a job failed by themselves, and one line for each saying why.
 
-    failed = failed_nodes(launch.launched, launch.stopped)     # diagnosed by diagnose.py's rules
+    failed = failed_nodes(launch.launched, launch.stopped, launch.deadline_passed)  # diagnosed
     for line in node_failures(launch.launched, failed, seconds=120, deadline_hint="..."):
         print(line)    # node3: firewall: gloo peers could not connect: ... (fix); the job said: ...
 
 Nodes the launcher stopped because another failed are not failures: only the first ones are.
+After the deadline, a node's failure is the deadline's, whatever its output says.
 """
 
 from __future__ import annotations
@@ -38,17 +39,28 @@ def last_words(output: str) -> str:
 
 @dataclass(frozen=True)
 class NodeFailure:
-    """A node whose torchrun failed by itself, and what a rule made of its output tail."""
+    """A node whose torchrun failed by itself, what a rule made of its output tail, and whether
+    it ended at the deadline (killed there, or failing because a peer just was)."""
 
     result: Result
     diagnosis: Diagnosis | None
+    at_deadline: bool = False
+
+    @property
+    def timed_out(self) -> bool:
+        """Killed at the deadline: no rule explains it, and its exit or timing says so."""
+        return self.at_deadline or (self.diagnosis is None and self.result.exit_code in TIMED_OUT)
 
 
-def failed_nodes(launched: Mapping[str, Result | Exception],
-                 stopped: set[str]) -> dict[str, NodeFailure]:
-    """The nodes whose torchrun failed by itself (not those the launcher stopped), diagnosed."""
+def failed_nodes(launched: Mapping[str, Result | Exception], stopped: set[str],
+                 deadline_passed: bool = False) -> dict[str, NodeFailure]:
+    """The nodes whose torchrun failed by itself (not those the launcher stopped), diagnosed
+    unless the deadline passed first."""
     failed = {name: outcome for name, outcome in launched.items() if isinstance(outcome, Result)
               and outcome.exit_code != 0 and name not in stopped}
+    if deadline_passed:
+        return {name: NodeFailure(result, None, at_deadline=True)
+                for name, result in failed.items()}
     diagnosed = dict(diagnose_nodes({name: tail(result) for name, result in failed.items()}))
     return {name: NodeFailure(result, diagnosed.get(name)) for name, result in failed.items()}
 
@@ -62,12 +74,12 @@ def node_failures(launched: Mapping[str, Result | Exception], failed: Mapping[st
              if isinstance(outcome, Exception)]
     for name, failure in failed.items():
         result, found = failure.result, failure.diagnosis
-        if found is not None:
-            lines.append(f"{name}: {found.item}: {found.cause} ({found.fix}); the job said: "
-                         f"{found.evidence}")
-        elif result.exit_code in TIMED_OUT:
+        if failure.timed_out:
             lines.append(f"{name}: job: still running after {seconds} s, killed on every node "
                          f"({deadline_hint})")
+        elif found is not None:
+            lines.append(f"{name}: {found.item}: {found.cause} ({found.fix}); the job said: "
+                         f"{found.evidence}")
         else:
             lines.append(f"{name}: job: torchrun exited {result.exit_code}: "
                          f"{last_words(tail(result))}")

@@ -171,7 +171,7 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     result, unreadable, by_node = _read_result(launch.results)
     if result is not None and not result.ok:
         failures.append(f"{hosts[0].name}: job: {verdict(result)}")
-    failed = failed_nodes(launch.launched, launch.stopped)
+    failed = failed_nodes(launch.launched, launch.stopped, launch.deadline_passed)
     failures += node_failures(launch.launched, failed, seconds=timeout,
                               deadline_hint=DEADLINE_HINT)
     culprits: list[str] = []

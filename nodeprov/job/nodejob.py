@@ -83,7 +83,9 @@ def wrap(run_id: str, seconds: int, command: Sequence[str], workdir: str = "") -
 class Launch:
     """What happened on each node: why preparing failed, how the launch ended and after how
     many seconds, in which order nodes ended, whether the launcher stopped the node while it
-    still ran, what the stop step returned (the result file's text, or why it failed)."""
+    still ran, what the stop step returned (the result file's text, or why it failed), and
+    whether the first failure came at or after the deadline (its cause then is the deadline,
+    whatever the node said: a peer killed a moment earlier resets its connections)."""
 
     prepare_errors: dict[str, Exception] = field(default_factory=dict)
     launched: dict[str, Result | Exception] = field(default_factory=dict)
@@ -91,6 +93,7 @@ class Launch:
     ended: list[str] = field(default_factory=list)
     stopped: set[str] = field(default_factory=set)
     results: dict[str, str | Exception] = field(default_factory=dict)
+    deadline_passed: bool = False
 
 
 def launch_all(names: Sequence[str], sessions: Mapping[str, Session], *, run_id: str,
@@ -111,6 +114,7 @@ def launch_all(names: Sequence[str], sessions: Mapping[str, Session], *, run_id:
         for name in names if not launch.prepare_errors else ():
             futures[pool.submit(sessions[name].run, argv[name], task="job", timeout=wait_s,
                                 echo=streams[name] if streams else None)] = name
+        launched_at = time.monotonic()
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -118,6 +122,9 @@ def launch_all(names: Sequence[str], sessions: Mapping[str, Session], *, run_id:
                 launch.ended.append(futures[future])
                 launch.durations[futures[future]] = time.monotonic() - started
             if any(f.exception() is not None or f.result().exit_code != 0 for f in done):
+                # Each node's deadline starts after this moment: no node reaches its own
+                # earlier, so a failure seen later follows a deadline kill.
+                launch.deadline_passed = 0 < seconds <= time.monotonic() - launched_at
                 break
     finally:
         launch.stopped = {futures[f] for f in futures if not f.done()}

@@ -140,7 +140,8 @@ def _failed(launch: Launch, paths: Mapping[str, Path]) -> dict[str, _Failed]:
     """The nodes that failed by themselves, in the order they ended, diagnosed from the failing
     rank's lines (torchrun's summary and traceback push them out of the node's tail). A node
     stopped while its rank's exception was on its way out counts too: a peer that only lost its
-    connection to that rank may have ended first."""
+    connection to that rank may have ended first. After the deadline, every node that ended by
+    itself timed out."""
     failed = {}
     for name in dict.fromkeys([*launch.ended, *launch.launched]):
         result = launch.launched.get(name)
@@ -151,6 +152,11 @@ def _failed(launch: Launch, paths: Mapping[str, Path]) -> dict[str, _Failed]:
         if rank is None:
             rank = first_traceback_rank(paths[name])
         said = rank_tail(paths[name], rank) if rank is not None else ""
+        if launch.deadline_passed:  # what the ranks said then is the kill's echo, not a cause
+            if not stopped:
+                failed[name] = _Failed(NodeFailure(result, None, at_deadline=True), rank,
+                                       said or tail(result), None)
+            continue
         # The failing rank's own words first: a rule on them, else its exception; torchrun's
         # tail (other ranks, the rendezvous) only when the rank says nothing a rule knows.
         found = diagnose(said, name) if said else None

@@ -161,6 +161,19 @@ def test_failures_name_node_item_cause_and_fix_and_skip_stopped_nodes() -> None:
     assert not any(line.startswith("node2") for line in lines)
 
 
+def test_after_the_deadline_every_node_that_ended_by_itself_timed_out() -> None:
+    # GLOO_TIMEOUT would be a firewall problem before the deadline; after it, it is the echo
+    # of a peer's kill.
+    launched: dict[str, Result | Exception] = {
+        "node1": Result("", GLOO_TIMEOUT, 1), "node2": Result("", "", 124),
+        "node3": Result("", "SignalException: Process 1 got signal: 15", -1)}
+    failed = failed_nodes(launched, {"node3"}, deadline_passed=True)
+    assert all(failure.timed_out and failure.diagnosis is None for failure in failed.values())
+    assert node_failures(launched, failed, seconds=30, deadline_hint=DEADLINE_HINT) == [
+        f"{name}: job: still running after 30 s, killed on every node ({DEADLINE_HINT})"
+        for name in ("node1", "node2")]
+
+
 # What torchrun printed on a testbed node when a rank aborted at exit (trimmed).
 CHILD_FAILED = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -33,8 +34,8 @@ class FakeNode:
     """Prints ``output`` to the launcher's stderr stream, then ends with ``exit_code`` at once,
     or (None) runs until the stop step comes."""
 
-    def __init__(self, exit_code: int | None, output: str = "") -> None:
-        self.exit_code, self.output = exit_code, output
+    def __init__(self, exit_code: int | None, output: str = "", after: float = 0.0) -> None:
+        self.exit_code, self.output, self.after = exit_code, output, after
         self.stopped = threading.Event()
         self.calls: list[str] = []
 
@@ -53,6 +54,7 @@ class FakeNode:
         if self.exit_code is None:
             assert self.stopped.wait(10), "the launcher never stopped this node"
             return Result("", self.output, 143)
+        time.sleep(self.after)
         return Result("", self.output, self.exit_code)
 
 
@@ -137,6 +139,29 @@ def test_the_deadline_says_so_once_per_node(tmp_path: Path) -> None:
         line.split(": ", 1)[1] == ("job: still running after 30 s, killed on every node (raise "
                                    "--timeout if the training needs longer)")
         for line in outcome.diagnosis)
+
+
+# What a rank said in CI when a peer node was killed at its deadline a moment before its own.
+RESET = ("[rank1]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Read error "
+         "[10.1.60.2]:40321: Connection reset by peer. This is typically caused by a remote "
+         "worker hanging or bugs in\n")
+
+
+def test_a_node_that_fails_after_the_deadline_failed_because_of_it(tmp_path: Path) -> None:
+    # The peer killed at its deadline is still ending when this node's rank loses its connection
+    # and ends first: the cause is the deadline, not the firewall its words would suggest.
+    nodes = {"node1": FakeNode(None), "node2": FakeNode(1, RESET, after=1.2),
+             "node3": FakeNode(None)}
+    outcome = run_fake(nodes, tmp_path, timeout=1)
+    assert outcome.diagnosis == ("node2: job: still running after 1 s, killed on every node "
+                                 "(raise --timeout if the training needs longer)",)
+
+
+def test_the_same_words_before_the_deadline_are_the_networks(tmp_path: Path) -> None:
+    nodes = {"node1": FakeNode(None), "node2": FakeNode(1, RESET), "node3": FakeNode(None)}
+    outcome = run_fake(nodes, tmp_path, timeout=30)
+    assert len(outcome.diagnosis) == 1
+    assert outcome.diagnosis[0].startswith("node2: firewall: gloo peers could not connect")
 
 
 def test_ctrl_c_stops_every_node_and_exits_130(tmp_path: Path,
