@@ -12,6 +12,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from nodeprov.errors import InputError, NodeprovError
+from nodeprov.fanout import DEFAULT_FORKS
 from nodeprov.job.runargs import AfterDashDash
 from nodeprov.options import (
     AcceptKeysOpt,
@@ -58,7 +59,7 @@ def apply(
     tags: TagsOpt = None,
     skip_tags: SkipTagsOpt = None,
     extra_vars: ExtraVarsOpt = None,
-    forks: ForksOpt = 32,
+    forks: ForksOpt = DEFAULT_FORKS,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
     list_hosts: ListHostsOpt = False,
@@ -85,7 +86,7 @@ def facts(
     inventory: InventoryArg = None,
     limit: LimitOpt = None,
     extra_vars: ExtraVarsOpt = None,
-    forks: ForksOpt = 32,
+    forks: ForksOpt = DEFAULT_FORKS,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
 ) -> None:
@@ -107,7 +108,7 @@ def verify(
     playbook: PlaybookOpt = None,
     limit: LimitOpt = None,
     extra_vars: ExtraVarsOpt = None,
-    forks: ForksOpt = 32,
+    forks: ForksOpt = DEFAULT_FORKS,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
     job: Annotated[bool, typer.Option(
@@ -176,7 +177,7 @@ def run(
     preflight: Annotated[bool, typer.Option(
         "--preflight/--no-preflight", help="Run the connectivity matrix first and refuse to "
         "start when a node cannot reach another.")] = True,
-    forks: ForksOpt = 32,
+    forks: ForksOpt = DEFAULT_FORKS,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
 ) -> None:

@@ -21,6 +21,8 @@ from typing import TypeVar
 
 from nodeprov.errors import NodeprovError
 
+DEFAULT_FORKS = 32  # hosts handled at once unless --forks says otherwise
+
 T = TypeVar("T")
 R = TypeVar("R")
 

@@ -1,8 +1,9 @@
 """The command line's options, one definition each, so every command gives them one meaning::
 
     @app.command()
-    def facts(inventory: InventoryArg = None, limit: LimitOpt = None, forks: ForksOpt = 32,
-              accept_new_host_keys: AcceptKeysOpt = False, json_path: JsonOpt = None) -> None:
+    def facts(inventory: InventoryArg = None, limit: LimitOpt = None,
+              forks: ForksOpt = DEFAULT_FORKS, accept_new_host_keys: AcceptKeysOpt = False,
+              json_path: JsonOpt = None) -> None:
 
 Typer ``Annotated`` aliases only; what an option does lives in the library.
 """

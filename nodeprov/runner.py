@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
-from nodeprov.fanout import on_every, raise_first
+from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
 from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome, TaskResult
@@ -45,7 +45,7 @@ from nodeprov.tasks.base import Context, Plan
 @dataclass(frozen=True)
 class RunOptions:
     check: bool = False
-    forks: int = 32
+    forks: int = DEFAULT_FORKS
     tags: frozenset[str] = frozenset()
     skip_tags: frozenset[str] = frozenset()
     ssh: SshOptions = field(default_factory=SshOptions)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -43,10 +42,11 @@ from nodeprov.checks import (
     failure_message,
 )
 from nodeprov.checks.cluster import Opened
-from nodeprov.checks.fresh import AREAS, read_fresh
+from nodeprov.checks.fresh import AREAS, read_all_fresh
 from nodeprov.checks.plans import node_specs, plan_playbook, plan_results
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
 from nodeprov.extravars import parse_extra_vars
+from nodeprov.fanout import DEFAULT_FORKS
 from nodeprov.inventory import load_inventory
 from nodeprov.jsonreport import document
 from nodeprov.playbook import default_playbook, load_playbook
@@ -140,19 +140,16 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
     ssh = SshOptions(accept_new_host_keys=accept_new_host_keys)
     files = SshFiles(inventory.ssh_configs)
     sessions = {host.name: Session(host, ssh, files) for host in inventory.hosts}
-    fresh = [node for node in targets
+    fresh = [node.name for node in targets
              if any(spec.type.name in AREAS for spec in node_specs(playbook, node.name))]
     try:
-        # a new session needs no facts: its connections overlap the plan run's
-        with ThreadPoolExecutor(max_workers=max(1, len(fresh))) as pool:
-            sessions_seen = {node.name: pool.submit(read_fresh, node, ssh, files)
-                             for node in fresh}
-            outcome = plan_playbook(playbook, inventory, targets, sessions, ssh)
-        seen = {name: future.result() for name, future in sessions_seen.items()}
+        outcome = plan_playbook(playbook, inventory, targets, sessions, ssh)
         results = plan_results(outcome, playbook, lambda node, spec: Drift(
             node, spec.type.name, str(inventory.path), spec.tags[0] if spec.tags else None,
             str(playbook_path) if playbook_path else None, tuple(extra_vars)))
-        opened = Opened(sessions, _gathered(outcome), outcome.probed, seen)
+        gathered = _gathered(outcome)
+        opened = Opened(sessions, gathered, outcome.probed,
+                        read_all_fresh(fresh, sessions, gathered))
         results += _run_modules(inventory_path, playbook_path, limit, accept_new_host_keys,
                                 extra_vars, opened)
     finally:
@@ -225,7 +222,8 @@ def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dic
 
 def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str | None,
                accept_new_host_keys: bool, json_path: str | None, job: bool,
-               pairwise: bool = False, forks: int = 32, extra_vars: Sequence[str] = ()) -> int:
+               pairwise: bool = False, forks: int = DEFAULT_FORKS,
+               extra_vars: Sequence[str] = ()) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
     bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes);
     prints the report and returns the exit code."""
@@ -247,7 +245,7 @@ def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | N
                  extra: Mapping[str, Any]) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
     from nodeprov.job.baseline import baseline_path
-    from nodeprov.job.connectivity import Matrix
+    from nodeprov.job.matrix import Matrix
     from nodeprov.prove import Proof, print_proof, prove_cluster
     from nodeprov.remote.hostkeys import SshFiles
 

@@ -24,7 +24,7 @@ import testinfra.host
 from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, Drift
 from nodeprov.checks.cluster import OPENED_KEY, Cluster
 from nodeprov.checks.fresh import AREAS as FRESH_AREAS
-from nodeprov.checks.fresh import Fresh, read_fresh
+from nodeprov.checks.fresh import Fresh, read_all_fresh
 from nodeprov.errors import InputError
 from nodeprov.extravars import parse_extra_vars
 from nodeprov.inventory import Host, load_inventory
@@ -155,6 +155,6 @@ def fresh(cluster: Cluster) -> dict[str, Fresh | str]:
     if not cluster.fresh:
         chosen = [node for node in cluster.targets
                   if any(cluster.task(node, area) for area in FRESH_AREAS)]
-        cluster.fresh = dict(zip((node.name for node in chosen), cluster.each(
-            lambda node: read_fresh(node, cluster.ssh, cluster.files), chosen), strict=True))
+        cluster.fresh = read_all_fresh([node.name for node in chosen], cluster.sessions,
+                                       cluster.gathered)
     return cluster.fresh

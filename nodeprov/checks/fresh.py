@@ -1,6 +1,10 @@
 """What a process started by a NEW SSH session sees on a node: the login user (no sudo), as
-torchrun's launcher would log in. One connection and one round trip per node: its environment
-(/etc/environment, PAM, profiles) and what the node's own hostname resolves to (nsswitch).
+torchrun's launcher would log in. One round trip per node, on the connection the checks already
+hold (each command gets a session of its own from sshd, with the environment a new login gets):
+its environment (/etc/environment, PAM, profiles) and what the node's own hostname resolves to
+(nsswitch).
+
+    seen = read_all_fresh(["node1", "node2"], sessions, gathered)   # {"node2": "why not"}
 
     >>> parse_fresh("A=1\\nB==eth0\\n@@T getent\\n10.0.0.2 STREAM node2\\n", "T").environment
     {'A': '1', 'B': '=eth0'}
@@ -8,19 +12,15 @@ torchrun's launcher would log in. One connection and one round trip per node: it
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from nodeprov.errors import HostError
-from nodeprov.inventory import Host
-from nodeprov.remote.options import SshOptions
+from nodeprov.fanout import on_every, raise_first
+from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
-
-if TYPE_CHECKING:
-    from nodeprov.remote.hostkeys import SshFiles
 
 # $1 a marker token, $2 the getent database; getent fails when nothing resolves
 _SCRIPT = 'env; printf "\\n@@%s getent\\n" "$1"; getent "$2" -- "$(hostname)" || true'
@@ -51,16 +51,28 @@ def parse_fresh(output: str, token: str) -> Fresh:
                                     if line.strip())))
 
 
-def read_fresh(node: Host, ssh: SshOptions, files: SshFiles) -> Fresh | str:
-    """What a new session on ``node`` sees, or the error's text when it fails; it needs no
-    facts, so verify reads it while it plans."""
-    subnet = ipaddress.ip_network(node.vars["node_subnet"])
+def read_fresh(session: Session, node_subnet: str) -> Fresh | str:
+    """What a new session on the session's node sees, or the error's text when it fails."""
+    subnet = ipaddress.ip_network(node_subnet)
     family = "ahostsv6" if subnet.version == 6 else "ahostsv4"
     token = secrets.token_hex(8)
     try:
-        with Session(dataclasses.replace(node, become=False), ssh, files) as session:
-            output = session.run(("sh", "-c", _SCRIPT, "sh", token, family),
-                                 task="verify").stdout
+        output = session.run(("sh", "-c", _SCRIPT, "sh", token, family), task="verify",
+                             as_login=True).stdout
     except HostError as error:
         return str(error)
     return parse_fresh(output, token)
+
+
+def read_all_fresh(names: Sequence[str], sessions: Mapping[str, Session],
+                   gathered: Mapping[str, Facts | str]) -> dict[str, Fresh | str]:
+    """``read_fresh`` on every named node at once, over its open session; a node whose facts
+    could not be read keeps that reason."""
+    def one(name: str) -> Fresh | str:
+        facts = gathered[name]
+        if isinstance(facts, str):
+            return facts
+        session = sessions[name]
+        return read_fresh(session, session.host.vars["node_subnet"])
+
+    return dict(zip(names, raise_first(on_every(one, names)), strict=True))

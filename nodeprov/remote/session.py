@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
-from nodeprov.fanout import on_every, raise_first
+from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 from nodeprov.remote.batch import batch_script, batches, failed_step
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
@@ -112,14 +112,17 @@ class Session:
     # --- round trips ----------------------------------------------------------------------------
     def run(self, argv: Sequence[str], *, stdin: str | None = None, task: str = "",
             timeout: float | None = None, what: str = "",
-            echo: tuple[TextIO, TextIO] | None = None) -> Result:
-        """Run argv (with sudo when the host says become) and return its output, any exit;
-        ``what`` names it in errors (default: argv); ``echo`` gets stdout and stderr live."""
+            echo: tuple[TextIO, TextIO] | None = None, as_login: bool = False) -> Result:
+        """Run argv (with sudo when the host says become, unless ``as_login``: then as the
+        login user, in the environment any new SSH session gets) and return its output, any
+        exit; ``what`` names it in errors (default: argv); ``echo`` gets stdout and stderr
+        live."""
         what = what or _short(argv)
         self.round_trips += 1
         try:
             result = self._connection.run(
-                shlex.join(as_root(self.host, argv)), hide=echo is None, warn=True,
+                shlex.join(argv if as_login else as_root(self.host, argv)), hide=echo is None,
+                warn=True,
                 out_stream=echo[0] if echo else None, err_stream=echo[1] if echo else None,
                 timeout=timeout or self.options.command_timeout,
                 in_stream=io.StringIO(stdin) if stdin is not None else False,
@@ -270,11 +273,12 @@ def _short(argv: Sequence[str]) -> str:
     return text if len(text) < 60 else text[:57] + "..."
 
 
-def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = 32,
+def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = DEFAULT_FORKS,
                 files: SshFiles | None = None
                 ) -> tuple[dict[str, Session], dict[str, Facts], dict[str, str]]:
     """Open a session to every host in parallel and read its facts: (open sessions, facts,
-    one-line errors of the hosts that failed). The caller closes the sessions."""
+    one-line errors of the hosts that failed). The caller closes the sessions; a second
+    Ctrl-C drops the connections being made."""
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     files = files or SshFiles()
@@ -287,8 +291,12 @@ def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = 32,
         except HostError as error:
             return str(error)
 
+    def drop() -> None:
+        for session in sessions.values():
+            session.disconnect("interrupted (Ctrl-C)")
+
     read = dict(zip(sessions, raise_first(on_every(open_and_read, sessions.values(),
-                                                   forks=forks)), strict=True))
+                                                   forks=forks, drop=drop)), strict=True))
     facts = {name: found for name, found in read.items() if isinstance(found, Facts)}
     errors = {name: found for name, found in read.items() if isinstance(found, str)}
     return sessions, facts, errors
