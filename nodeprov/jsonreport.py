@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nodeprov.job.connectivity import Matrix
+    from nodeprov.job.matrix import Matrix
     from nodeprov.outcome import HostResult
     from nodeprov.prove import Proof
     from nodeprov.remote.facts import Facts

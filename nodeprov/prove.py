@@ -30,8 +30,9 @@ from nodeprov.job.baseline import (
     record_baseline,
     run_pairwise,
 )
-from nodeprov.job.connectivity import Matrix, check_connectivity
+from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.launch import JobOutcome, run_job
+from nodeprov.job.matrix import Matrix
 from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.jsonreport import matrix_json
 from nodeprov.node_address import with_node_addresses

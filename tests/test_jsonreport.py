@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from nodeprov.job.baseline import load_baseline, record_baseline
-from nodeprov.job.connectivity import Check, Matrix
 from nodeprov.job.launch import JobOutcome
+from nodeprov.job.matrix import Check, Matrix
 from nodeprov.job.results import parse_result, verdict
 from nodeprov.jsonreport import apply_report, facts_report, write_report
 from nodeprov.outcome import HostResult, TaskResult

@@ -5,8 +5,7 @@ inside the node's ephemeral range and on the rendezvous port (bound to its subne
 every node from every node (name resolution of its hostname, TCP to both ports), stop the
 listeners::
 
-    matrix = check_connectivity(hosts, sessions, facts, rdzv_port=29500)
-    console.print(matrix.table())        # rows: from, columns: to; cells ok / dns / eph / rdzv
+    matrix = check_connectivity(hosts, sessions, facts, rdzv_port=29500)   # a matrix.Matrix
     for line in matrix.problems():       # node1 -> node3: TCP to 10.0.0.13:40001 (ephemeral
         print(line)                      # range) timed out: firewall on node3 blocks ...
 
@@ -20,141 +19,22 @@ import json
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from nodeprov.fanout import on_every_name
+from nodeprov.job.matrix import Check, Matrix
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from nodeprov.inventory import Host
     from nodeprov.remote.facts import Facts
     from nodeprov.remote.session import Session
 
-Kind = Literal["dns", "eph", "rdzv"]
-KIND_NAMES: dict[Kind, str] = {"dns": "name resolution", "eph": "ephemeral range",
-                               "rdzv": "rendezvous port"}
 # argv: pid token; kills the listener only if that pid still runs it (the pid may be reused).
 STOP = 'grep -qzxF -- "$2" "/proc/$1/cmdline" 2>/dev/null && kill -- "$1"; true'
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check from ``source`` to ``target``: status ``ok`` or what went wrong."""
-
-    source: str
-    target: str
-    kind: Kind
-    status: str  # ok, unresolved, wrong_address, timeout, ECONNREFUSED, EHOSTUNREACH, untested
-    detail: str  # what was checked: "10.0.0.13:40001", or "'node3'"
-    observed: str = ""  # resolver error or resolved addresses
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
-@dataclass(frozen=True)
-class Matrix:
-    """Every check between ``nodes``, plus node-level errors (a listener or probe that failed)."""
-
-    nodes: tuple[str, ...]
-    checks: tuple[Check, ...]
-    errors: tuple[str, ...] = ()
-    duration_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors and all(check.ok for check in self.checks)
-
-    def cell(self, source: str, target: str) -> str:
-        """``ok``, the failed kinds (``dns,eph``), or ``?`` when nothing could be checked."""
-        found = [c for c in self.checks if c.source == source and c.target == target]
-        tested = [c for c in found if c.status != "untested"]
-        failed = [c.kind for c in tested if not c.ok]
-        if failed:
-            return ",".join(failed)
-        return "ok" if tested and len(tested) == len(found) else "?"
-
-    def rows(self) -> list[tuple[str, ...]]:
-        """Header row (``from \\ to``, the nodes), then one row per source node."""
-        return [("from \\ to", *self.nodes),
-                *((source, *(self.cell(source, target) for target in self.nodes))
-                  for source in self.nodes)]
-
-    def table(self) -> Table:
-        from rich.table import Table
-
-        header, *body = self.rows()
-        table = Table(title="connectivity: rows from, columns to")
-        for name in header:
-            table.add_column(name)
-        for source, *cells in body:
-            table.add_row(source, *(f"[green]{c}[/]" if c == "ok" else f"[red]{c}[/]"
-                                    for c in cells))
-        return table
-
-    def problems(self) -> list[str]:
-        """One line per broken check, with the likely cause and the fix; node errors first."""
-        return [*self.errors, *(explain(check, self.culprit(check)) for check in self.checks
-                                if not check.ok and check.status != "untested")]
-
-    def culprit(self, check: Check) -> str:
-        """The node whose firewall most likely broke a TCP check: the target, unless other nodes
-        reach the target while the source reaches no other node (a rule on the source that
-        drops its own connections' replies, like a DROP on the ephemeral range without
-        conntrack)."""
-        def reached(source: str, target: str) -> bool:
-            return any(c.ok for c in self.checks if c.kind == check.kind
-                       and c.source == source and c.target == target)
-
-        others = [n for n in self.nodes if n not in (check.source, check.target)]
-        if (any(reached(other, check.target) for other in others)
-                and not any(reached(check.source, other) for other in others)):
-            return check.source
-        return check.target
-
-
-def explain(check: Check, culprit: str | None = None) -> str:
-    """The broken check as one line: what failed, the likely cause on ``culprit`` (default: the
-    target for TCP, the source for names), the fix.
-
-    >>> explain(Check("node1", "node3", "eph", "timeout", "10.0.0.13:40001"))[:60]
-    'node1 -> node3: TCP to 10.0.0.13:40001 (ephemeral range) tim'
-    """
-    source, target = check.source, check.target
-    pair = f"{source} -> {target}"
-    if check.kind == "dns":
-        hosts_fix = f"nodeprov apply --limit {source} --tags hosts"
-        if check.status == "unresolved":
-            return (f"{pair}: {source} cannot resolve {check.detail} ({check.observed}): "
-                    f"/etc/hosts on {source} lacks the node names ({hosts_fix})")
-        return (f"{pair}: {source} resolves {check.detail} to {check.observed}, not {target}'s "
-                f"subnet address: an /etc/hosts line (Debian's 127.0.1.1) or DNS maps it "
-                f"elsewhere ({hosts_fix})")
-    what = f"{pair}: TCP to {check.detail} ({KIND_NAMES[check.kind]})"
-    if culprit == source and source != target:
-        return (f"{what} failed ({check.status}) while other nodes reach {target}: firewall on "
-                f"{source} drops its own connections (a DROP rule on the ephemeral range "
-                f"without conntrack, or OUTPUT rules) (nodeprov apply --limit {source} "
-                f"--tags firewall)")
-    firewall_fix = f"nodeprov apply --limit {target} --tags firewall"
-    if check.status == "timeout":
-        return (f"{what} timed out: firewall on {target} blocks the node subnet "
-                f"({firewall_fix})")
-    if check.status == "ECONNREFUSED":
-        return (f"{what} refused: firewall on {target} rejects the node subnet (nodeprov "
-                f"listened there) ({firewall_fix})")
-    if check.status == "EHOSTUNREACH":
-        return (f"{what} failed, no route to host: {target} is down or not at that address, or "
-                f"its firewall rejects with icmp-host-prohibited (check {target}'s link and "
-                f"node_address; {firewall_fix})")
-    if check.status == "ENETUNREACH":
-        return (f"{what} failed, network unreachable: {source} has no route to the node subnet "
-                f"(check {source}'s interface in node_subnet)")
-    return f"{what} failed: {check.status} (check the link between {source} and {target})"
+# The stop step ends the listeners; this bounds them only if this machine never gets to it,
+# long enough for every node's probe to start on a busy machine.
+LISTEN_SECONDS = 120.0
 
 
 # --- parsing recorded outputs (pure) -------------------------------------------------------------
@@ -236,7 +116,7 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
         low, high = facts[name].ephemeral_port_range
         result = sessions[name].run(
             ["python3", "-c", script, "listen", by_name[name].node_address, str(low), str(high),
-             str(rdzv_port), str(timeout * 3), token], task="connectivity", timeout=30)
+             str(rdzv_port), str(LISTEN_SECONDS), token], task="connectivity", timeout=30)
         if result.exit_code != 0:
             raise RuntimeError(f"listener exited {result.exit_code}: "
                                f"{(result.stderr or result.stdout).strip()[-200:]}")
@@ -258,9 +138,10 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
                         "ports": ports})
 
     def probe(name: str) -> list[Check]:
+        # bounded: every connection, then every one that timed out once more, a few at a time
         result = sessions[name].run(["python3", "-c", script, "probe", str(timeout),
                                      json.dumps(targets)],
-                                    task="connectivity", timeout=timeout * 3 + 30)
+                                    task="connectivity", timeout=timeout * (3 + len(names)) + 30)
         if result.exit_code != 0:
             raise RuntimeError(f"probe exited {result.exit_code}: "
                                f"{(result.stderr or result.stdout).strip()[-200:]}")

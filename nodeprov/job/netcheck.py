@@ -14,7 +14,9 @@ free, so a running job's ports are skipped) and the rendezvous port on the addre
 where, and leaves a detached child accepting connections for LIFETIME seconds; TOKEN only marks
 its command line, so the stop step can tell it from any other process. ``probe`` resolves each
 target's hostname and connects to its ports, all at once; a connection ends as ``ok``,
-``timeout`` or its errno name (``ECONNREFUSED``, ``EHOSTUNREACH``, ...).
+``timeout`` or its errno name (``ECONNREFUSED``, ``EHOSTUNREACH``, ...). A connection that timed
+out is tried once more, a few at a time: hundreds of attempts started at once on a busy node
+can miss their timeout for want of CPU, where a firewall that drops them times out again.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ import select
 import socket
 import sys
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 LISTEN_TRIES = 50
+RETRY_WORKERS = 16  # second attempts at once, each bounded by the timeout
 
 
 def listen(address: str, low: int, high: int, rdzv_port: int, lifetime: float) -> None:
@@ -115,24 +118,36 @@ def connect(address: str, port: int, timeout: float) -> str:
     return "ok"
 
 
-def probe(timeout: float, targets: list[dict[str, Any]]) -> None:
+def probe_all(timeout: float, targets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{target name: {"dns": resolved, kind: connection outcome}}; lookups still stuck a
+    while after the connections ended count as timed out."""
     pool = ThreadPoolExecutor(max(1, 3 * len(targets)))
-    jobs: dict[tuple[str, str], Future[Any]] = {}
-    for target in targets:
-        jobs[target["name"], "dns"] = pool.submit(resolve, target["hostname"])
-        for kind, (address, port) in target["ports"].items():
-            jobs[target["name"], kind] = pool.submit(connect, address, port, timeout)
+    lookups = {target["name"]: pool.submit(resolve, target["hostname"]) for target in targets}
+    ports = {(target["name"], kind): (address, port) for target in targets
+             for kind, (address, port) in target["ports"].items()}
+    # Each connection ends by its own socket timeout, however late its thread started.
+    connections = {key: pool.submit(connect, *where, timeout) for key, where in ports.items()}
+    outcome = {key: job.result() for key, job in connections.items()}
+    again = [key for key, status in outcome.items() if status == "timeout"]
+    with ThreadPoolExecutor(RETRY_WORKERS) as retries:
+        retried = {key: retries.submit(connect, *ports[key], timeout) for key in again}
+        outcome.update({key: job.result() for key, job in retried.items()})
+    out: dict[str, dict[str, Any]] = {name: {} for name in lookups}
     # A resolver stuck on an unreachable DNS server must not stall the matrix.
     deadline = time.monotonic() + timeout + 2
-    out: dict[str, dict[str, Any]] = {}
-    for (name, kind), job in jobs.items():
-        value: Any
+    for name, lookup in lookups.items():
         try:
-            value = job.result(max(0.0, deadline - time.monotonic()))
+            out[name]["dns"] = lookup.result(max(0.0, deadline - time.monotonic()))
         except Exception:
-            value = {"error": "lookup timed out"} if kind == "dns" else "timeout"
-        out.setdefault(name, {})[kind] = value
-    print(json.dumps(out), flush=True)
+            out[name]["dns"] = {"error": "lookup timed out"}
+    for (name, kind), status in outcome.items():
+        out[name][kind] = status
+    pool.shutdown(wait=False)
+    return out
+
+
+def probe(timeout: float, targets: list[dict[str, Any]]) -> None:
+    print(json.dumps(probe_all(timeout, targets)), flush=True)
     os._exit(0)  # without waiting for stuck lookups
 
 

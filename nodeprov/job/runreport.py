@@ -15,7 +15,7 @@ from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from nodeprov.jsonreport import document, matrix_json
 
 if TYPE_CHECKING:
-    from nodeprov.job.connectivity import Matrix
+    from nodeprov.job.matrix import Matrix
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,15 @@ from typer.testing import CliRunner
 
 from nodeprov.gpu import GpuInfo
 from nodeprov.inventory import Host, load_inventory
+from nodeprov.job import netcheck as netcheck_module
 from nodeprov.job.connectivity import (
     STOP,
-    Check,
-    Matrix,
     check_connectivity,
-    explain,
     listener_errors,
     listener_ports,
     parse_probe,
 )
+from nodeprov.job.matrix import Check, Matrix, explain
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Result, Session
@@ -144,6 +143,43 @@ def test_ports_nobody_listens_on_are_untested_not_broken() -> None:
     assert [c.status for c in checks] == ["ok", "untested", "untested"]
     assert not matrix.ok and matrix.problems() == ["node1: cannot listen"]
     assert matrix.cell("node2", "node1") == "?"
+
+
+def test_a_large_broken_matrix_says_it_in_a_line_and_a_small_break_in_a_small_table() -> None:
+    nodes = tuple(f"n{i}" for i in range(1, 65))
+    # every node times out on the ephemeral range of n57..n64: 504 broken checks
+    checks = tuple(Check(s, t, kind, "timeout" if kind == "eph" and int(t[1:]) > 56 else "ok",
+                         f"{t}:40000") for s in nodes for t in nodes for kind in ("eph", "rdzv"))
+    matrix = Matrix(nodes, checks)
+    assert matrix.table() == ("connectivity: 512 of 8192 checks failed, involving 64 of 64 "
+                              "nodes (one line each below)")
+    problems = matrix.problems()
+    assert len(problems) == 512 and all("timed out: firewall on n5" in line or
+                                        "timed out: firewall on n6" in line for line in problems)
+    one = Matrix(nodes, tuple(Check(c.source, c.target, c.kind, "ok", c.detail)
+                              for c in checks[:-1]) + (Check("n64", "n64", "rdzv", "timeout",
+                                                             "n64:29500"),))
+    table = one.table()
+    assert not isinstance(table, str) and [c.header for c in table.columns] == ["from \\ to",
+                                                                                "n64"]
+
+
+def test_a_connection_that_timed_out_is_tried_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    tries: list[tuple[str, int]] = []
+
+    def starved_once(address: str, port: int, timeout: float) -> str:
+        tries.append((address, port))
+        if port == 29500:  # a firewall that drops it: timed out both times
+            return "timeout"
+        return "timeout" if tries.count((address, port)) == 1 else "ok"
+
+    monkeypatch.setattr(netcheck_module, "connect", starved_once)
+    monkeypatch.setattr(netcheck_module, "resolve", lambda name: {"addresses": ["10.0.0.2"]})
+    found = netcheck_module.probe_all(1.0, [{"name": "node2", "hostname": "node2", "ports": {
+        "eph": ["10.0.0.2", 40002], "rdzv": ["10.0.0.2", 29500]}}])
+    assert found == {"node2": {"dns": {"addresses": ["10.0.0.2"]}, "eph": "ok",
+                               "rdzv": "timeout"}}
+    assert sorted(tries) == [("10.0.0.2", 29500)] * 2 + [("10.0.0.2", 40002)] * 2
 
 
 # --- the node-side script, on this machine ------------------------------------------------------

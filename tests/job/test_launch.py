@@ -23,7 +23,6 @@ from typer.testing import CliRunner
 from nodeprov.gpu import Gpu, GpuInfo, read_gpus
 from nodeprov.inventory import Host
 from nodeprov.job import launch, nodejob
-from nodeprov.job.connectivity import Check, Matrix
 from nodeprov.job.diagnose import diagnose
 from nodeprov.job.failures import failed_nodes, node_failures, tail
 from nodeprov.job.launch import (
@@ -34,6 +33,7 @@ from nodeprov.job.launch import (
     procs_per_node,
     run_job,
 )
+from nodeprov.job.matrix import Check, Matrix
 from nodeprov.job.nodejob import FINISH, JOB_LOCK, LAUNCH
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Result

@@ -15,7 +15,7 @@ from test_connectivity import facts_for
 from test_launch import HOSTS, gpus, stopped_last
 
 from nodeprov.job import nodejob, run
-from nodeprov.job.connectivity import Matrix
+from nodeprov.job.matrix import Matrix
 from nodeprov.job.nodejob import FINISH, JOB_LOCK, LAUNCH
 from nodeprov.job.ranklog import rank_of
 from nodeprov.job.run import nprocs, plan_run, run_user_job
