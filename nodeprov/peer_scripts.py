@@ -1,7 +1,8 @@
-"""The node side of peer distribution: two standalone scripts run with the node's python3.
+"""The node side of peer distribution: standalone scripts run with the node's python3.
 
     python3 -c SERVE DIR ADDRESS LIFETIME IDLE   # prints "PORT PID", then serves detached
     python3 -c FETCH URL DEST SECONDS NAME SHA256 [NAME SHA256 ...]
+    python3 -c LIST DIR                          # "SHA256 SIZE NAME" per file: a download's
 
 SERVE opens DIR's wheels and serves those open files read-only over HTTP on ADDRESS, port 0: the
 kernel picks a port from the node's ephemeral range, which the firewall task opens to the node
@@ -13,6 +14,9 @@ after IDLE seconds with no transfer: nothing stays listening even if this machin
 FETCH downloads each NAME from URL (stdlib urllib only) into DEST through a temporary file,
 and keeps it only when its sha256 is the one given: the seed is not trusted, nor is its pace
 (it gives up after SECONDS in all). Exit 1 names the first file that failed.
+
+LIST prints each file of a download the seed made itself, for the others to check theirs
+against (the seed is trusted as far as its own download goes: it fetched from the index).
 """
 
 from __future__ import annotations
@@ -113,4 +117,17 @@ for name, expected in zip(pairs[0::2], pairs[1::2]):
     finally:
         if os.path.exists(part):
             os.unlink(part)
+"""
+
+LIST = r"""import hashlib, os, sys
+folder = sys.argv[1]
+for name in sorted(os.listdir(folder)):
+    path = os.path.join(folder, name)
+    if name.startswith(".") or not os.path.isfile(path):
+        continue
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    print(digest.hexdigest(), os.path.getsize(path), name)
 """

@@ -1,17 +1,19 @@
 """Wheels leave this machine once: the first node to need a wheel set seeds the others.
 
     distribution = Distribution()                 # one per run (the runner makes it)
-    action, words = peer_upload(ctx, local, remote, key, subnet, python)
-    ...                                           # peer_exec.execute runs the PeerUpload
+    action, words = peer_upload(ctx, local, remote, key, subnet)
+    action, words = peer_download(ctx, Run(pip_download_argv), remote, subnet)
+    ...                                           # peer_exec.execute runs either
     distribution.close()                          # stops every seed's server
 
 The first host whose plan asks for a wheel set (``key``) becomes its seed: it gets the upload
-from this machine, then serves its copy over HTTP on its node-subnet address
+from this machine (``PeerUpload``), or downloads the set itself (``PeerDownload``, where no
+wheelhouse is used), then serves its copy over HTTP on its node-subnet address
 (``peer_scripts.SERVE``). Every other host waits for the seed, fetches from it and checks each
-file's sha256 against this machine's copy, then serves its copy too; if no node could give a
-good copy (the seed failed or took too long, a file was wrong), that host gets the upload from
-this machine instead: a failed seed never fails another host. A ``PeerUpload`` run by
-anything else is a plain ``Upload``.
+file's sha256 (against this machine's copy, or the list the seed read of its download), then
+serves its copy too; if no node could give a good copy (the seed failed or took too long, a
+file was wrong), that host gets the upload or makes the download itself: a failed seed never
+fails another host. Run by anything else, either is the plain action (``alone``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nodeprov.remote.actions import Upload
+from nodeprov.remote.actions import Run, Upload
 
 if TYPE_CHECKING:
     from nodeprov.tasks.base import Context
@@ -35,6 +37,7 @@ SERVE_LIFETIME = 3600.0
 SERVE_IDLE = 300.0
 PER_SOURCE = 4  # fetches a node serves at once: more wait for the nodes that finished
 UPLOADED = "uploaded from this machine"
+DOWNLOADED = "downloaded by the node itself"
 
 
 @dataclass(frozen=True)
@@ -50,11 +53,46 @@ class PeerUpload(Upload):
         return f"wheels {self.local_path} -> {self.remote_path} (from a peer, else uploaded)"
 
 
+@dataclass(frozen=True)
+class PeerDownload(Run):
+    """The node's own download of a wheel set into ``remote_path`` (``argv``: pip download),
+    which only the set's seed runs: the others fetch the seed's copy (``address``: this host's
+    node-subnet address, where it serves if it is the seed)."""
+
+    key: str = ""
+    remote_path: str = ""
+    address: str = ""
+    python: str = "python3"
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} (on one node; the others fetch its copy)"
+
+
+PeerCopy = PeerUpload | PeerDownload
+
+
+def alone(action: PeerCopy) -> Upload | Run:
+    """What the action is without peers: the upload, or this node's own download."""
+    if isinstance(action, PeerUpload):
+        return Upload(action.local_path, action.remote_path)
+    return Run(action.argv, hint=action.hint)
+
+
+@dataclass(frozen=True)
+class WheelFile:
+    """One file of a wheel set, as a fetch checks it."""
+
+    name: str
+    sha256: str
+    size: int
+
+
 @dataclass
 class _WheelSet:
     seed: str
     settled: bool = False  # the seed serves, or never will
     fetching: dict[str, int] = field(default_factory=dict)  # source URL -> fetches under way
+    files: tuple[WheelFile, ...] = ()  # a download's files, as its seed listed them
     stops: list[Callable[[], None]] = field(default_factory=list)
 
 
@@ -79,6 +117,20 @@ class Distribution:
         """The seed of ``key``: ``host`` itself when it asks first (asking again: the same)."""
         with self._lock:
             return self._sets.setdefault(key, _WheelSet(host)).seed
+
+    def downloaded(self, key: str, files: tuple[WheelFile, ...]) -> None:
+        """The seed's download of ``key`` holds ``files`` (before it serves them)."""
+        with self._lock:
+            self._sets[key].files = files
+
+    def expected(self, action: PeerCopy) -> tuple[WheelFile, ...]:
+        """The files a fetch of the action's wheel set must yield: this machine's copy, or
+        what the seed listed of its download."""
+        if isinstance(action, PeerDownload):
+            with self._lock:
+                return self._sets[action.key].files
+        return tuple(WheelFile(name, digest, (Path(action.local_path) / name).stat().st_size)
+                     for name, digest in self.digests(action.local_path))
 
     def serving(self, key: str, url: str, stop: Callable[[], None]) -> None:
         """A node serves ``key`` at ``url``; ``stop`` ends that (at ``close``)."""
@@ -166,10 +218,32 @@ def peer_upload(ctx: Context, local: str, remote: str, key: str,
                 subnet: str | None) -> tuple[Upload, str]:
     """The action sending ``local`` to this host, and the plan's words on where it comes from:
     a PeerUpload when the run distributes and this host has an address in ``subnet``."""
-    addresses = ctx.facts.interfaces_in(subnet) if subnet else []
-    if ctx.distribution is None or not addresses or not ctx.facts.python_path:
+    address = _address(ctx, subnet)
+    if ctx.distribution is None or address is None or not ctx.facts.python_path:
         return Upload(local, remote), UPLOADED
-    address = str(ipaddress.ip_interface(addresses[0].addresses_in(str(subnet))[0]).ip)
     seed = ctx.distribution.seed_for(key, ctx.host.name)
     words = UPLOADED if seed == ctx.host.name else f"from {seed} over the node subnet"
     return PeerUpload(local, remote, key, address, ctx.facts.python_path), words
+
+
+def peer_download(ctx: Context, download: Run, remote: str,
+                  subnet: str | None) -> tuple[Run, str]:
+    """``download`` (into ``remote``) as one node's for all whose download is the same, and
+    the plan's words on where the wheels come from; the plain download without peers."""
+    address = _address(ctx, subnet)
+    if ctx.distribution is None or address is None or not ctx.facts.python_path:
+        return download, DOWNLOADED
+    key = "\0".join((*download.argv, remote))
+    seed = ctx.distribution.seed_for(key, ctx.host.name)
+    words = (f"{DOWNLOADED}, for the other nodes too" if seed == ctx.host.name
+             else f"downloaded once by {seed}, fetched over the node subnet")
+    return PeerDownload(download.argv, hint=download.hint, key=key, remote_path=remote,
+                        address=address, python=ctx.facts.python_path), words
+
+
+def _address(ctx: Context, subnet: str | None) -> str | None:
+    """This host's address in ``subnet``, where it serves wheels."""
+    addresses = ctx.facts.interfaces_in(subnet) if subnet else []
+    if not addresses:
+        return None
+    return str(ipaddress.ip_interface(addresses[0].addresses_in(str(subnet))[0]).ip)

@@ -130,6 +130,9 @@ VARIABLES: dict[str, Variable] = {
                                "pip --find-links values (directories or URLs on the nodes)."),
     "wheelhouse": Variable(False, validate.boolean,
                            "Download wheels once on this machine and push them over SSH."),
+    "download_once": Variable(False, validate.boolean,
+                              "Without the wheelhouse: one node downloads the wheels from the "
+                              "index, the others fetch them from it over node_subnet."),
     "ipv6": Variable("disabled", _choice("enabled", "disabled"),
                      "IPv6 on the nodes, applied live and persisted."),
     "nccl_socket_ifname": Variable("auto", _interface_or_auto,

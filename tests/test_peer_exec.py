@@ -1,9 +1,11 @@
-"""A PeerUpload run for real on this machine: the seed's server (peer_scripts.SERVE) on
-loopback, the others' fetch (peer_scripts.FETCH), each checked against this machine's copy,
-and the upload from this machine whenever the seed cannot give a good copy."""
+"""A PeerUpload or PeerDownload run for real on this machine: the seed's server
+(peer_scripts.SERVE) on loopback, the others' fetch (peer_scripts.FETCH), each checked against
+this machine's copy or the seed's list of its download, and the upload from this machine (the
+node's own download) whenever the seed cannot give a good copy."""
 
 from __future__ import annotations
 
+import hashlib
 import pwd
 import shutil
 import socket
@@ -17,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from nodeprov.errors import HostError
+from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
 from nodeprov.peer_exec import execute
-from nodeprov.peer_scripts import FETCH, SERVE
-from nodeprov.peers import Distribution, PeerUpload
+from nodeprov.peer_scripts import FETCH, LIST, SERVE
+from nodeprov.peers import Distribution, PeerDownload, PeerUpload
 from nodeprov.remote.session import Result
 from nodeprov.tasks.base import Action, Local, Run, Upload
 
@@ -42,6 +44,11 @@ class LocalSession:
             if isinstance(action, Upload):
                 for path in Path(action.local_path).iterdir():
                     shutil.copy(path, Path(action.remote_path) / path.name)
+            if isinstance(action, Run) and action.argv[0] == "sh":  # a download
+                done = subprocess.run(action.argv, capture_output=True, text=True, timeout=60)
+                if done.returncode:
+                    raise CommandFailed(self.host.name, task, "download", done.returncode,
+                                        done.stderr)
 
     def run(self, argv: Sequence[str], *, task: str = "", what: str = "") -> Result:
         if self.broken and self.broken in argv:
@@ -233,3 +240,92 @@ def test_a_source_that_trickles_is_given_up(tmp_path: Path) -> None:
         server.join()
     assert slow.returncode == 1 and "a.whl: too slow, gave up after 1 seconds" in slow.stderr
     assert time.monotonic() - started < 4 and list(tmp_path.iterdir()) == []
+
+
+# --- a wheel set the seed downloads itself ------------------------------------------------------
+
+# what pip download does here: copy the index's wheels (argv: the index, the destination)
+COPY = 'cp -- "$1"/*.whl "$2"/'
+
+
+def downloads(index: Path, node: str) -> list[Action]:
+    remote = index.parent / node / "wheelhouse"
+    download = PeerDownload(("sh", "-c", COPY, "download", str(index), str(remote)),
+                            key="set", remote_path=str(remote), address="127.0.0.1",
+                            python="python3")
+    return [download, Run(("install",))]
+
+
+def download_apply(distribution: Distribution, session: LocalSession, index: Path) -> None:
+    execute(session, distribution, "torch", downloads(index, session.host.name))
+
+
+def downloaded_by(sessions: Sequence[LocalSession]) -> list[str]:
+    return [s.host.name for s in sessions for a in s.executed if isinstance(a, Run)
+            and a.argv[0] == "sh"]
+
+
+def test_the_seed_downloads_once_and_the_others_fetch_its_copy(wheels: Path) -> None:
+    distribution = Distribution()
+    sessions = [LocalSession(f"node{n}") for n in (1, 2, 3)]
+    assert distribution.seed_for("set", "node1") == "node1"
+    threads = [threading.Thread(target=download_apply, args=(distribution, s, wheels))
+               for s in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert downloaded_by(sessions) == ["node1"]
+    assert not any(isinstance(a, PeerDownload) for s in sessions for a in s.executed)
+    want = {path.name: path.read_bytes() for path in wheels.iterdir()}
+    assert all(held(wheels, node) == want for node in ("node1", "node2", "node3"))
+    assert all(s.executed[-1] == Run(("install",)) for s in sessions)
+    assert len(sources(distribution, 3)) == 3  # every node serves
+    assert all(distribution.warnings_for(s.host.name) == [] for s in sessions)
+    distribution.close()
+
+
+def test_a_seed_whose_download_fails_leaves_each_node_its_own(wheels: Path,
+                                                              tmp_path: Path) -> None:
+    distribution = Distribution()
+    distribution.seed_for("set", "node1")
+    with pytest.raises(CommandFailed):  # the index is not there (for the seed)
+        download_apply(distribution, LocalSession("node1"), tmp_path / "no-index")
+    peer = LocalSession("node2")
+    download_apply(distribution, peer, wheels)
+    assert downloaded_by([peer]) == ["node2"]
+    assert distribution.warnings_for("node2") == [
+        "wheels downloaded by this node after all: no node served them (the seed failed, or "
+        "none had room in time)"]
+
+
+class ForgedList(LocalSession):
+    """A seed whose list of its download names a path outside the others' wheel folder."""
+
+    def run(self, argv: Sequence[str], *, task: str = "", what: str = "") -> Result:
+        if LIST in argv:
+            return Result(f"{'0' * 64} 3 ../../../etc/cron.d/evil\n", "", 0)
+        return super().run(argv, task=task, what=what)
+
+
+def test_a_list_the_seed_forges_is_not_trusted(wheels: Path) -> None:
+    distribution = Distribution()
+    distribution.seed_for("set", "node1")
+    download_apply(distribution, ForgedList("node1"), wheels)
+    peer = LocalSession("node2")
+    download_apply(distribution, peer, wheels)  # not served by that seed: downloads itself
+    assert downloaded_by([peer]) == ["node2"]
+    assert held(wheels, "node2") == {path.name: path.read_bytes() for path in wheels.iterdir()}
+    assert distribution.warnings_for("node2")[0].startswith(
+        "wheels downloaded by this node after all: no node served them")
+    distribution.close()
+
+
+def test_the_list_script_gives_name_sha256_and_size(wheels: Path) -> None:
+    listed = subprocess.run(["python3", "-c", LIST, str(wheels)], capture_output=True,
+                            text=True, check=True).stdout.splitlines()
+    assert listed == [
+        "44778d82365e4af681c40d5f0eef5cf6f5899d3f0ac335050a7ed6779cf3f674 3 "
+        "six-1.17.0-py2.py3-none-any.whl",
+        f"{hashlib.sha256(b't' * 3_000_000).hexdigest()} 3000000 "
+        "torch-2.13.0+cpu-cp311-none-any.whl"]

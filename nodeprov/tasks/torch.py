@@ -10,7 +10,8 @@
         extra_index_urls: "{{ pip_extra_index_url }}"
         find_links: "{{ pip_find_links }}"
         wheelhouse: "{{ wheelhouse }}"
-        subnet: "{{ node_subnet }}"         # wheelhouse: nodes fetch from a peer over it
+        download_once: "{{ download_once }}"  # no wheelhouse: one node downloads for all
+        subnet: "{{ node_subnet }}"         # nodes fetch wheels from a peer over it
 
 Every GPU node gets the same variant (each bundles its own NCCL, which must match across ranks),
 chosen by ``torch_matrix`` from every inventory host's facts; CPU-only nodes get ``cpu``.
@@ -119,6 +120,7 @@ class TorchParams:
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
     wheelhouse: bool = False
+    download_once: bool = False
     subnet: str | None = None
 
     def __post_init__(self) -> None:
@@ -132,6 +134,9 @@ class TorchParams:
             validate.option_safe(spec)
         for spec in self.packages:
             _check_requirement(spec)
+        if self.wheelhouse and self.download_once:
+            raise ValueError("download_once: the wheelhouse already downloads once (on this "
+                             "machine); set wheelhouse or download_once, not both")
 
     @property
     def sources(self) -> Sources:
@@ -231,6 +236,8 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
     if params.wheelhouse:
         local = local_dir(params, variant, python, state, ctx)
         where = f"this machine's wheelhouse ({local}, {wheels_from})"
+    elif params.download_once:
+        where += f" ({wheels_from})"
     where += f" {installed_with(ctx, state)}"
     if problem:
         size = "~200 MB" if variant == "cpu" else "~3 GB with the NVIDIA libraries"

@@ -8,7 +8,8 @@ Sources: the inventory's ``pip_*`` variables, else the node's own pip configurat
 (``pipconfig``), else PyTorch's index of the variant with PyPI. In wheelhouse mode this machine
 downloads the wheels once and pushes them to one node, which the others fetch them from over
 the node subnet (``nodeprov.peers``; ``wheels_from`` says which); the node installs from that
-copy only.
+copy only. With ``download_once`` the first node downloads them from those sources itself
+(pip download, for its own platform) and the others fetch its copy the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from nodeprov import installer, pipconfig, wheelhouse
-from nodeprov.peers import peer_upload
+from nodeprov.peers import peer_download, peer_upload
 from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed
 from nodeprov.torch_matrix import wheel_spec
 from nodeprov.wheelhouse import Sources, download_args, target_name
@@ -61,17 +62,24 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
     finish: list[Action] = []
     env: tuple[str, ...] = ()
     wheels_from = ""
-    if params.wheelhouse:
-        local = local_dir(params, variant, python, state, ctx)
+    if params.wheelhouse or params.download_once:
         remote_dir = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
         wanted = (wheel_spec(params.version, variant), *params.packages)
         args = download_args(_minor(python), _need_glibc(state), ctx.facts.arch, sources, wanted)
-        fill = Local((sys.executable, "-m", "nodeprov.wheelhouse", local, *args))
-        # one wheel set: what is downloaded, and where it goes
-        upload, wheels_from = peer_upload(ctx, local, remote_dir, "\0".join(
-            (*fill.argv, remote_dir)), params.subnet)
-        prepare = [fill, Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir",
-                              remote_dir)), upload]
+        make_dir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", remote_dir))
+        if params.wheelhouse:
+            local = local_dir(params, variant, python, state, ctx)
+            fill = Local((sys.executable, "-m", "nodeprov.wheelhouse", local, *args))
+            # one wheel set: what is downloaded, and where it goes
+            upload, wheels_from = peer_upload(ctx, local, remote_dir, "\0".join(
+                (*fill.argv, remote_dir)), params.subnet)
+            prepare = [fill, make_dir, upload]
+        else:
+            download = Run((f"{params.venv}/bin/python", "-m", "pip", args[0], "--dest",
+                            remote_dir, "--no-cache-dir", "--disable-pip-version-check",
+                            *args[1:]), hint=hint)
+            fetched, wheels_from = peer_download(ctx, download, remote_dir, params.subnet)
+            prepare = [make_dir, fetched]
         # only the pushed wheels: not an index or find-links from the node's pip.conf
         env = ("env", "PIP_CONFIG_FILE=/dev/null")
         sources = ("--no-index", "--find-links", remote_dir)

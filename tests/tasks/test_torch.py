@@ -23,7 +23,7 @@ from nodeprov import installer, wheelhouse
 from nodeprov.cli import app
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.inventory import Host
-from nodeprov.peers import Distribution, PeerUpload
+from nodeprov.peers import Distribution, PeerDownload, PeerUpload
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import (
@@ -406,6 +406,35 @@ def test_wheelhouse_plans_name_one_seed_and_the_others_fetch_from_it(
     assert "uploaded from this machine" in plan(dataclasses.replace(
         context("node2", cluster), distribution=distribution), other,
         observed()).changes[0].summary  # another wheel set: node2 seeds it
+
+
+def test_download_once_plans_one_node_downloading_for_all_from_the_nodes_sources() -> None:
+    distribution = Distribution()
+    cluster = {name: facts(name) for name in ("node1", "node2")}
+    wanted = params(download_once=True, subnet="192.0.2.0/24", index_url="https://mirror/simple")
+    plans = {name: plan(dataclasses.replace(context(name, cluster), distribution=distribution),
+                        wanted, observed()) for name in cluster}
+    assert ("from https://mirror/simple (downloaded by the node itself, for the other nodes "
+            "too) with uv") in plans["node1"].changes[0].summary
+    assert ("(downloaded once by node1, fetched over the node subnet) with uv"
+            in plans["node2"].changes[0].summary)
+    remote = "/var/cache/nodeprov/wheelhouse/cpu-torch-2.13.0"
+    mkdir, download, install, cleanup, _ = plans["node2"].changes[0].actions
+    assert isinstance(download, PeerDownload) and download.remote_path == remote
+    assert download.argv[:8] == ("/opt/nodeprov/venv/bin/python", "-m", "pip", "download",
+                                 "--dest", remote, "--no-cache-dir",
+                                 "--disable-pip-version-check")
+    assert download.argv[-4:] == ("--index-url", "https://mirror/simple", "--",
+                                  "torch==2.13.0+cpu")
+    assert "could the node not reach https://mirror/simple?" in download.hint
+    assert not any(isinstance(a, (Local, Upload)) for a in plans["node2"].changes[0].actions)
+    assert isinstance(mkdir, Run) and mkdir.argv[-1] == remote
+    assert install.argv[-5:] == ("--no-index", "--find-links", remote, "--", "torch==2.13.0+cpu")
+    assert cleanup == Run(("rm", "-rf", "--", remote))
+    alone = plan(context("node1", cluster), wanted, observed())  # no run to share it with
+    assert "(downloaded by the node itself) with uv" in alone.changes[0].summary
+    with pytest.raises(ValueError, match="set wheelhouse or download_once, not both"):
+        params(download_once=True, wheelhouse=True)
 
 
 def test_one_download_for_many_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""Wheelhouse wheels leave this machine once, on the local test cluster: one node gets the
-upload, the others fetch from it over the node subnet, through the firewall nodeprov sets."""
+"""Wheels are fetched once, on the local test cluster: one node gets the wheelhouse upload (or
+downloads the wheels itself, with download_once), the others fetch from it over the node subnet,
+through the firewall nodeprov sets."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ PLAYBOOK = """\
         index_url: "{{ pip_index_url }}"
         find_links: "{{ pip_find_links }}"
         wheelhouse: "{{ wheelhouse }}"
+        download_once: "{{ download_once }}"
         subnet: "{{ node_subnet }}"
 """
 
@@ -97,3 +99,35 @@ def test_one_copy_leaves_this_machine_and_every_node_installs(
     assert apply(*args, "--check")[1].endswith("0 tasks would change, 0 hosts failed")
     assert uploads == []
     print(f"wheelhouse to 3 nodes through one seed, install included: {seconds:.0f}s")
+
+
+@pytest.mark.integration
+def test_download_once_one_node_downloads_and_the_others_reach_no_index(
+        make_testbed: MakeTestbed, tmp_path: Path, uploads: list[tuple[str, Upload]]) -> None:
+    cluster = make_testbed(nodes=3)
+    for node in cluster.nodes[1:]:  # only node1, the seed, reaches the index (the mirror)
+        for mirror in ("/opt/wheels", "/opt/pypi", "/opt/pypi-more"):
+            assert cluster.exec(node, "mount", "-t", "tmpfs", "none", mirror).returncode == 0
+    inventory = yaml.safe_load(cluster.inventory_path.read_text())
+    inventory["all"]["vars"].update(MIRROR, download_once=True)
+    (tmp_path / "inventory.yaml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "site.yaml").write_text(PLAYBOOK)
+    # one host at a time: node1 plans first, so it is the seed, and serves before node2 asks
+    args = [str(tmp_path / "inventory.yaml"), "-p", str(tmp_path / "site.yaml"), "--forks", "1"]
+    before = {node: listening(cluster, node) for node in cluster.nodes}
+
+    code, out = apply(*args)
+    assert code == 0 and "3 hosts, 9 tasks changed, 0 hosts failed" in out, out
+    assert out.count("(downloaded by the node itself, for the other nodes too) with uv") == 1
+    assert out.count("(downloaded once by node1, fetched over the node subnet) with uv") == 2
+    assert "after all" not in out, out  # no node fell back to its own download
+    assert not [a for _, a in uploads if "wheelhouse" in a.remote_path]  # nothing sent from here
+    for node in cluster.nodes:
+        assert torch_on(cluster, node) == "2.13.0+cpu"
+        assert cluster.exec(node, "ls", "-A", "/var/cache/nodeprov/wheelhouse").stdout == ""
+    for _ in range(50):
+        if all(listening(cluster, node) == before[node] for node in cluster.nodes):
+            break
+        time.sleep(0.1)
+    assert {node: listening(cluster, node) for node in cluster.nodes} == before
+    assert apply(*args)[1].endswith("0 tasks changed, 0 hosts failed")
