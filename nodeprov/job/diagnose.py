@@ -66,7 +66,7 @@ _RULES = (
     ),
     _Rule(
         "venv",
-        # The job's own GPU check (allreduce.py), or torch's message and warning.
+        # The job's own GPU check (allreduce/steps.py), or torch's message and warning.
         re.compile(r"no kernel image is available for execution on the device"
                    r"|with CUDA capability sm_\d+ is not compatible with the current PyTorch"),
         "the installed torch build has no kernels for this node's GPU architecture",

@@ -1,4 +1,4 @@
-"""Run the verification job (``allreduce.py``) on a set of nodes with the venv's torchrun.
+"""Run the verification job (``nodeprov.job.allreduce``) on a set of nodes with torchrun.
 
     outcome = run_job(hosts, sessions, facts, backend="auto", venv_path="/opt/nodeprov/venv",
                       rdzv_port=29500, timeout=120, max_bytes=64 << 20)
@@ -6,9 +6,9 @@
     for line in outcome.failures:    # node3: firewall: gloo peers could not connect: ... (fix)
         print(line)
 
-One round trip per node copies the script, then ``nodejob.launch_all`` starts torchrun on every
-node at once and stops it everywhere at the first failure, the deadline or Ctrl-C. The result is
-the job's JSON file read back from the nodes, never scraped from logs.
+One round trip per node copies the job's package, then ``nodejob.launch_all`` starts the venv's
+torchrun on every node at once and stops it everywhere at the first failure, the deadline or
+Ctrl-C. The result is the job's JSON file read back from the nodes, never scraped from logs.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from nodeprov.remote.facts import Facts
     from nodeprov.remote.session import Session
 
-SCRIPT_PATH = f"{JOB_DIR}/allreduce.py"
+PACKAGE = "nodeprov_allreduce"  # nodeprov.job.allreduce on a node, run as a module from JOB_DIR
 DEADLINE_HINT = "a hung collective? raise job_timeout if the sweep is just slow"
 
 
@@ -107,7 +107,7 @@ def torchrun_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str, run
     return [*rendezvous_argv(venv_path=venv_path, nnodes=nnodes, nproc=nproc, endpoint=endpoint,
                              run_id=run_id),
             "--rdzv-conf", f"join_timeout={collective_timeout}",
-            SCRIPT_PATH, "--backend", backend, "--result", f"{run_dir}/result.json",
+            "--module", PACKAGE, "--backend", backend, "--result", f"{run_dir}/result.json",
             "--min-bytes", str(min(8, max_bytes)), "--max-bytes", str(max_bytes),
             "--timeout", str(collective_timeout)]
 
@@ -127,10 +127,19 @@ def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str,
         host.name: wrap(run_id, timeout, torchrun_argv(
             venv_path=venv_path, nnodes=len(hosts), nproc=nproc[host.name], endpoint=meet,
             run_id=run_id, backend=chosen, run_dir=run_dir(run_id), max_bytes=max_bytes,
-            seconds=timeout))
+            seconds=timeout), workdir=JOB_DIR)
         for host in hosts
     }
     return JobPlan(run_id, chosen, nproc, argv)
+
+
+def job_files() -> tuple[Run | Write, ...]:
+    """The job's package, written to JOB_DIR/PACKAGE on a node."""
+    folder = f"{JOB_DIR}/{PACKAGE}"
+    modules = sorted((each for each in resources.files("nodeprov.job.allreduce").iterdir()
+                      if each.name.endswith(".py")), key=lambda each: each.name)
+    return (Run(("mkdir", "-p", folder)),
+            *(Write(f"{folder}/{each.name}", each.read_text(), 0o644) for each in modules))
 
 
 def _read_result(texts: Mapping[str, str | Exception]) -> tuple[
@@ -161,8 +170,7 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     except JobPlanError as error:
         return JobOutcome(False, None, f"FAIL: {error}", [str(error)],
                           time.monotonic() - started)
-    script = resources.files("nodeprov.job").joinpath("allreduce.py").read_text()
-    copy = (Write(SCRIPT_PATH, script, 0o644), Run(("mkdir", "-p", run_dir(plan.run_id))))
+    copy = (*job_files(), Run(("mkdir", "-p", run_dir(plan.run_id))))
     launch = launch_all(list(plan.argv), sessions, run_id=plan.run_id, argv=plan.argv,
                         seconds=timeout,
                         prepare=lambda name: sessions[name].execute("job", copy))

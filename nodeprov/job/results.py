@@ -1,7 +1,7 @@
 """Read the verification job's JSON result and render its table rows and verdict line.
 
-The job (``allreduce.py``) writes one JSON object per run; this side checks its shape once, so
-everything after works on typed values::
+The job (``nodeprov.job.allreduce``) writes one JSON object per run; this side checks its shape
+once, so everything after works on typed values::
 
     result = parse_result(text)           # or parse_result(result_json_in(stdout))
     print(verdict(result))                # PASS: 2 nodes, 16 ranks (nccl 2.21.5): ...
@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-RESULT_PREFIX = "NODEPROV_RESULT "  # the line allreduce.py prints alongside the file
+RESULT_PREFIX = "NODEPROV_RESULT "  # the line the job prints alongside the file
 TABLE_HEADER = ("size", "elements", "iters", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
                 "wrong")
 

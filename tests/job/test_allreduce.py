@@ -22,9 +22,10 @@ with warnings.catch_warnings():
     # torch warns on import when numpy is missing; the job needs no numpy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     torch = pytest.importorskip("torch", reason="the job needs torch (pip install torch)")
-    from nodeprov.job import allreduce
+    from nodeprov.job.allreduce import __main__ as job
+    from nodeprov.job.allreduce import steps, sweep
 
-SCRIPT = Path(allreduce.__file__)
+JOB = ("--module", "nodeprov.job.allreduce")  # torchrun's arguments that start the job
 LAUNCH_TIMEOUT = 60  # seconds; a hung launch fails the test instead of hanging the suite
 
 
@@ -54,50 +55,50 @@ def run(command: list[str], **env: str) -> tuple[subprocess.CompletedProcess[str
 # --- pure helpers -------------------------------------------------------------------------------
 
 def test_message_sizes_grow_by_the_factor_and_end_at_the_maximum() -> None:
-    assert allreduce.message_sizes(8, 1024, 4) == [8, 32, 128, 512, 1024]
-    assert allreduce.message_sizes(8, 512, 4) == [8, 32, 128, 512]
-    assert allreduce.message_sizes(8, 8, 4) == [8]
+    assert sweep.message_sizes(8, 1024, 4) == [8, 32, 128, 512, 1024]
+    assert sweep.message_sizes(8, 512, 4) == [8, 32, 128, 512]
+    assert sweep.message_sizes(8, 8, 4) == [8]
 
 
 def test_message_sizes_are_whole_float32_elements() -> None:
-    assert allreduce.message_sizes(1, 10, 2) == [4, 8]
-    assert all(size % 4 == 0 for size in allreduce.message_sizes(3, 10**6, 3))
+    assert sweep.message_sizes(1, 10, 2) == [4, 8]
+    assert all(size % 4 == 0 for size in sweep.message_sizes(3, 10**6, 3))
 
 
 def test_expected_sum_is_one_to_n() -> None:
-    assert [allreduce.expected_sum(n) for n in (1, 2, 3, 8)] == [1, 3, 6, 36]
+    assert [sweep.expected_sum(n) for n in (1, 2, 3, 8)] == [1, 3, 6, 36]
 
 
 def test_bus_bandwidth_follows_nccl_tests() -> None:
-    assert allreduce.bus_bandwidth(10.0, 1) == 0.0
-    assert allreduce.bus_bandwidth(10.0, 2) == 10.0
-    assert allreduce.bus_bandwidth(10.0, 8) == pytest.approx(17.5)
+    assert sweep.bus_bandwidth(10.0, 1) == 0.0
+    assert sweep.bus_bandwidth(10.0, 2) == 10.0
+    assert sweep.bus_bandwidth(10.0, 8) == pytest.approx(17.5)
 
 
 def test_count_wrong_counts_every_wrong_element() -> None:
     right = torch.full((5,), 3.0)
-    assert int(allreduce.count_wrong(right, 3.0)) == 0
+    assert int(sweep.count_wrong(right, 3.0)) == 0
     wrong = right.clone()
     wrong[1], wrong[4] = 2.0, float("nan")
-    assert int(allreduce.count_wrong(wrong, 3.0)) == 2
+    assert int(sweep.count_wrong(wrong, 3.0)) == 2
 
 
 def test_iterations_fit_the_time_box_but_never_drop_below_three() -> None:
-    options = allreduce.parse_args(["--backend", "gloo", "--result", "r.json"])
+    options = job.parse_args(["--backend", "gloo", "--result", "r.json"])
     assert (options.warmup, options.iters, options.seconds_per_size) == (5, 20, 0.5)
-    assert allreduce.iterations(0.0001, options) == (4, 20)  # fast ops: the full count
-    assert allreduce.iterations(0.05, options) == (2, 10)  # 10 ops fit in 0.5 s
-    assert allreduce.iterations(2.0, options) == (0, allreduce.MIN_ITERS)
-    unboxed = allreduce.parse_args(["--backend", "gloo", "--result", "r.json",
+    assert sweep.iterations(0.0001, options) == (4, 20)  # fast ops: the full count
+    assert sweep.iterations(0.05, options) == (2, 10)  # 10 ops fit in 0.5 s
+    assert sweep.iterations(2.0, options) == (0, sweep.MIN_ITERS)
+    unboxed = job.parse_args(["--backend", "gloo", "--result", "r.json",
                                     "--seconds-per-size", "0"])
-    assert allreduce.iterations(2.0, unboxed) == (4, 20)
+    assert sweep.iterations(2.0, unboxed) == (4, 20)
 
 
 def test_bad_options_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     for args in (["--min-bytes", "64", "--max-bytes", "8"], ["--factor", "1"], ["--warmup", "0"],
                  ["--seconds-per-size", "-1"], ["--seconds-per-size", "nan"]):
         with pytest.raises(SystemExit) as exit_info:
-            allreduce.parse_args(["--backend", "gloo", "--result", "r.json", *args])
+            job.parse_args(["--backend", "gloo", "--result", "r.json", *args])
         assert exit_info.value.code == 2
     assert "--min-bytes must not exceed --max-bytes" in capsys.readouterr().err
 
@@ -107,7 +108,7 @@ def test_bad_options_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> Non
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     result_file = tmp_path_factory.mktemp("job") / "result.json"
-    done, seconds = run(torchrun(free_port(), str(SCRIPT), "--backend", "gloo",
+    done, seconds = run(torchrun(free_port(), *JOB, "--backend", "gloo",
                                  "--result", str(result_file), "--max-bytes", str(1024 * 1024),
                                  "--warmup", "2", "--iters", "5"))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -133,7 +134,7 @@ def test_two_ranks_sweep_every_size(two_ranks: dict[str, Any]) -> None:
     assert [row["bytes"] for row in rows] == [8 * 4**k for k in range(9)] + [1024 * 1024]
     for row in rows:
         assert row["count"] * 4 == row["bytes"]
-        assert allreduce.MIN_ITERS <= row["iters"] <= 5
+        assert sweep.MIN_ITERS <= row["iters"] <= 5
         assert row["wrong"] == 0
         assert row["time_us"] > 0 and row["busbw_gbps"] > 0
         assert row["algbw_gbps"] == pytest.approx(row["bytes"] / row["time_us"] / 1e3)
@@ -142,9 +143,9 @@ def test_two_ranks_sweep_every_size(two_ranks: dict[str, Any]) -> None:
 
 def test_stdout_carries_the_same_result(two_ranks: dict[str, Any]) -> None:
     lines = [line for line in two_ranks["stdout"].splitlines()
-             if line.startswith(allreduce.RESULT_PREFIX)]
+             if line.startswith(job.RESULT_PREFIX)]
     assert len(lines) == 1  # local rank 0 only
-    assert json.loads(lines[0][len(allreduce.RESULT_PREFIX):]) == two_ranks["file"]
+    assert json.loads(lines[0][len(job.RESULT_PREFIX):]) == two_ranks["file"]
 
 
 # --- the GPU check: a kernel on each local GPU, compared with the CPU ---------------------------
@@ -171,14 +172,14 @@ def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("fake_gpus")
 def test_gpu_check_names_each_failing_gpu_and_its_cause() -> None:
-    checked, failed = allreduce.check_gpus(0, 1)
+    checked, failed = steps.check_gpus(0, 1)
     assert checked == 4
     assert failed == [
         "GPU 1 (NVIDIA GeForce RTX 5090, sm_120): CUDA error: no kernel image is available for "
         "execution on the device",
         "GPU 2 (NVIDIA GeForce RTX 5090, sm_120): wrong result 1024.0 (CPU: 1572352.0)"]
     # local ranks share the GPUs: rank 1 of 2 checks GPUs 1 and 3
-    assert allreduce.check_gpus(1, 2) == (2, failed[:1])
+    assert steps.check_gpus(1, 2) == (2, failed[:1])
 
 
 @pytest.mark.usefixtures("fake_gpus")
@@ -187,7 +188,7 @@ def test_a_failed_gpu_check_stops_the_job_before_any_collective(
         tmp_path: Path) -> None:
     monkeypatch.setenv("LOCAL_RANK", "0")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
-    assert allreduce.main(["--backend", "gloo", "--result", str(tmp_path / "r.json")]) == 1
+    assert job.main(["--backend", "gloo", "--result", str(tmp_path / "r.json")]) == 1
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2 and all(line.startswith("NODEPROV_GPU_CHECK FAILED GPU ")
                                    for line in lines)
@@ -199,14 +200,14 @@ def test_a_failed_gpu_check_stops_the_job_before_any_collective(
 def test_gpu_check_on_a_cpu_node_checks_nothing() -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    assert allreduce.check_gpus(0, 1) == (0, [])
+    assert steps.check_gpus(0, 1) == (0, [])
 
 
 # --- failures end quickly, non-zero, with output diagnose() understands --------------------------
 
 def test_missing_socket_interface_fails_fast(tmp_path: Path) -> None:
     result_file = tmp_path / "result.json"
-    done, seconds = run(torchrun(free_port(), str(SCRIPT), "--backend", "gloo",
+    done, seconds = run(torchrun(free_port(), *JOB, "--backend", "gloo",
                                  "--result", str(result_file)),
                         GLOO_SOCKET_IFNAME="nodeprov-missing0")
     assert done.returncode != 0
@@ -218,7 +219,7 @@ def test_missing_socket_interface_fails_fast(tmp_path: Path) -> None:
 
 def test_a_node_that_never_joins_times_out_the_rendezvous(tmp_path: Path) -> None:
     result_file = tmp_path / "result.json"
-    done, seconds = run(torchrun(free_port(), str(SCRIPT), "--backend", "gloo",
+    done, seconds = run(torchrun(free_port(), *JOB, "--backend", "gloo",
                                  "--result", str(result_file),
                                  nnodes=2, nproc=1, rdzv_conf="join_timeout=5"))
     assert done.returncode != 0
@@ -244,7 +245,7 @@ def silent_peer() -> Iterator[int]:
 
 def test_job_timeout_bounds_a_missing_peer(silent_peer: int, tmp_path: Path) -> None:
     result_file = tmp_path / "result.json"
-    done, seconds = run(torchrun(silent_peer, str(SCRIPT), "--backend", "gloo",
+    done, seconds = run(torchrun(silent_peer, *JOB, "--backend", "gloo",
                                  "--result", str(result_file), "--timeout", "5",
                                  nnodes=2, nproc=1))
     assert done.returncode != 0

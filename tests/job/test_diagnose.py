@@ -92,7 +92,8 @@ def test_diagnose_nodes_keeps_only_known_failures_in_order() -> None:
 
 
 def test_the_jobs_gpu_check_lines_are_diagnosed() -> None:
-    # What allreduce.py prints when a GPU fails its check: torch's error, or a wrong result.
+    # What the job (allreduce/steps.py) prints when a GPU fails its check: torch's error, or a
+    # wrong result.
     kernel = ("NODEPROV_GPU_CHECK FAILED GPU 0 (NVIDIA GeForce RTX 5090, sm_120): CUDA error: "
               "no kernel image is available for execution on the device")
     found = diagnose(kernel, node="gpu3")

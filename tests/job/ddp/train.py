@@ -56,5 +56,5 @@ if __name__ == "__main__":
     sys.stdout.flush()
     # gloo's objects sometimes abort in interpreter teardown, after the work is done
     # ("terminate called without an active exception", SIGABRT; seen in CI under load, as
-    # nodeprov's own job saw it): skip the teardown, as nodeprov/job/allreduce.py does
+    # nodeprov's own job saw it): skip the teardown, as nodeprov's job (nodeprov/job/allreduce) does
     os._exit(0)
