@@ -1,7 +1,7 @@
 """How long the wheelhouse takes to reach every node, and how many bytes leave this machine.
 
     python -m tests.bench.distribution --nodes 1,8,32 --rate 100mbit [--upload-each 8]
-        [--apply 1,8]
+        [--apply 1,8] [--download-once 8]
 
 For each size: a fresh testbed, this machine's link to the nodes throttled with tc (tbf on the
 bridge device's egress, in the root namespace: what this machine sends to the nodes passes it,
@@ -10,8 +10,12 @@ runs it (peer_exec.execute of the mkdir and the PeerUpload on every node at once
 node holds the wheels), timed, with the bytes the bridge device sent (tx_bytes) over the
 wheelhouse's size. ``--upload-each`` runs the same with the old way (one SFTP upload per node)
 for comparison; ``--apply`` times a whole `nodeprov apply` (venv + torch from the wheelhouse,
-installs included) at those sizes, reported apart. The tc qdisc is removed on every exit.
-Needs root. Prints the machine's load average before and after each size.
+installs included) at those sizes, reported apart. ``--download-once`` serves the same
+wheels over HTTP from this machine (the index behind the throttled link, as the internet is
+behind a site's uplink) and times every node downloading its own copy, then
+``download_once`` (one node downloads, ``peers.PeerDownload``, the others fetch its copy).
+The tc qdisc is removed on every exit. Needs root. Prints the machine's load average before and
+after each size.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import yaml
 from nodeprov import installer, wheelhouse
 from nodeprov.inventory import load_inventory
 from nodeprov.peer_exec import execute
-from nodeprov.peers import Distribution, peer_upload
+from nodeprov.peers import Distribution, peer_download, peer_upload
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import connect_all
 from nodeprov.tasks.base import Context, Run
@@ -118,6 +122,86 @@ def distribute(cluster: Testbed, local: Path, peers: bool) -> tuple[float, dict[
     return wall, done
 
 
+# argv: the folder, the index URL, the wheel names; what pip download does, minus the resolve
+CURL = 'cd -- "$1" && base=$2 && shift 2 && for name; do curl -sSfO -- "$base$name"; done'
+
+
+@contextmanager
+def index(local: Path, address: str) -> Iterator[str]:
+    """``local`` served over HTTP on ``address`` for the block: its base URL."""
+    server = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "--bind", address,
+                               "--directory", str(local), "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().split(" port ")[1].split()[0]
+        yield f"http://{address}:{port}/"
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def download(cluster: Testbed, url: str, names: list[str], once: bool
+             ) -> tuple[float, dict[str, float]]:
+    """Every node downloads ``names`` from ``url`` into REMOTE at once (``once``: one node
+    does, the others fetch its copy): wall seconds, and each node's seconds."""
+    inventory = load_inventory(cluster.inventory_path)
+    sessions, facts, errors = connect_all(inventory.hosts, SshOptions(), forks=64)
+    assert not errors, errors
+    distribution = Distribution() if once else None
+    cluster_view = {h.name: (h, facts[h.name]) for h in inventory.hosts}
+    done: dict[str, float] = {}
+    try:
+        started = time.monotonic()
+
+        def one(name: str) -> None:
+            session = sessions[name]
+            ctx = Context(session.host, facts[name], cluster_view, distribution)
+            fetch = Run(("sh", "-c", CURL, "download", REMOTE, url, *names))
+            action, _ = peer_download(ctx, fetch, REMOTE, cluster.subnet)
+            mkdir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", REMOTE))
+            execute(session, distribution, "bench", [mkdir, action])
+            held = session.run(["sh", "-c", 'ls -- "$1" | wc -l', "count", REMOTE]).stdout
+            assert int(held) == len(names), f"{name} holds {held.strip()} files"
+            done[name] = time.monotonic() - started
+
+        threads = [threading.Thread(target=one, args=(name,)) for name in sessions]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        wall = time.monotonic() - started
+        if distribution is not None:
+            assert all(not distribution.warnings_for(name) for name in sessions)
+            distribution.close()
+        for name, session in sessions.items():
+            session.run(["rm", "-rf", "--", REMOTE])
+            assert name in done, f"{name} failed"
+    finally:
+        for session in sessions.values():
+            session.close()
+    return wall, done
+
+
+def measure_download(nodes: int, rate: str, cache: Path) -> None:
+    """Each node downloading from the index, then download_once, behind the same link."""
+    with temporary(nodes=nodes) as cluster:
+        local = fill_wheelhouse(cluster, cache)
+        names = sorted(p.name for p in local.iterdir() if not p.name.startswith("."))
+        size = sum((local / name).stat().st_size for name in names)
+        with index(local, cluster.state.bridge_address) as url, \
+                throttled(cluster.state.bridge, rate):
+            for once in (False, True):
+                how = "download_once" if once else "each node downloads"
+                before = tx_bytes(cluster.state.bridge)
+                wall, done = download(cluster, url, names, once)
+                sent = tx_bytes(cluster.state.bridge) - before
+                print(f"{nodes} nodes, {how}, index behind {rate}: every node holds the "
+                      f"{size / 1e6:.1f} MB in {wall:.1f}s (first {min(done.values()):.1f}s); "
+                      f"from the index {sent / 1e6:.1f} MB = {sent / size:.2f}x one copy; "
+                      f"{load()}", flush=True)
+
+
 def apply_wall(cluster: Testbed, work: Path) -> float:
     inventory = yaml.safe_load(cluster.inventory_path.read_text())
     (work / "inventory.yaml").write_text(yaml.safe_dump(inventory))
@@ -169,7 +253,15 @@ def main() -> None:
     parser.add_argument("--rate", default="100mbit")
     parser.add_argument("--upload-each", default="", help="sizes to also run the old way")
     parser.add_argument("--apply", default="", help="sizes to also time a whole apply at")
+    parser.add_argument("--download-once", default="",
+                        help="sizes to time each node's download against download_once at")
     options = parser.parse_args()
+    if options.download_once:
+        with tempfile.TemporaryDirectory() as cache:
+            for nodes in (int(n) for n in options.download_once.split(",")):
+                measure_download(nodes, options.rate, Path(cache))
+        if not options.nodes:
+            return
     sizes = [int(n) for n in options.nodes.split(",")]
     old = {int(n) for n in options.upload_each.split(",") if n}
     applies = {int(n) for n in options.apply.split(",") if n}

@@ -186,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="how long each timed run waits for a quiet machine at most")
     parser.add_argument("--smoke", action="store_true", help="2 nodes, 1 repetition, no job")
     parser.add_argument("--no-job", action="store_true", help="skip the verification job")
+    parser.add_argument("--forks", type=int, metavar="N",
+                        help="hosts every tool handles at once (default: all nodes; pyinfra "
+                             "fails at 128 at once, see RESULTS.md)")
     parser.add_argument("--root", type=Path, default=Path("/srv/nodeprov-bench"),
                         help="where the testbeds and work files go")
     parser.add_argument("--venvs", type=Path, help="the tools' venvs (default: ROOT/venvs)")
@@ -205,11 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so every testbed still comes down
     versions = {"machine": f"{os.cpu_count()} cores, {cpu_model()}",
                 "python": platform.python_version(), "nodeprov": nodeprov_version()}
-    available: dict[str, Tool] = {"nodeprov": Nodeprov()}
+    available: dict[str, Tool] = {"nodeprov": Nodeprov(args.forks)}
     for name, cls in (("ansible", Ansible), ("pyinfra", Pyinfra)):
         venv = (args.venvs or args.root / "venvs") / name
         versions[name] = ensure_venv(venv, name)
-        available[name] = cls(venv)
+        available[name] = cls(venv, args.forks)
     tools = [available[name] for name in args.tools.split(",")]
     print(f"machine: {versions['machine']}; nodeprov {versions['nodeprov']}; "
           f"{versions['ansible']}; {versions['pyinfra']}\n")

@@ -77,9 +77,17 @@ def ensure_venv(path: Path, tool: str) -> str:
     return shown.splitlines()[0].strip()
 
 
+def at_once(forks: int | None, bed: Testbed) -> str:
+    """How many hosts a tool handles at once: ``forks``, else every node."""
+    return str(forks or len(bed.nodes))
+
+
 class Nodeprov:
     name = "nodeprov"
     playbook = HERE / "nodeprov" / "playbook.yaml"
+
+    def __init__(self, forks: int | None = None) -> None:
+        self.forks = forks
 
     def prepare(self, bed: Testbed, work: Path) -> None:
         work.mkdir(parents=True, exist_ok=True)
@@ -97,7 +105,7 @@ class Nodeprov:
         tags = ["--tags", "network"] if network_only else []
         check = ["--check"] if phase == "check" else []
         return Command([str(program), "apply", str(bed.inventory_path), "-p", str(self.playbook),
-                        "--forks", str(len(bed.nodes)), *report, *tags, *check])
+                        "--forks", at_once(self.forks, bed), *report, *tags, *check])
 
     def outcome(self, work: Path, phase: str, output: str, exit_code: int,
                 nodes: int) -> Outcome:
@@ -131,13 +139,14 @@ class Nodeprov:
 
 
 class Ansible:
-    """Tuned: forks = nodes, pipelining, ControlPersist, no interpreter discovery, facts on."""
+    """Tuned: forks = nodes (or --forks), pipelining, ControlPersist, no interpreter discovery,
+    facts on."""
 
     name = "ansible"
     playbook = HERE / "ansible" / "site.yaml"
 
-    def __init__(self, venv: Path) -> None:
-        self.venv = venv
+    def __init__(self, venv: Path, forks: int | None = None) -> None:
+        self.venv, self.forks = venv, forks
 
     def prepare(self, bed: Testbed, work: Path) -> None:
         (work / "cp").mkdir(parents=True, exist_ok=True)
@@ -152,7 +161,7 @@ class Ansible:
         tags = ["--tags", "network"] if network_only else []
         return Command([str(self.venv / "bin" / "ansible-playbook"), "-i",
                         str(bed.inventory_path), str(self.playbook), "--forks",
-                        str(len(bed.nodes)), *tags], env)
+                        at_once(self.forks, bed), *tags], env)
 
     def outcome(self, work: Path, phase: str, output: str, exit_code: int,
                 nodes: int) -> Outcome:
@@ -172,8 +181,8 @@ class Ansible:
 class Pyinfra:
     name = "pyinfra"
 
-    def __init__(self, venv: Path) -> None:
-        self.venv = venv
+    def __init__(self, venv: Path, forks: int | None = None) -> None:
+        self.venv, self.forks = venv, forks
 
     def prepare(self, bed: Testbed, work: Path) -> None:
         work.mkdir(parents=True, exist_ok=True)
@@ -189,7 +198,7 @@ class Pyinfra:
         env = {"PATH": f"{self.venv / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
                "LANG": "C.UTF-8", "NO_COLOR": "1"}
         return Command([str(self.venv / "bin" / "pyinfra"), "-y", "--parallel",
-                        str(len(bed.nodes)), str(work / "inventory.py"), *deploys], env,
+                        at_once(self.forks, bed), str(work / "inventory.py"), *deploys], env,
                        HERE / "pyinfra")
 
     def outcome(self, work: Path, phase: str, output: str, exit_code: int,
