@@ -7,6 +7,13 @@ The outsider's veth joins the same bridge but its address lies in another subnet
 routes the other's subnet straight onto the link. So the outsider reaches the nodes through the
 root namespace at layer 2 and nothing is ever routed there: enabling forwarding on the bridge,
 even for that one interface, would let a node's packet for any address leave the machine.
+
+Each node's eth0 gets a MAC made from its address, and every node knows every other node's as a
+permanent neighbour entry. The kernel keeps one neighbour table for all namespaces, and its
+garbage-collected entries are capped machine-wide (net.ipv4.neigh.default.gc_thresh3, 1024 by
+default): node-to-node traffic among more than ~31 nodes (a 64-node connectivity matrix, a
+job's full mesh) overflowed it ("neighbor table overflow", packets dropped, connections timing
+out). Permanent entries are outside that cap, and real nodes each have a table of their own.
 """
 
 from __future__ import annotations
@@ -48,10 +55,23 @@ def run_batches(batches: dict[str | None, list[list[str]]]) -> None:
         raise NodeprovError("testbed: ip -batch failed: " + "; ".join(failures))
 
 
+def mac_for(address: str) -> str:
+    """A locally administered MAC from an IPv4 member address: unique on the bridge.
+
+    >>> mac_for("10.77.3.2/24")
+    '02:00:0a:4d:03:02'
+    """
+    return "02:00:" + ":".join(f"{int(byte):02x}" for byte in address.split("/")[0].split("."))
+
+
 def _member_commands(state: State, member: Member) -> list[list[str]]:
     commands = [["link", "set", "lo", "up"],
+                ["link", "set", "eth0", "address", mac_for(member.address)],
                 ["addr", "add", member.address, "dev", "eth0"],
                 ["link", "set", "eth0", "up"]]
+    if member is not state.outsider:
+        commands += [["neigh", "replace", peer.ip, "lladdr", mac_for(peer.address), "dev",
+                      "eth0", "nud", "permanent"] for peer in state.nodes if peer is not member]
     if member is state.outsider:
         commands.append(["route", "add", state.subnet, "dev", "eth0"])
     else:

@@ -48,3 +48,24 @@ def test_without_outsider_nodes_get_only_the_default_route(
     network.create(sample(outsider=False))
     routes = [command for command in batches[1]["ntabcdef-node1"] if command[0] == "route"]
     assert routes == [["route", "add", "default", "via", "10.77.3.1"]]
+
+
+def test_every_node_knows_every_other_node_as_a_permanent_neighbour(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Permanent entries stay out of the machine-wide cap on the shared neighbour table, which
+    # a 64-node connectivity matrix overflowed (every namespace's ARP entries count against it).
+    batches: list[dict[str | None, list[list[str]]]] = []
+    monkeypatch.setattr(network, "run_batches", batches.append)
+    state = sample(outsider=True)
+    state.nodes.append(Member("node2", "10.77.3.3/24", "ntabcdef-node2", "ntabcdefn2"))
+    network.create(state)
+    inside = batches[1]
+    assert ["link", "set", "eth0", "address", "02:00:0a:4d:03:02"] in inside["ntabcdef-node1"]
+    neighbours = {name: [c for c in commands if c[0] == "neigh"]
+                  for name, commands in inside.items()}
+    assert neighbours == {
+        "ntabcdef-node1": [["neigh", "replace", "10.77.3.3", "lladdr", "02:00:0a:4d:03:03",
+                            "dev", "eth0", "nud", "permanent"]],
+        "ntabcdef-node2": [["neigh", "replace", "10.77.3.2", "lladdr", "02:00:0a:4d:03:02",
+                            "dev", "eth0", "nud", "permanent"]],
+        "ntabcdef-outsider": []}
