@@ -189,7 +189,7 @@ def measure_download(nodes: int, rate: str, cache: Path) -> None:
         local = fill_wheelhouse(cluster, cache)
         names = sorted(p.name for p in local.iterdir() if not p.name.startswith("."))
         size = sum((local / name).stat().st_size for name in names)
-        with index(local, cluster.state.bridge_address) as url, \
+        with index(local, cluster.state.bridge_address.split("/")[0]) as url, \
                 throttled(cluster.state.bridge, rate):
             for once in (False, True):
                 how = "download_once" if once else "each node downloads"
