@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -39,7 +39,7 @@ from nodeprov.peer_exec import execute
 from nodeprov.peers import Distribution, peer_download, peer_upload
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import connect_all
-from nodeprov.tasks.base import Context, Run
+from nodeprov.tasks.base import Action, Context, Run
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 
@@ -86,8 +86,11 @@ def fill_wheelhouse(cluster: Testbed, cache: Path) -> Path:
     return dest
 
 
-def distribute(cluster: Testbed, local: Path, peers: bool) -> tuple[float, dict[str, float]]:
-    """Every node gets ``local`` into REMOTE at once: wall seconds, and each node's seconds."""
+def on_every_node(cluster: Testbed, peers: bool,
+                  actions: Callable[[Context], list[Action]]) -> tuple[float, dict[str, float]]:
+    """Every node runs its ``actions`` (made from its Context) at once, through
+    ``peer_exec.execute`` with one Distribution (``peers``) or none: wall seconds, and each
+    node's seconds. A node that fell back from its peers fails the run; REMOTE is removed."""
     inventory = load_inventory(cluster.inventory_path)
     sessions, facts, errors = connect_all(inventory.hosts, SshOptions(), forks=64)
     assert not errors, errors
@@ -100,9 +103,7 @@ def distribute(cluster: Testbed, local: Path, peers: bool) -> tuple[float, dict[
         def one(name: str) -> None:
             session = sessions[name]
             ctx = Context(session.host, facts[name], cluster_view, distribution)
-            upload, _ = peer_upload(ctx, str(local), REMOTE, "bench", cluster.subnet)
-            mkdir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", REMOTE))
-            execute(session, distribution, "bench", [mkdir, upload])
+            execute(session, distribution, "bench", actions(ctx))
             done[name] = time.monotonic() - started
 
         threads = [threading.Thread(target=one, args=(name,)) for name in sessions]
@@ -112,6 +113,8 @@ def distribute(cluster: Testbed, local: Path, peers: bool) -> tuple[float, dict[
             thread.join()
         wall = time.monotonic() - started
         if distribution is not None:
+            fell_back = {name: distribution.warnings_for(name) for name in sessions}
+            assert not any(fell_back.values()), fell_back
             distribution.close()
         for name, session in sessions.items():
             session.run(["rm", "-rf", "--", REMOTE])
@@ -120,6 +123,15 @@ def distribute(cluster: Testbed, local: Path, peers: bool) -> tuple[float, dict[
         for session in sessions.values():
             session.close()
     return wall, done
+
+
+MKDIR = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", REMOTE))
+
+
+def distribute(cluster: Testbed, local: Path, peers: bool) -> tuple[float, dict[str, float]]:
+    """Every node gets ``local`` into REMOTE at once: wall seconds, and each node's seconds."""
+    return on_every_node(cluster, peers, lambda ctx: [
+        MKDIR, peer_upload(ctx, str(local), REMOTE, "bench", cluster.subnet)[0]])
 
 
 # argv: the folder, the index URL, the wheel names; what pip download does, minus the resolve
@@ -145,42 +157,10 @@ def download(cluster: Testbed, url: str, names: list[str], once: bool
              ) -> tuple[float, dict[str, float]]:
     """Every node downloads ``names`` from ``url`` into REMOTE at once (``once``: one node
     does, the others fetch its copy): wall seconds, and each node's seconds."""
-    inventory = load_inventory(cluster.inventory_path)
-    sessions, facts, errors = connect_all(inventory.hosts, SshOptions(), forks=64)
-    assert not errors, errors
-    distribution = Distribution() if once else None
-    cluster_view = {h.name: (h, facts[h.name]) for h in inventory.hosts}
-    done: dict[str, float] = {}
-    try:
-        started = time.monotonic()
-
-        def one(name: str) -> None:
-            session = sessions[name]
-            ctx = Context(session.host, facts[name], cluster_view, distribution)
-            fetch = Run(("sh", "-c", CURL, "download", REMOTE, url, *names))
-            action, _ = peer_download(ctx, fetch, REMOTE, cluster.subnet)
-            mkdir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", REMOTE))
-            execute(session, distribution, "bench", [mkdir, action])
-            held = session.run(["sh", "-c", 'ls -- "$1" | wc -l', "count", REMOTE]).stdout
-            assert int(held) == len(names), f"{name} holds {held.strip()} files"
-            done[name] = time.monotonic() - started
-
-        threads = [threading.Thread(target=one, args=(name,)) for name in sessions]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.monotonic() - started
-        if distribution is not None:
-            assert all(not distribution.warnings_for(name) for name in sessions)
-            distribution.close()
-        for name, session in sessions.items():
-            session.run(["rm", "-rf", "--", REMOTE])
-            assert name in done, f"{name} failed"
-    finally:
-        for session in sessions.values():
-            session.close()
-    return wall, done
+    fetch = Run(("sh", "-c", CURL, "download", REMOTE, url, *names))
+    return on_every_node(cluster, once, lambda ctx: [
+        MKDIR, peer_download(ctx, fetch, REMOTE, cluster.subnet)[0],
+        Run(("sh", "-c", f'[ "$(ls -- "$1" | wc -l)" -eq {len(names)} ]', "count", REMOTE))])
 
 
 def measure_download(nodes: int, rate: str, cache: Path) -> None:
