@@ -48,7 +48,8 @@ os.replace(dest + ".tmp", dest)
 shutil.rmtree(upload)
 """
 # The SFTP user (the sudo caller under become) must be able to write the upload folder.
-MAKE_UPLOAD_DIR = 'install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
+# argv: the folder. Emptied first: a failed run's files must not join this run's wheels.
+MAKE_UPLOAD_DIR = 'rm -rf -- "$1" && install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
 PIP: tuple[str, ...] = ("-m", "pip", "install", "--no-input", "--disable-pip-version-check",
                         "--progress-bar", "off", "--no-cache-dir")
 # uv_runs UV: true when uv runs; else its first line of error goes to UV_FAILED (the next

@@ -8,6 +8,7 @@ downloads and serves, the others fetch from it (``nodeprov.peers``); everything 
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING
@@ -24,7 +25,7 @@ from nodeprov.peers import (
     WheelFile,
     alone,
 )
-from nodeprov.remote.actions import Action
+from nodeprov.remote.actions import STOP_MARKED, Action
 
 # a fetch slower than this gives up for the next source (or the upload): a stuck node
 FETCH_RATE, FETCH_SLACK = 5e6, 60.0  # bytes/s, seconds
@@ -97,9 +98,10 @@ def _listed(session: Session, task: str, action: PeerDownload) -> tuple[WheelFil
 
 def _serve(session: Session, distribution: Distribution, task: str, action: PeerCopy) -> bool:
     """Serve this node's copy to the others; False if the server did not start."""
+    token = f"nodeprov-serve-{secrets.token_hex(6)}"
     try:
         started = session.run([action.python, "-c", SERVE, action.remote_path, action.address,
-                               str(SERVE_LIFETIME), str(SERVE_IDLE)], task=task,
+                               str(SERVE_LIFETIME), str(SERVE_IDLE), token], task=task,
                               what="serve the wheels to the other nodes")
     except HostError:
         return False
@@ -110,7 +112,8 @@ def _serve(session: Session, distribution: Distribution, task: str, action: Peer
 
     def stop() -> None:
         with suppress(HostError):  # else the server stops by itself after SERVE_IDLE seconds
-            session.run(["kill", "--", pid], task=task, what="stop serving the wheels")
+            session.run(["sh", "-c", STOP_MARKED, "nodeprov-stop", pid, token], task=task,
+                        what="stop serving the wheels")
 
     distribution.serving(action.key, f"http://{host}:{port}/", stop)
     return True

@@ -1,6 +1,6 @@
 """The node side of peer distribution: standalone scripts run with the node's python3.
 
-    python3 -c SERVE DIR ADDRESS LIFETIME IDLE   # prints "PORT PID", then serves detached
+    python3 -c SERVE DIR ADDRESS LIFETIME IDLE TOKEN   # prints "PORT PID", serves detached
     python3 -c FETCH URL DEST SECONDS NAME SHA256 [NAME SHA256 ...]
     python3 -c LIST DIR                          # "SHA256 SIZE NAME" per file: a download's
 
@@ -10,6 +10,8 @@ subnet only (and before that task, ufw is off). Having opened them, it detaches 
 for ``nobody`` (it exits rather than serve as root): the server reads no path after that, so
 the seed may remove DIR once it has installed. It stops on SIGTERM, after LIFETIME seconds, or
 after IDLE seconds with no transfer: nothing stays listening even if this machine dies mid-run.
+TOKEN only marks its command line, so the stop step can tell it from a process that took its
+pid after it ended by itself.
 
 FETCH downloads each NAME from URL (stdlib urllib only) into DEST through a temporary file,
 and keeps it only when its sha256 is the one given: the seed is not trusted, nor is its pace

@@ -152,3 +152,13 @@ def test_uv_line_and_when_uv_cannot_be_had() -> None:
     probe = subprocess.run(["sh", "-c", installer.UV_PROBE], capture_output=True, text=True,
                            check=True).stdout
     assert installer.parse_uv_line(probe).present == os.access(installer.UV, os.X_OK)
+
+
+def test_the_upload_folder_starts_empty(tmp_path: Path) -> None:
+    # a failed run's wheels left in the folder must not join the next run's set
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    (folder / "six-1.0.0-py3-none-any.whl").write_text("stale")
+    subprocess.run(["sh", "-c", installer.MAKE_UPLOAD_DIR, "mkdir", str(folder)], check=True)
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    assert folder.stat().st_mode & 0o777 == 0o700

@@ -1,7 +1,8 @@
 """What a process started by a NEW SSH session sees on a node: the login user (no sudo), as
-torchrun's launcher would log in. One round trip per node, on the connection the checks already
-hold (each command gets a session of its own from sshd, with the environment a new login gets):
-its environment (/etc/environment, PAM, profiles) and what the node's own hostname resolves to
+torchrun's launcher would log in. One round trip per node, on the connection the checks opened
+(each command gets a session of its own from sshd, with what PAM set up when the connection
+opened: the checks' own connections are new, so that is what a new login gets now): its
+environment (/etc/environment, PAM, profiles) and what the node's own hostname resolves to
 (nsswitch).
 
     seen = read_all_fresh(["node1", "node2"], sessions, gathered)   # {"node2": "why not"}

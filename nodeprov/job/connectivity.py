@@ -24,17 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from nodeprov.fanout import on_every_name
 from nodeprov.job.matrix import Check, Matrix
+from nodeprov.remote.actions import STOP_MARKED
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
     from nodeprov.remote.facts import Facts
     from nodeprov.remote.session import Session
 
-# argv: pid token; kills the listener only if that pid still runs it (the pid may be reused).
-STOP = 'grep -qzxF -- "$2" "/proc/$1/cmdline" 2>/dev/null && kill -- "$1"; true'
-# The stop step ends the listeners; this bounds them only if this machine never gets to it,
-# long enough for every node's probe to start on a busy machine.
-LISTEN_SECONDS = 120.0
+STOP = STOP_MARKED  # kills a listener only if that pid still runs it (the pid may be reused)
 
 
 # --- parsing recorded outputs (pure) -------------------------------------------------------------
@@ -109,6 +106,11 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
     by_name = {host.name: host for host in hosts}
     token = f"nodeprov-connectivity-{secrets.token_hex(6)}"
     errors: list[str] = []
+    # every connection, then each that timed out once more, a few at a time: the probes' bound
+    probe_seconds = timeout * (3 + len(names)) + 30
+    # The stop step ends the listeners; this bounds them only if this machine never gets to it,
+    # and outlasts every probe however late it starts on a busy machine.
+    listen_seconds = 2 * probe_seconds
 
     def start(name: str) -> dict[str, Any]:
         if facts[name].python_path is None:
@@ -116,7 +118,7 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
         low, high = facts[name].ephemeral_port_range
         result = sessions[name].run(
             ["python3", "-c", script, "listen", by_name[name].node_address, str(low), str(high),
-             str(rdzv_port), str(LISTEN_SECONDS), token], task="connectivity", timeout=30)
+             str(rdzv_port), str(listen_seconds), token], task="connectivity", timeout=30)
         if result.exit_code != 0:
             raise RuntimeError(f"listener exited {result.exit_code}: "
                                f"{(result.stderr or result.stdout).strip()[-200:]}")
@@ -138,10 +140,9 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
                         "ports": ports})
 
     def probe(name: str) -> list[Check]:
-        # bounded: every connection, then every one that timed out once more, a few at a time
         result = sessions[name].run(["python3", "-c", script, "probe", str(timeout),
                                      json.dumps(targets)],
-                                    task="connectivity", timeout=timeout * (3 + len(names)) + 30)
+                                    task="connectivity", timeout=probe_seconds)
         if result.exit_code != 0:
             raise RuntimeError(f"probe exited {result.exit_code}: "
                                f"{(result.stderr or result.stdout).strip()[-200:]}")

@@ -85,9 +85,10 @@ class Matrix:
         instead when they are more than a terminal shows."""
         from rich.table import Table
 
-        failing = [n for n in self.nodes
-                   if any(not c.ok and c.status != "untested" and n in (c.source, c.target)
-                          for c in self.checks)]
+        broken_pairs = [pair for pair, checks in self._pairs.items()
+                        if any(not c.ok and c.status != "untested" for c in checks)]
+        involved = {node for pair in broken_pairs for node in pair}
+        failing = [n for n in self.nodes if n in involved]
         shown = failing or list(self.nodes)
         if len(shown) > TABLE_NODES:
             broken = sum(not c.ok and c.status != "untested" for c in self.checks)

@@ -111,10 +111,12 @@ def launch_all(names: Sequence[str], sessions: Mapping[str, Session], *, run_id:
     try:
         prepared = on_every_name(names, prepare)
         launch.prepare_errors = {n: e for n, e in prepared.items() if isinstance(e, Exception)}
+        # Before the first start: each node's deadline runs from its own start, so none is
+        # reached before launched_at + seconds.
+        launched_at = time.monotonic()
         for name in names if not launch.prepare_errors else ():
             futures[pool.submit(sessions[name].run, argv[name], task="job", timeout=wait_s,
                                 echo=streams[name] if streams else None)] = name
-        launched_at = time.monotonic()
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -122,8 +124,7 @@ def launch_all(names: Sequence[str], sessions: Mapping[str, Session], *, run_id:
                 launch.ended.append(futures[future])
                 launch.durations[futures[future]] = time.monotonic() - started
             if any(f.exception() is not None or f.result().exit_code != 0 for f in done):
-                # Each node's deadline starts after this moment: no node reaches its own
-                # earlier, so a failure seen later follows a deadline kill.
+                # a failure seen this late follows a deadline kill
                 launch.deadline_passed = 0 < seconds <= time.monotonic() - launched_at
                 break
     finally:

@@ -79,6 +79,10 @@ class Local:
 
 Action = Run | Write | Upload | Local | ConfirmNewConnection
 
+# argv: pid token. Kills the process only if that pid still carries the token as one of its
+# arguments: a detached helper that ended by itself may have left its pid to another process.
+STOP_MARKED = 'grep -qzxF -- "$2" "/proc/$1/cmdline" 2>/dev/null && kill -- "$1"; true'
+
 
 @dataclass(frozen=True)
 class Probe:

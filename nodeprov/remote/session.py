@@ -126,7 +126,7 @@ class Session:
                 out_stream=echo[0] if echo else None, err_stream=echo[1] if echo else None,
                 timeout=timeout or self.options.command_timeout,
                 in_stream=io.StringIO(stdin) if stdin is not None else False,
-                watchers=sudo_responders(self.host),
+                watchers=[] if as_login else sudo_responders(self.host),
             )
         except Exception as error:
             if type(getattr(error, "reason", None)).__name__ == "ResponseNotAccepted":

@@ -108,8 +108,9 @@ def local_dir(params: TorchParams, variant: str, python: str, state: TorchState,
 
 def _need_glibc(state: TorchState) -> tuple[int, int]:
     if state.glibc is None:
-        raise TaskFailed("wheelhouse mode needs a glibc node ('getconf GNU_LIBC_VERSION' "
-                         "printed nothing): use pip_find_links or pip_index_url instead")
+        raise TaskFailed("wheelhouse and download_once need a glibc node ('getconf "
+                         "GNU_LIBC_VERSION' printed nothing): use pip_find_links or "
+                         "pip_index_url instead")
     return state.glibc
 
 

@@ -13,7 +13,8 @@ permanent neighbour entry. The kernel keeps one neighbour table for all namespac
 garbage-collected entries are capped machine-wide (net.ipv4.neigh.default.gc_thresh3, 1024 by
 default): node-to-node traffic among more than ~31 nodes (a 64-node connectivity matrix, a
 job's full mesh) overflowed it ("neighbor table overflow", packets dropped, connections timing
-out). Permanent entries are outside that cap, and real nodes each have a table of their own.
+out). Permanent entries are outside that cap (Linux 4.20 and later), and real nodes each have a
+table of their own.
 """
 
 from __future__ import annotations
