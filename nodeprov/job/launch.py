@@ -133,13 +133,12 @@ def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str,
     return JobPlan(run_id, chosen, nproc, argv)
 
 
-def job_files() -> tuple[Run | Write, ...]:
-    """The job's package, written to JOB_DIR/PACKAGE on a node."""
-    folder = f"{JOB_DIR}/{PACKAGE}"
+def job_files() -> tuple[Write, ...]:
+    """The job's package, written to JOB_DIR/PACKAGE on a node (a Write makes the folder)."""
     modules = sorted((each for each in resources.files("nodeprov.job.allreduce").iterdir()
                       if each.name.endswith(".py")), key=lambda each: each.name)
-    return (Run(("mkdir", "-p", folder)),
-            *(Write(f"{folder}/{each.name}", each.read_text(), 0o644) for each in modules))
+    return tuple(Write(f"{JOB_DIR}/{PACKAGE}/{each.name}", each.read_text(), 0o644)
+                 for each in modules)
 
 
 def _read_result(texts: Mapping[str, str | Exception]) -> tuple[
@@ -170,7 +169,7 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     except JobPlanError as error:
         return JobOutcome(False, None, f"FAIL: {error}", [str(error)],
                           time.monotonic() - started)
-    copy = (*job_files(), Run(("mkdir", "-p", run_dir(plan.run_id))))
+    copy: tuple[Run | Write, ...] = (*job_files(), Run(("mkdir", "-p", run_dir(plan.run_id))))
     launch = launch_all(list(plan.argv), sessions, run_id=plan.run_id, argv=plan.argv,
                         seconds=timeout,
                         prepare=lambda name: sessions[name].execute("job", copy))

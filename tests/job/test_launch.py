@@ -250,8 +250,8 @@ def test_a_passing_job_reads_the_result_and_cleans_up_every_node() -> None:
     assert outcome.result is not None and outcome.result.wrong == 0
     for node in nodes.values():
         assert node.calls[0].startswith(
-            "execute job: mkdir -p /var/lib/nodeprov/job/nodeprov_allreduce, write "
-            "/var/lib/nodeprov/job/nodeprov_allreduce/__init__.py, ")
+            "execute job: write /var/lib/nodeprov/job/nodeprov_allreduce/__init__.py, write "
+            "/var/lib/nodeprov/job/nodeprov_allreduce/__main__.py, ")
         assert node.calls[1:] == ["launch", "finish"]
 
 
