@@ -1,5 +1,9 @@
+import os
+import subprocess
+
 import pytest
 
+from nodeprov.errors import NodeprovError
 from nodeprov.testbed import network
 from nodeprov.testbed.network import batch_line
 from nodeprov.testbed.state import Member, State
@@ -69,3 +73,23 @@ def test_every_node_knows_every_other_node_as_a_permanent_neighbour(
         "ntabcdef-node2": [["neigh", "replace", "10.77.3.2", "lladdr", "02:00:0a:4d:03:02",
                             "dev", "eth0", "nud", "permanent"]],
         "ntabcdef-outsider": []}
+
+
+@pytest.mark.integration
+def test_a_link_the_kernel_removed_before_its_delete_is_not_an_error() -> None:
+    # A deleted namespace's veths go in the background: one listed a moment ago may be gone
+    # when `ip link del` comes (CI saw "Cannot find device"); the others must still go.
+    state = sample(outsider=False)
+    state.bridge = f"ntt{os.getpid() % 100000:05d}br"
+    subprocess.run(["ip", "link", "add", state.bridge, "type", "bridge"], check=True)
+    try:
+        network._delete_links(state, [state.nodes[0].veth, state.bridge])
+        assert network.existing(state) == ([], [])
+    finally:
+        subprocess.run(["ip", "link", "del", state.bridge], capture_output=True)
+
+
+def test_a_link_still_there_after_the_delete_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(network, "existing", lambda state: (["ntabcdefn1"], []))
+    with pytest.raises(NodeprovError, match="could not delete ntabcdefn1: "):
+        network._delete_links(sample(outsider=False), ["ntabcdefn1"])
