@@ -147,12 +147,15 @@ def inventory_command(
         metavar="GROUP")] = None,
     host: Annotated[str | None, typer.Option("--host", help="Print one host's vars (JSON).",
                                              metavar="NAME")] = None,
+    extra_vars: ExtraVarsOpt = None,
 ) -> None:
     """Show the inventory as nodeprov (and Ansible) resolve it; connects to nothing."""
+    from nodeprov.extravars import parse_extra_vars
     from nodeprov.inventory.listing import show
 
     try:
-        typer.echo(show(resolve_inventory(inventory), as_list=as_list, graph=graph, host=host))
+        typer.echo(show(resolve_inventory(inventory), as_list=as_list, graph=graph, host=host,
+                        extra_vars=parse_extra_vars(extra_vars or ())))
     except NodeprovError as error:
         fail(error)
 

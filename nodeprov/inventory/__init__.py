@@ -21,13 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.inventory.build import build_hosts
-from nodeprov.inventory.data import Origin
 from nodeprov.inventory.model import Host, Inventory
 from nodeprov.inventory.reading import read_inventory, warn_stderr
 from nodeprov.inventory.sshconfigs import SshConfigs
 from nodeprov.inventory.templating import HostTemplar
-
-EXTRA_VARS = Origin("--extra-vars")
 
 __all__ = ["Host", "Inventory", "SshConfigs", "load_inventory", "read_inventory"]
 
@@ -40,9 +37,7 @@ def load_inventory(path: Path, playbook_dir: Path | None = None,
     from nodeprov.errors import InputError
 
     resolved = read_inventory(path, playbook_dir, warn)
-    for name, host_vars in resolved.hostvars.items():
-        host_vars.update(extra_vars or {})
-        resolved.origins[name].update(dict.fromkeys(extra_vars or {}, EXTRA_VARS))
+    resolved.add_extra_vars(extra_vars or {})
     if not resolved.hostvars:
         raise InputError("no hosts; add hosts to a group (all: hosts: in YAML, or a [group] "
                          "section in INI)", source=str(path), line=1)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,14 @@ from nodeprov.inventory.resolve import Resolved
 PROFILE = "inventory_legacy"
 
 
-def show(path: Path, *, as_list: bool, graph: str | None, host: str | None) -> str:
-    """What ``nodeprov inventory`` prints: exactly one of --list, --graph GROUP, --host NAME."""
+def show(path: Path, *, as_list: bool, graph: str | None, host: str | None,
+         extra_vars: Mapping[str, Any] | None = None) -> str:
+    """What ``nodeprov inventory`` prints: exactly one of --list, --graph GROUP, --host NAME;
+    ``extra_vars`` (-e) join every host's vars, as with ``ansible-inventory -e``."""
     if [as_list, graph is not None, host is not None].count(True) != 1:
         raise InputError("give one of --list, --graph GROUP or --host NAME")
     resolved = read_inventory(path)
+    resolved.add_extra_vars(extra_vars or {})
     if host is not None:
         return as_host(resolved, host)
     return as_graph(resolved, graph) if graph is not None else as_json(resolved)

@@ -20,6 +20,8 @@ from nodeprov.inventory.data import InventoryData, Origin
 from nodeprov.inventory.varsdirs import Loaded, VarsDir
 from nodeprov.yamlfile import YamlMap
 
+EXTRA_VARS = Origin("--extra-vars")
+
 Merged = tuple[dict[str, Any], dict[str, Origin]]
 
 
@@ -35,6 +37,12 @@ class Resolved:
     def group_names(self, host: str) -> list[str]:
         """``group_names`` as Ansible sets it: sorted, without ``all`` and ``ungrouped``."""
         return sorted(g for g in self.data.host_groups(host) if g not in ("all", "ungrouped"))
+
+    def add_extra_vars(self, values: Mapping[str, Any]) -> None:
+        """Give every host ``values`` (``-e``) above all it had, as Ansible's extra vars."""
+        for name, host_vars in self.hostvars.items():
+            host_vars.update(values)
+            self.origins[name].update(dict.fromkeys(values, EXTRA_VARS))
 
 
 def sort_groups(data: InventoryData, names: Iterable[str]) -> list[str]:

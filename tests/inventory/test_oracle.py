@@ -51,3 +51,20 @@ def test_graph_and_host_match_ansible_inventory(name: str, tmp_path: Path) -> No
         ours = CliRunner().invoke(app, ["inventory", str(source), "--host", host]).stdout
         theirs = ansible("ansible-inventory", ["-i", str(source), "--host", host], tmp_path)
         assert json.loads(ours) == json.loads(theirs)
+
+
+def test_extra_vars_join_every_host_as_with_ansible_inventory(tmp_path: Path) -> None:
+    # -e beats the inventory's own value (rdzv_port) and adds new ones, typed as Ansible types
+    # them: KEY=VALUE words are strings, an inline mapping keeps its types.
+    source = source_of(CORPUS / "docs-aliases-ini")
+    extra = ["-e", "rdzv_port=29611 ansible_user=ops", "-e", '{"pip_packages": ["numpy"]}']
+    ours = CliRunner().invoke(app, ["inventory", str(source), "--list", *extra])
+    assert ours.exit_code == 0, ours.output
+    listed = json.loads(ours.stdout)
+    assert listed == json.loads(ansible("ansible-inventory",
+                                        ["-i", str(source), "--list", *extra], tmp_path))
+    assert all(values["rdzv_port"] == "29611" for values in listed["_meta"]["hostvars"].values())
+    host = next(iter(listed["_meta"]["hostvars"]))
+    ours_host = CliRunner().invoke(app, ["inventory", str(source), "--host", host, *extra])
+    assert json.loads(ours_host.stdout) == json.loads(ansible(
+        "ansible-inventory", ["-i", str(source), "--host", host, *extra], tmp_path))
