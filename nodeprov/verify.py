@@ -126,10 +126,10 @@ def _crash_text(report: pytest.TestReport) -> str:
 
 def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
                limit: str | None = None, accept_new_host_keys: bool = False,
-               extra_vars: Sequence[str] = ()) -> Verification:
-    """Plan every task on the inventory's nodes (or ``limit``), then run every check over the
-    same sessions; raises InputError first when the inventory, playbook or limit is invalid,
-    before any connection."""
+               extra_vars: Sequence[str] = (), forks: int = DEFAULT_FORKS) -> Verification:
+    """Plan every task on the inventory's nodes (or ``limit``), ``forks`` at once, then run
+    every check over the same sessions; raises InputError first when the inventory, playbook
+    or limit is invalid, before any connection."""
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     extra = parse_extra_vars(extra_vars)
@@ -143,13 +143,13 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
     fresh = [node.name for node in targets
              if any(spec.type.name in AREAS for spec in node_specs(playbook, node.name))]
     try:
-        outcome = plan_playbook(playbook, inventory, targets, sessions, ssh)
+        outcome = plan_playbook(playbook, inventory, targets, sessions, ssh, forks)
         results = plan_results(outcome, playbook, lambda node, spec: Drift(
             node, spec.type.name, str(inventory.path), spec.tags[0] if spec.tags else None,
             str(playbook_path) if playbook_path else None, tuple(extra_vars)))
         gathered = _gathered(outcome)
         opened = Opened(sessions, gathered, outcome.probed,
-                        read_all_fresh(fresh, sessions, gathered))
+                        read_all_fresh(fresh, sessions, gathered, forks))
         results += _run_modules(inventory_path, playbook_path, limit, accept_new_host_keys,
                                 extra_vars, opened)
     finally:
@@ -228,7 +228,8 @@ def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str |
     bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes);
     prints the report and returns the exit code."""
     verification = run_checks(inventory_path, playbook_path, limit=limit,
-                              accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars)
+                              accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars,
+                              forks=forks)
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     print_report(console, verification)
     proofs = _prove_again(console, inventory_path, playbook_path,

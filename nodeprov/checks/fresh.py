@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nodeprov.errors import HostError
-from nodeprov.fanout import on_every, raise_first
+from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
 
@@ -66,9 +66,10 @@ def read_fresh(session: Session, node_subnet: str) -> Fresh | str:
 
 
 def read_all_fresh(names: Sequence[str], sessions: Mapping[str, Session],
-                   gathered: Mapping[str, Facts | str]) -> dict[str, Fresh | str]:
-    """``read_fresh`` on every named node at once, over its open session; a node whose facts
-    could not be read keeps that reason."""
+                   gathered: Mapping[str, Facts | str],
+                   forks: int = DEFAULT_FORKS) -> dict[str, Fresh | str]:
+    """``read_fresh`` on the named nodes, ``forks`` at once, each over its open session; a
+    node whose facts could not be read keeps that reason."""
     def one(name: str) -> Fresh | str:
         facts = gathered[name]
         if isinstance(facts, str):
@@ -76,4 +77,4 @@ def read_all_fresh(names: Sequence[str], sessions: Mapping[str, Session],
         session = sessions[name]
         return read_fresh(session, session.host.vars["node_subnet"])
 
-    return dict(zip(names, raise_first(on_every(one, names)), strict=True))
+    return dict(zip(names, raise_first(on_every(one, names, forks=forks)), strict=True))

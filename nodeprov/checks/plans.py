@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from nodeprov.checks import CheckResult, Drift
+from nodeprov.fanout import DEFAULT_FORKS
 from nodeprov.inventory import Host, Inventory
 from nodeprov.outcome import HostResult, RunOutcome, TaskResult
 from nodeprov.playbook import Playbook, TaskSpec
@@ -33,11 +34,13 @@ class _Silent:
 
 
 def plan_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
-                  sessions: Mapping[str, Session], ssh: SshOptions) -> RunOutcome:
-    """Every task's plan on ``targets``, acting on nothing: ``apply --check``'s run. The
-    sessions (one per inventory host) stay open for the caller, who closes them."""
-    return run_playbook(playbook, inventory, targets, RunOptions(check=True, ssh=ssh),
-                        _Silent(), sessions)
+                  sessions: Mapping[str, Session], ssh: SshOptions,
+                  forks: int = DEFAULT_FORKS) -> RunOutcome:
+    """Every task's plan on ``targets``, acting on nothing: ``apply --check``'s run (``forks``
+    hosts at once). The sessions (one per inventory host) stay open for the caller, who closes
+    them."""
+    return run_playbook(playbook, inventory, targets,
+                        RunOptions(check=True, forks=forks, ssh=ssh), _Silent(), sessions)
 
 
 def node_specs(playbook: Playbook, node: str) -> list[TaskSpec]:

@@ -1,0 +1,44 @@
+"""The fresh-session read of verify: one command per node on its open session, --forks at once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any, cast
+
+from nodeprov.checks.fresh import Fresh, read_all_fresh
+from nodeprov.remote.session import Session
+
+
+class FakeSession:
+    """Answers the fresh read as a node would, and counts how many run at the same time."""
+
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.host = SimpleNamespace(vars={"node_subnet": "10.0.0.0/24"})
+
+    def run(self, argv: tuple[str, ...], **_: Any) -> SimpleNamespace:
+        with self.lock:
+            FakeSession.running += 1
+            FakeSession.most = max(FakeSession.most, FakeSession.running)
+        time.sleep(0.02)
+        with self.lock:
+            FakeSession.running -= 1
+        token = argv[4]
+        return SimpleNamespace(stdout=f"NCCL_SOCKET_IFNAME=eth1\n@@{token} getent\n"
+                                      "10.0.0.2 STREAM node1\n")
+
+
+def test_the_fresh_read_keeps_to_forks_and_keeps_each_nodes_failure() -> None:
+    names = [f"node{i}" for i in range(8)]
+    sessions = {name: cast(Session, FakeSession()) for name in names}
+    gathered: dict[str, Any] = {name: object() for name in names}
+    gathered["node7"] = "node7: facts could not be read"
+    seen = read_all_fresh(names, sessions, gathered, forks=2)
+    assert FakeSession.most == 2
+    assert seen["node7"] == "node7: facts could not be read"
+    assert seen["node0"] == Fresh({"NCCL_SOCKET_IFNAME": "eth1"}, ["10.0.0.2"])
