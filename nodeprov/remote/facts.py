@@ -13,7 +13,6 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
 
 from nodeprov.factcheck import (
     ARCH,
@@ -192,13 +191,23 @@ def parse_os_release(text: str) -> dict[str, str]:
 
 
 def parse_ip_addr_json(text: str) -> tuple[Interface, ...]:
-    """Parse ``ip -j addr show``."""
-    if not text:
-        return ()
-    links: list[dict[str, Any]] = json.loads(text)
+    """Parse ``ip -j addr show``; ValueError when the node's ``ip`` printed no JSON.
+
+    Entries without a name or an address are skipped: iproute2 4.20 (Debian 10) starts the
+    array with an empty object (i3status-rust issues 812/825).
+    """
+    if not text.strip():  # every Linux node has lo: nothing printed means ip failed
+        raise ValueError("`ip -j addr show` printed nothing: install iproute2 4.13 or later on "
+                         "the node (before it, e.g. CentOS 7's 4.11, ip has no JSON output)")
+    links = json.loads(text)
+    if not isinstance(links, list):
+        raise ValueError("`ip -j addr show` printed JSON that is not a list of interfaces")
     interfaces = []
     for link in links:
-        infos = link.get("addr_info", [])
+        if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
+            continue
+        infos = [info for info in link.get("addr_info", []) if isinstance(info, dict)
+                 and {"family", "local", "prefixlen"} <= info.keys()]
         interfaces.append(Interface(
             name=link["ifname"],
             up="UP" in link.get("flags", []),

@@ -7,6 +7,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from nodeprov.remote.facts import (
     FACTS_SCRIPT,
     parse_facts,
@@ -51,8 +53,29 @@ def test_ip_json_with_ipv6_disabled_and_port_range() -> None:
     assert parse_port_range("1024\t65000\n") == (1024, 65000)
 
 
+def test_ip_json_of_iproute2_4_20_starts_with_an_empty_object() -> None:
+    # iproute2 4.20 (Debian 10) prints an empty object first (i3status-rust issues 812 and
+    # 825, where the bug was bisected to 4.20, fixed in 5.0); no verbatim recording was
+    # found, so the shape is the one those reports describe, on the recorded VM's interfaces.
+    recorded = split_sections((DATA / "debian12-vm.txt").read_text(), "TOKEN123")["interfaces"]
+    with_bug = "[{}," + recorded.strip()[1:]
+    assert parse_ip_addr_json(with_bug) == parse_ip_addr_json(recorded)
+    # and an address entry without the fields (as a hostile node may send) is skipped
+    assert parse_ip_addr_json('[{"ifname": "eth0", "addr_info": [{}, {"family": "inet"}]}]')[
+        0].ipv4 == ()
+
+
+def test_an_ip_without_json_output_is_named() -> None:
+    # CentOS 7's iproute 4.11 rejects -j (on stderr, which facts.sh drops): the section is empty
+    with pytest.raises(ValueError, match="install iproute2 4.13 or later"):
+        parse_ip_addr_json("")
+    with pytest.raises(ValueError, match="not a list of interfaces"):
+        parse_ip_addr_json('{"ifname": "eth0"}')
+
+
 def test_python_version_as_python3_dash_dash_version_prints_it() -> None:
-    sections = {"python": "/usr/bin/python3\nPython 3.11.2\n", "ephemeral_ports": "32768 60999"}
+    sections = {"python": "/usr/bin/python3\nPython 3.11.2\n", "ephemeral_ports": "32768 60999",
+                "interfaces": '[{"ifname": "lo"}]'}
     facts = parse_facts(sections)
     assert (facts.python_path, facts.python_version) == ("/usr/bin/python3", "3.11.2")
 
