@@ -13,17 +13,27 @@ Sources, read in their git history:
   00fa5780c, but ``cu134`` is published only on NVIDIA's out-of-tree index) and 2.12's ``cu129``
   (2.12.1 only): a variant listed but not published would fail the install.
 - x86_64 architectures (``TORCH_CUDA_ARCH_LIST``): pytorch/builder ``manywheel/build_cuda.sh``
-  for 2.0 to 2.5 (base "5.0;6.0;7.0;7.5;8.0;8.6"; 11.8 adds "3.7;9.0", 12.x "9.0", 12.4
-  "9.0+PTX" from 2024-07-26); pytorch/pytorch ``.ci/manywheel/build_cuda.sh`` from 2.6 (2.7:
-  12.8 = "7.5;...;12.0+PTX"; 2.8: 12.8 = "7.0;...;12.0" and 12.9 = "7.0;...;12.0+PTX", keeping
-  sm_70 per pytorch/pytorch#157517; 2.9-2.10: 13.0 = "7.5;...;12.0+PTX"; 2.11 on: sm_70 gone
-  from CUDA 12.8+ and no PTX), per release tag (``build_cuda.sh``, from 2.13
+  on each ``release/2.x`` branch for 2.0 to 2.5 (base "5.0;6.0;7.0;7.5;8.0;8.6"; 11.8 adds
+  "3.7;9.0", 12.x "9.0"); pytorch/pytorch ``.ci/manywheel/build_cuda.sh`` from 2.6 (2.7: 12.8 =
+  "7.5;...;12.0+PTX"; 2.8: 12.8 = "7.0;...;12.0" and 12.9 = "7.0;...;12.0+PTX", keeping sm_70
+  per pytorch/pytorch#157517; 2.9-2.10: 13.0 = "7.5;...;12.0+PTX"; 2.11 on: sm_70 gone from
+  CUDA 12.8+ and no PTX), per release tag (``build_cuda.sh``, from 2.13
   ``build_env_setup.py``).
+- PTX is what nightlies carry and releases usually drop (pytorch/pytorch#145616: "keep +PTX in
+  our nightly builds but ... not in release"), so a release list is taken from the release
+  branch, never from main: 12.4's "9.0+PTX" (builder 047ed9e3, 2024-07-26) was reverted on
+  builder's ``release/2.5`` before 2.5.0 (fa48aaf5, 2024-10-04) and removed from main before the
+  2.6 branch cut (pytorch/pytorch#141142, 2024-11-22): 2.5 and 2.6 cu124 have no PTX, and a
+  Blackwell GPU gets "no kernel image" from them (pytorch/pytorch#167244 on a cu124 build).
+  2.13.0's cu130 shipped "12.0+PTX" by mistake (pytorch/pytorch#188925); nodeprov lists 2.13 as
+  later 2.13.x builds are, without it: the doubt refuses rather than installs.
+  Recorded ``torch.cuda.get_arch_list()`` outputs of released wheels: tests/data/torch-arch-lists.
 - aarch64 architectures: builder's rule for CUDA aarch64 builds ("9.0", GH200 only) for 2.6;
+  2.7's 12.8 is "9.0;10.0;12.0" (sm_80 came to the aarch64 builds in the 2.8 cycle, with
+  pytorch/pytorch#158118; ptrblck on pytorch/pytorch#152690, May 2025, after 2.7: "I assume no
+  other GPU architectures are supported, e.g. A100?");
   ``.ci/aarch64_linux/aarch64_ci_build.sh`` from 2.8 (12.9: "8.0;9.0;10.0;11.0;12.0;12.1") and
-  2.9 (12.6: "8.0;9.0", 12.8: "8.0;9.0;10.0;12.0", 13.0: "8.0;9.0;10.0;11.0;12.0+PTX"). 2.7's
-  was not read: it gets 2.9's 12.8 list, narrower than x86_64's, so a doubt refuses rather than
-  installs a build without kernels.
+  2.9 (12.6: "8.0;9.0", 12.8: "8.0;9.0;10.0;12.0", 13.0: "8.0;9.0;10.0;11.0;12.0+PTX").
 
 A variant seen in no release here (a CUDA newer than nodeprov knows) has no architecture list:
 ``torch_matrix`` then chooses it only when ``torch_cuda`` names it.
@@ -37,7 +47,6 @@ from typing import Final
 _K37 = "3.7;5.0;6.0;7.0;7.5;8.0;8.6"
 _CU118 = f"{_K37};9.0"
 _CU12_HOPPER = "5.0;6.0;7.0;7.5;8.0;8.6;9.0"
-_CU124_PTX = "5.0;6.0;7.0;7.5;8.0;8.6;9.0+PTX"
 _CU128_NO_VOLTA = "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
 _CU128 = "7.0;7.5;8.0;8.6;9.0;10.0;12.0"
 _CU129 = "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX"
@@ -59,11 +68,11 @@ CUDA_BUILDS: Final[Mapping[str, Mapping[str, Mapping[str, str]]]] = {
     "2.2": {X86: {"cu118": _CU118, "cu121": _CU12_HOPPER}},
     "2.3": {X86: {"cu118": _CU118, "cu121": _CU12_HOPPER}},
     "2.4": {X86: {"cu118": _CU118, "cu121": _CU12_HOPPER, "cu124": _CU12_HOPPER}},
-    "2.5": {X86: {"cu118": _CU118, "cu121": _CU12_HOPPER, "cu124": _CU124_PTX}},
-    "2.6": {X86: {"cu118": _CU118, "cu124": _CU124_PTX, "cu126": _CU12_HOPPER},
+    "2.5": {X86: {"cu118": _CU118, "cu121": _CU12_HOPPER, "cu124": _CU12_HOPPER}},
+    "2.6": {X86: {"cu118": _CU118, "cu124": _CU12_HOPPER, "cu126": _CU12_HOPPER},
             AARCH64: {"cu126": "9.0"}},
     "2.7": {X86: {"cu118": _CU118, "cu126": _CU12_HOPPER, "cu128": _CU128_NO_VOLTA},
-            AARCH64: {"cu128": _ARM_BLACKWELL}},
+            AARCH64: {"cu128": "9.0;10.0;12.0"}},
     "2.8": {X86: {"cu126": _CU12_HOPPER, "cu128": _CU128, "cu129": _CU129},
             AARCH64: {"cu129": _ARM_CU129_28}},
     "2.9": {X86: {"cu126": _CU12_HOPPER, "cu128": _CU128, "cu130": _CU13_PTX},

@@ -61,6 +61,8 @@ T4_418, GB10 = node("418.67", (7, 5)), node("580.95.05", (12, 1), platform="aarc
 GH200_550 = node("550.90.07", (9, 0), platform="aarch64")
 A10_ARM_550 = node("550.90.07", (8, 6), platform="aarch64")
 T4G_ARM_550 = node("550.90.07", (7, 5), platform="aarch64")
+A100_ARM_570 = node("570.124.06", (8, 0), platform="aarch64")
+A100_ARM_575 = node("575.57.08", (8, 0), platform="aarch64")
 VOLTA_ADA_570 = recorded_query("titanv-rtx5880ada-570")
 
 # (node, release) -> variant, or None for a clear refusal; every release in the table appears.
@@ -69,8 +71,9 @@ CASES = [
     (A100_450, "2.1", "cu118"), (A100_570, "2.1", "cu121"),  # cu121 needs >= 525.60.13
     (H100_535, "2.2", "cu121"), (H100_535, "2.3", "cu121"),
     (H100_550, "2.4", "cu124"), (H100_535, "2.5", "cu124"),  # minor version compatibility
-    (V100_525, "2.6", "cu126"), (B200_575, "2.6", "cu124"),  # sm_100 JITs cu124's 9.0 PTX
-    (B200_575, "2.4", None),  # no sm_100 SASS and no PTX before 2.5 cu124
+    (V100_525, "2.6", "cu126"), (B200_575, "2.4", None),  # no sm_100 SASS, no PTX
+    # 2.5/2.6 cu124 releases have no PTX (only nightlies did): no Blackwell there
+    (B200_575, "2.6", None), (RTX5090_580, "2.5", None),
     (B200_575, "2.7", "cu128"), (V100_525, "2.7", "cu126"),  # 2.7 cu128 dropped sm_70
     (H100_535, "2.8", "cu129"), (V100_525, "2.8", "cu129"), (B200_575, "2.8", "cu129"),
     (TITANXP_580, "2.9", "cu126"), (RTX5090_580, "2.9", "cu130"), (B200_575, "2.9", "cu128"),
@@ -82,6 +85,7 @@ CASES = [
     (T4G_ARM_550, "2.11", None),  # aarch64 builds start at sm_80 (T4G: AWS Graviton g5g)
     (A10_ARM_550, "2.11", "cu129"),  # sm_86 runs their sm_80 code
     (GH200_550, "2.6", "cu126"), (GH200_550, "2.5", None),
+    (A100_ARM_570, "2.7", None), (A100_ARM_575, "2.8", "cu129"),  # aarch64 sm_80 from 2.8
 ]
 
 
@@ -106,14 +110,17 @@ def test_mixed_cluster_takes_the_weakest_driver_and_every_architecture() -> None
     message = str(raised.value)
     assert "n2: 1x GPU0 (sm_100), driver 575.57.08" in message
     assert "n2: GPU0 (sm_100) has no kernels in torch 2.13 cu126" in message
-    assert "builds that would serve every node: torch 2.6 (cu124)" in message
+    # sm_61 left the builds (2.7 cu128) before sm_100 and sm_120 came in
+    assert "no torch release nodeprov knows serves every node" in message
 
 
 def test_ptx_needs_a_driver_that_supports_the_cuda_fully() -> None:
-    # 2.5 cu124 is "...;9.0+PTX": a Blackwell GPU could JIT it only on a CUDA 12.4 driver
-    assert choose("2.5", node("570.124.06", (10, 0))) == "cu124"
-    with pytest.raises(NoVariant, match="has only PTX, which driver 525.105.17 cannot compile"):
-        choose("2.5", node("525.105.17", (10, 0)))
+    # 2.8 cu129 is "...;12.0+PTX": a GPU newer than every SASS in it (sm_130: hypothetical, no
+    # such GPU is out) could JIT it on a driver of CUDA 12.9 (575), not on 570's minor
+    # version compatibility.
+    assert choose("2.8", node("575.57.08", (13, 0))) == "cu129"
+    with pytest.raises(NoVariant, match="has only PTX, which driver 570.124.06 cannot compile"):
+        choose("2.8", node("570.124.06", (13, 0)))
 
 
 def test_nvidia_and_amd_nodes_cannot_share_a_build() -> None:
