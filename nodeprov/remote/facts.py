@@ -65,6 +65,7 @@ class Facts:
     package_manager: str | None
     gpu: GpuInfo | None
     accelerators: Accelerators = Accelerators()  # PCI GPUs, ROCm, why a GPU is unusable
+    firewalld_active: bool = False  # its zones filter beside ufw (RHEL-family default)
 
     @property
     def gpu_count(self) -> int:
@@ -102,6 +103,7 @@ class Facts:
             "ephemeral ports": f"{low}-{high}",
             "ufw": "absent" if not self.ufw_installed else (
                 "active" if self.ufw_active else "inactive"),
+            **({"firewalld": "active"} if self.firewalld_active else {}),
             "gpu": gpu,
         }
 
@@ -178,6 +180,7 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
             "/", 1)[-1], TOOL) if text("package_manager") else None),
         gpu=gpu,
         accelerators=accelerators,
+        firewalld_active=text("firewalld") == "running",
     )
 
 

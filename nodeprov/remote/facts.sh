@@ -25,6 +25,8 @@ section ufw; if command -v ufw; then
   else echo chains=no; fi
 fi
 section systemd; [ -d /run/systemd/system ] && echo yes
+# firewalld (a Python script: its process is named after it) filters beside ufw
+section firewalld; pgrep -x firewalld >/dev/null 2>&1 && echo running
 section package_manager; for tool in apt-get dnf yum zypper; do command -v "$tool" && break; done
 # A hung nvidia-smi must not pass for "no GPU": say so, and the parser refuses it.
 gpu() { timeout 20 nvidia-smi "$@" 2>&1; [ $? -ne 124 ] || echo "nvidia-smi timed out after 20 s"; }

@@ -73,6 +73,13 @@ def test_an_ip_without_json_output_is_named() -> None:
         parse_ip_addr_json('{"ifname": "eth0"}')
 
 
+def test_a_running_firewalld_is_a_fact() -> None:
+    sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]'}
+    assert not parse_facts(sections).firewalld_active
+    facts = parse_facts({**sections, "firewalld": "running\n"})
+    assert facts.firewalld_active and facts.summary()["firewalld"] == "active"
+
+
 def test_python_version_as_python3_dash_dash_version_prints_it() -> None:
     sections = {"python": "/usr/bin/python3\nPython 3.11.2\n", "ephemeral_ports": "32768 60999",
                 "interfaces": '[{"ifname": "lo"}]'}

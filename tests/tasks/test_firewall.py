@@ -58,7 +58,8 @@ RULE_FILES = (ufw.CONF, ufw.RULES, ufw.RULES6)
 def plan_for(case: str, *, port: int = 22, **params: Any) -> Plan:
     facts = dataclasses.replace(FACTS, **{k: params.pop(k) for k in list(params)
                                           if k in ("ufw_installed", "ufw_active",
-                                                   "package_manager")})
+                                                   "package_manager", "firewalld_active",
+                                                   "systemd")})
     context = Context(Host("node1", "10.0.0.11", "10.0.0.11", port=port), facts, {})
     return plan(context, parse_params(FirewallParams, {"subnet": "10.0.0.0/24", **params}),
                 recorded(case))
@@ -232,6 +233,31 @@ def test_missing_ufw_is_installed_first_with_the_helper() -> None:
                                                                       "enable ufw"]
     with pytest.raises(TaskFailed, match="no apt-get, dnf"):
         plan_for("fresh", ufw_installed=False, ufw_active=False, package_manager=None)
+    on_rocky = plan_for("fresh", ufw_installed=False, ufw_active=False, package_manager="dnf")
+    assert on_rocky.changes[0].summary == "install ufw with dnf (from EPEL on RHEL-family systems)"
+
+
+def test_a_node_running_firewalld_is_refused_with_both_ways_out() -> None:
+    # firewalld's zones would still drop what ufw allows: NCCL's "unhandled system error"
+    refusal = "firewalld is running: its zones would still drop"
+    with pytest.raises(TaskFailed, match=refusal) as raised:
+        plan_for("fresh", firewalld_active=True, systemd=True)
+    assert "firewall_replace_firewalld: true" in str(raised.value)
+    assert "--skip-tags firewall" in str(raised.value)
+
+
+@pytest.mark.parametrize("case", ["fresh", "in-sync"])
+def test_replace_firewalld_stops_it_before_ufw_changes(case: str) -> None:
+    result = plan_for(case, firewalld_active=True, systemd=True, replace_firewalld=True)
+    stop = result.changes[0]
+    assert stop.summary == "stop firewalld and disable it at boot (ufw replaces it)"
+    assert stop.actions == (Run(("systemctl", "disable", "--now", "firewalld")),)
+    assert "firewalld: running -> stopped" in stop.diff
+    assert len(result.changes) == (2 if case == "fresh" else 1)  # then ufw as without firewalld
+    without = plan_for(case, replace_firewalld=True)
+    assert result.changes[1:] == without.changes
+    with pytest.raises(TaskFailed, match="systemd is not: stop firewalld by hand"):
+        plan_for(case, firewalld_active=True, systemd=False, replace_firewalld=True)
 
 
 def test_ssh_port_defaults_to_the_connection_port_and_revert_seconds_is_used() -> None:
@@ -658,3 +684,35 @@ def test_ipv6_off_with_ipv6_yes_fails_with_the_cause_until_ipv6_no(
     assert statuses(nodeprov(bed, playbook)) == {"node1": "changed"}
     assert statuses(nodeprov(bed, playbook)) == {"node1": "ok"}
     assert not any("(v6)" in rule for rule in ufw_status(bed, "node1"))
+
+
+@pytest.mark.integration
+def test_a_node_running_firewalld_is_refused_and_the_others_go_on(testbed: Testbed,
+                                                                   tmp_path: Path) -> None:
+    # A stand-in process named firewalld (as the real one, a script, is): the facts see it
+    # through SSH; the node is refused with both ways out, unchanged, and the others proceed.
+    playbook = write_playbook(tmp_path)
+    script = "/root/firewalld"
+    loop = "#!/bin/sh\nwhile :; do sleep 1; done\n"
+    testbed.exec("node2", "sh", "-c", 'printf "$1" > "$2" && chmod +x "$2"', "sh", loop, script,
+                 check=True)
+    before = testbed.exec("node2", "cat", ufw.RULES, check=True).stdout
+    stand_in = subprocess.Popen(testbed.exec_argv("node2", [script]),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            if testbed.exec("node2", "pgrep", "-x", "firewalld").returncode == 0:
+                break
+            time.sleep(0.1)
+        report = nodeprov(testbed, playbook, ok=False)
+        assert statuses(report) == {"node1": "changed", "node2": "failed", "node3": "changed"}
+        error = " ".join(report["hosts"]["node2"]["tasks"][0]["error"].split())
+        assert "firewalld is running: its zones would still drop" in error
+        assert "firewall_replace_firewalld: true" in error
+        assert testbed.exec("node2", "cat", ufw.RULES, check=True).stdout == before
+        assert "Status: inactive" in ufw_status(testbed, "node2")
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+        testbed.exec("node2", "sh", "-c", f"pkill -x firewalld; rm -f {script}")
+        reset_ufw(testbed)
