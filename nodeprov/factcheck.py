@@ -27,6 +27,8 @@ PYTHON_VERSION = Pattern(re.compile(r"[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3}(?:(?:a|
                                     r"\+?"), "a Python version such as 3.11.2")
 PYTHON_PATH = Pattern(re.compile(r"/[A-Za-z0-9_.+/-]{1,255}"),
                       "an absolute path of A-Z a-z 0-9 _ . + / -")
+VERSIONED_PYTHON = Pattern(re.compile(r"/[A-Za-z0-9_./-]{0,200}/python3\.[0-9]{1,2}"),
+                           "an absolute path ending in python3.X")
 OS_WORD = Pattern(re.compile(r"[A-Za-z0-9._~+-]{0,64}"), "up to 64 of A-Z a-z 0-9 . _ ~ + -")
 KERNEL = Pattern(re.compile(r"[A-Za-z0-9._~+-]{0,128}"), "up to 128 of A-Z a-z 0-9 . _ ~ + -")
 TOOL = Pattern(re.compile(r"[a-z0-9-]{1,32}"), "a program name")

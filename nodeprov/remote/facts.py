@@ -23,6 +23,7 @@ from nodeprov.factcheck import (
     PYTHON_PATH,
     PYTHON_VERSION,
     TOOL,
+    VERSIONED_PYTHON,
     checked_interface,
     checked_name,
     checked_text,
@@ -66,6 +67,8 @@ class Facts:
     gpu: GpuInfo | None
     accelerators: Accelerators = Accelerators()  # PCI GPUs, ROCm, why a GPU is unusable
     firewalld_active: bool = False  # its zones filter beside ufw (RHEL-family default)
+    # /usr/bin/python3.X and /usr/local/bin/python3.X: (path, "3.X"), as their names say
+    pythons: tuple[tuple[str, str], ...] = ()
 
     @property
     def gpu_count(self) -> int:
@@ -181,6 +184,9 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
         gpu=gpu,
         accelerators=accelerators,
         firewalld_active=text("firewalld") == "running",
+        pythons=tuple((path, path.rsplit("python", 1)[1]) for path in (
+            checked_text("python3.X path", line, VERSIONED_PYTHON)
+            for line in text("pythons").splitlines())),
     )
 
 

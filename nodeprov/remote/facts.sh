@@ -11,6 +11,10 @@ section os_release; show /etc/os-release 2>/dev/null
 section kernel; show /proc/sys/kernel/osrelease 2>/dev/null || uname -r
 section arch; show /proc/sys/kernel/arch 2>/dev/null || uname -m  # the file: Linux 6.1+
 section python; command -v python3 && python3 --version 2>&1  # exits before the interpreter starts: ~1 ms
+# versioned interpreters beside it (RHEL 9's python3 is 3.9; `dnf install python3.12` adds one)
+section pythons; for python in /usr/bin/python3.[0-9]* /usr/local/bin/python3.[0-9]*; do
+  case ${python##*/} in python3.[0-9] | python3.[0-9][0-9]) [ ! -x "$python" ] || printf '%s\n' "$python" ;; esac
+done
 section interfaces; ip -j addr show 2>/dev/null
 # cat: a number sysctl reads as EOF past its first read(2), and sh's read takes a byte each
 section ephemeral_ports; cat /proc/sys/net/ipv4/ip_local_port_range

@@ -5,6 +5,9 @@
 
 ``python_version`` is a minimum. An existing venv is kept while its python is new enough and
 still runs (rebuilding it would drop what is installed); a broken or too old one is rebuilt.
+It is built with the node's python3, or, where that is too old (RHEL 9's 3.9, RHEL 8's 3.6),
+with the oldest ``python3.X`` beside it that is new enough (the one most torch releases have
+wheels for).
 On apt nodes whose python3 lacks ensurepip, the ``python3.X-venv`` package is installed first.
 """
 
@@ -176,9 +179,9 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
     if state.version is None and state.occupied:
         raise TaskFailed(f"{path} exists and is not a venv (no pyvenv.cfg); move it away or "
                          "choose another venv_path")
-    python = _node_python(ctx.facts, minimum)
+    python, version = _node_python(ctx.facts, minimum)
     actions: list[Action] = []
-    package = _venv_package(ctx.facts, python, state.ensurepip)
+    package = _venv_package(ctx.facts, python, version, state.ensurepip)
     if package:
         actions.append(Run(("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install",
                             "-y", "--no-install-recommends", package)))
@@ -189,28 +192,42 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
     actions[:0] = push_uv(state.uv, ctx.facts.arch, python) if why_not is None else ()
     actions += create_venv(python, path, with_uv=why_not is None)
     pip = "pip put in by uv" if why_not is None else f"pip put in by ensurepip ({why_not})"
-    return Plan.of(Change(f"{why} with {python} {ctx.facts.python_version}, {pip}",
-                          tuple(actions)))
+    return Plan.of(Change(f"{why} with {python} {version}, {pip}", tuple(actions)))
 
 
-def _node_python(facts: Facts, minimum: str) -> str:
-    if facts.python_path is None or facts.python_version is None:
-        raise TaskFailed(f"the node has no python3; install python3 >= {minimum} and its venv "
-                         "module (Debian/Ubuntu: apt-get install python3 python3-venv)")
-    if not at_least(facts.python_version, minimum):
-        raise TaskFailed(f"the node's python3 ({facts.python_path}) is {facts.python_version}, "
-                         f"older than python_version {minimum}; install a newer python3 or "
-                         "lower python_version in the inventory")
-    return facts.python_path
+def _node_python(facts: Facts, minimum: str) -> tuple[str, str]:
+    """(path, version) of the interpreter to build the venv with."""
+    if (facts.python_path and facts.python_version
+            and at_least(facts.python_version, minimum)):
+        return facts.python_path, facts.python_version
+    fitting = sorted((version_tuple(version), path, version) for path, version in facts.pythons
+                     if at_least(version, minimum))
+    if fitting:
+        _, path, version = fitting[0]
+        return path, version
+    found = [f"python3 {facts.python_version} ({facts.python_path})"] if facts.python_path else []
+    found += [f"{path} ({version})" for path, version in facts.pythons]
+    raise TaskFailed(f"no python >= {minimum} on the node (found: {', '.join(found) or 'none'}); "
+                     f"{_python_hint(facts)}, or lower python_version in the inventory")
 
 
-def _venv_package(facts: Facts, python: str, ensurepip: tuple[str, ...]) -> str | None:
+def _python_hint(facts: Facts) -> str:
+    """How to get a newer python on this node."""
+    if facts.package_manager in ("dnf", "yum"):
+        return f"install one beside the system's ({facts.package_manager} install python3.12)"
+    if facts.package_manager == "apt-get":
+        return "install one (apt-get install python3.X python3.X-venv, where the release has one)"
+    return "install one"
+
+
+def _venv_package(facts: Facts, python: str, version: str, ensurepip: tuple[str, ...]
+                  ) -> str | None:
     """Debian's python3.X-venv when the system python lacks ensurepip (venv cannot add pip)."""
-    if facts.package_manager != "apt-get" or facts.python_version is None:
+    if facts.package_manager != "apt-get":
         return None
     if PurePosixPath(python).parent != PurePosixPath("/usr/bin"):
         return None  # not Debian's python: its package would not help
-    minor = ".".join(facts.python_version.split(".")[:2])
+    minor = ".".join(version.split(".")[:2])
     if f"/usr/lib/python{minor}/ensurepip" in ensurepip:
         return None
     return f"python{minor}-venv"

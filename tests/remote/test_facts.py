@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import platform
+import re
 import socket
 import subprocess
 from pathlib import Path
@@ -80,6 +82,15 @@ def test_a_running_firewalld_is_a_fact() -> None:
     assert facts.firewalld_active and facts.summary()["firewalld"] == "active"
 
 
+def test_versioned_pythons_are_read_and_checked() -> None:
+    sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]',
+                "pythons": "/usr/bin/python3.11\n/usr/local/bin/python3.13\n"}
+    assert parse_facts(sections).pythons == (("/usr/bin/python3.11", "3.11"),
+                                             ("/usr/local/bin/python3.13", "3.13"))
+    with pytest.raises(ValueError, match="python3.X path"):
+        parse_facts({**sections, "pythons": "/usr/bin/python3.11; reboot\n"})
+
+
 def test_python_version_as_python3_dash_dash_version_prints_it() -> None:
     sections = {"python": "/usr/bin/python3\nPython 3.11.2\n", "ephemeral_ports": "32768 60999",
                 "interfaces": '[{"ifname": "lo"}]'}
@@ -97,6 +108,10 @@ def test_the_script_reads_this_machine_as_its_tools_do() -> None:
     assert facts.os_name == platform.freedesktop_os_release()["PRETTY_NAME"]
     assert facts.ephemeral_port_range == parse_port_range(
         Path("/proc/sys/net/ipv4/ip_local_port_range").read_text())
+    assert {path for path, _ in facts.pythons} == {
+        str(path) for folder in ("/usr/bin", "/usr/local/bin")
+        for path in Path(folder).glob("python3.*")
+        if re.fullmatch(r"python3\.\d{1,2}", path.name) and os.access(path, os.X_OK)}
     # every PCI function, as sysfs lists it (the GPU detection reads these lines)
     pci = split_sections(done.stdout, "T")["pci_devices"].split()
     assert pci[::4] == sorted(path.name for path in Path("/sys/bus/pci/devices").iterdir())

@@ -110,12 +110,32 @@ def test_debian_without_ensurepip_gets_the_venv_package_first() -> None:
 
 
 def test_too_old_python_fails_clearly() -> None:
-    with pytest.raises(TaskFailed, match=r"python3 \(/usr/bin/python3\) is 3\.8\.10, older than "
-                       r"python_version 3\.10; install a newer python3 or lower python_version"):
+    with pytest.raises(TaskFailed, match=r"no python >= 3\.10 on the node \(found: python3 "
+                       r"3\.8\.10 \(/usr/bin/python3\)\); install one \(apt-get install "
+                       r"python3\.X python3\.X-venv.*or lower python_version"):
         plan(context(node_facts(python_version="3.8.10")), VenvParams(VENV, "3.10"), observed())
-    with pytest.raises(TaskFailed, match="the node has no python3"):
+    with pytest.raises(TaskFailed, match=r"no python >= 3\.10 on the node \(found: none\)"):
         plan(context(node_facts(python_path=None, python_version=None)), VenvParams(VENV),
              observed())
+
+
+# Rocky/RHEL 9: python3 is 3.9; `dnf install python3.11 python3.12` puts these beside it
+RHEL9 = {"python_version": "3.9.21", "package_manager": "dnf",
+         "pythons": (("/usr/bin/python3.12", "3.12"), ("/usr/bin/python3.11", "3.11"),
+                     ("/usr/bin/python3.9", "3.9"))}
+
+
+def test_a_too_old_python3_gives_way_to_the_oldest_new_enough_python3_x() -> None:
+    (change,) = plan(context(node_facts(**RHEL9)), VenvParams(VENV, "3.10"), observed()).changes
+    assert change.summary.startswith(f"create venv {VENV} with /usr/bin/python3.11 3.11")
+    assert "/usr/bin/python3.11" in str(change.actions)
+    # the system python3 when it is new enough, even beside newer ones
+    (change,) = plan(context(node_facts(**{**RHEL9, "python_version": "3.10.4"})),
+                     VenvParams(VENV, "3.10"), observed()).changes
+    assert "with /usr/bin/python3 3.10.4" in change.summary
+    with pytest.raises(TaskFailed, match=r"found: python3 3\.9\.21 \(/usr/bin/python3\), "
+                       r"/usr/bin/python3\.12 \(3\.12\).*dnf install python3\.12"):
+        plan(context(node_facts(**RHEL9)), VenvParams(VENV, "3.13"), observed())
 
 
 def test_old_or_broken_venv_is_rebuilt() -> None:
