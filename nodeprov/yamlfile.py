@@ -62,21 +62,26 @@ class _Loader(yaml.SafeLoader):
 
 
 def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YamlMap:
+    own = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
     loader.flatten_mapping(node)
+    merged = len(node.value) - own  # flatten_mapping puts the merged pairs (<<:) first
     result = YamlMap()
     result.line = node.start_mark.line + 1
     result.key_lines = {}
-    for key_node, value_node in node.value:
+    written: set[str] = set()  # keys written in this mapping: they override merged ones
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
         if not isinstance(key, (str, int, float, bool)) or isinstance(key, bool):
             raise InputError(f"mapping key must be a string, got {key!r}", source=loader.source,
                              line=line)
         key = str(key)
-        if key in result:
-            raise InputError(f"duplicate key {key!r} (first at line {result.key_lines[key]}); "
-                             "each key may appear once per mapping",
-                             source=loader.source, line=line)
+        if index >= merged:
+            if key in written:
+                raise InputError(f"duplicate key {key!r} (first at line {result.key_lines[key]})"
+                                 "; each key may appear once per mapping",
+                                 source=loader.source, line=line)
+            written.add(key)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_lines[key] = line
     return result
@@ -89,6 +94,7 @@ def _construct_list(loader: _Loader, node: yaml.SequenceNode) -> YamlList:
     return result
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_map)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_list)
 

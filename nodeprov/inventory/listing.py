@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -83,5 +84,10 @@ def _dump(value: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    """What JSON cannot hold, as Ansible's encoder writes it: sets as lists, else text."""
-    return list(value) if isinstance(value, (set, frozenset)) else str(value)
+    """What JSON cannot hold, as Ansible's encoder writes it: sets as lists, dates and times
+    in ISO 8601 (YAML timestamps), else text."""
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    return str(value)

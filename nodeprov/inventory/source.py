@@ -1,7 +1,9 @@
 """Reading an inventory source into ``InventoryData``, choosing the reader as Ansible does:
 an executable script with a shebang runs with ``--list``; ``.yml``/``.yaml``/``.json`` (and files
 without an extension that parse as a YAML mapping) are YAML; anything else is INI. A directory
-reads every inventory file in it, in name order.
+reads every inventory file in it and in its subfolders, in name order; as Ansible, a file there
+that cannot be read is skipped with a warning (a README, a hosts.yml.example), never one holding
+vault values.
 
     data = InventoryData()
     read_source(Path("inventory/hosts.ini"), data, warn=print)
@@ -20,7 +22,7 @@ from nodeprov.errors import InputError
 from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.ini import parse_ini
-from nodeprov.inventory.vault import check_vault
+from nodeprov.inventory.vault import VaultEncrypted, check_vault
 from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml
 from nodeprov.yamlfile import load_yaml_text, read_text
 
@@ -28,17 +30,17 @@ YAML_EXTENSIONS = (".yml", ".yaml", ".json")
 # Ansible's INVENTORY_IGNORE_EXTS and its vars folders, skipped when reading a directory
 IGNORED_EXTENSIONS = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst",
                       ".orig", ".cfg", ".retry")
-VARS_FOLDERS = ("group_vars", "host_vars")
+# skipped in a directory: only the top folder's group_vars/host_vars apply (varsdirs reads them)
+SKIPPED_FOLDERS = ("group_vars", "host_vars", "vars_plugins")
 SCRIPT_TIMEOUT = 120.0
 
 
 def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) -> None:
     if path.is_dir():
         for entry in sorted(os.listdir(path)):
-            if entry.startswith(".") or entry in VARS_FOLDERS or entry.endswith(
-                    IGNORED_EXTENSIONS) or (path / entry).is_dir():
-                continue
-            read_source(path / entry, data, warn)
+            if not (entry.startswith(".") or entry in SKIPPED_FOLDERS
+                    or entry.endswith(IGNORED_EXTENSIONS)):
+                _read_member(path / entry, data, warn)
         return
     if _is_script(path):
         parse_json_list(_run_script(path), str(path), data)
@@ -69,6 +71,16 @@ def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) ->
         parse_json_list(document, source, data)
     else:
         parse_yaml(document, source, data, warn)
+
+
+def _read_member(path: Path, data: InventoryData, warn: Callable[[str], None]) -> None:
+    try:
+        read_source(path, data, warn)
+    except VaultEncrypted:
+        raise
+    except InputError as error:
+        warn(f"{error}; skipped: Ansible skips a file of an inventory folder it cannot read "
+             "(give it an ignored extension such as .md, .txt or .orig to silence this)")
 
 
 def _yaml(text: str, source: str) -> Any:

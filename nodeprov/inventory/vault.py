@@ -15,14 +15,19 @@ HOW = ("nodeprov cannot decrypt vault: put the plain value (ansible-vault view s
        "group_vars/ or host_vars/ file only you can read (chmod 600)")
 
 
+class VaultEncrypted(InputError):
+    """A value nodeprov cannot read: never skipped, even where unreadable files are."""
+
+
 def check_vault(text: str, source: str) -> None:
-    """Raise InputError naming the first vault-encrypted value (or the whole file)."""
+    """Raise VaultEncrypted naming the first vault-encrypted value (or the whole file)."""
     if text.lstrip().startswith("$ANSIBLE_VAULT"):
-        raise InputError(f"the whole file is vault-encrypted; {HOW}", source=source, line=1)
+        raise VaultEncrypted(f"the whole file is vault-encrypted; {HOW}", source=source, line=1)
     if "!vault" not in text:
         return
     match = _INLINE.search(text)
     if match:
         line = text.count("\n", 0, match.start(1)) + 1
-        raise InputError(f"value is vault-encrypted (!vault); {HOW}", source=source, line=line,
+        raise VaultEncrypted(f"value is vault-encrypted (!vault); {HOW}", source=source,
+                             line=line,
                          field=match[1].strip())

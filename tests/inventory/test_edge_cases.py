@@ -71,6 +71,9 @@ YAML_CASES = {
  "string-children": "a:\n  children: b\nb:\n  hosts: {h: }\n",
  "priority-yaml": "a:\n  vars: {ansible_group_priority: 3, x: a}\n  hosts: {h: }\nb:\n  vars: {x: b}\n  hosts: {h: }\n",
  "bad-priority": "a:\n  vars: {ansible_group_priority: high}\n",
+ "merge-override": "all:\n  hosts:\n    gpu01: &gpu {ansible_host: 10.0.0.11, gpus: 8}\n    gpu02:\n      <<: *gpu\n      ansible_host: 10.0.0.12\n",
+ "merge-list-first-wins": "all:\n  vars:\n    a: &a {x: 1, y: 1}\n    b: &b {x: 2, z: 2}\n  hosts:\n    h:\n      <<: [*a, *b]\n      y: 3\n",
+ "timestamps": "all:\n  hosts:\n    h: {t: 2024-01-15 10:20:30, d: 2024-01-15, z: 2024-01-15T10:20:30.5Z}\n",
  "nested-same-name-var": "all:\n  vars: {x: all}\n  children:\n    p:\n      vars: {x: p}\n      children:\n        c:\n          vars: {x: c}\n          hosts: {h: }\n    c:\n      hosts: {h2: }\n",
 }
 

@@ -68,3 +68,40 @@ def test_extra_vars_join_every_host_as_with_ansible_inventory(tmp_path: Path) ->
     ours_host = CliRunner().invoke(app, ["inventory", str(source), "--host", host, *extra])
     assert json.loads(ours_host.stdout) == json.loads(ansible(
         "ansible-inventory", ["-i", str(source), "--host", host, *extra], tmp_path))
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+DIRECTORY_CASES = {
+    # Ansible reads subfolders too; only the top folder's group_vars apply (to node2 as well)
+    "subfolder": {"base": "[gpu]\nnode1\n", "prod/hosts": "[gpu]\nnode2\n[cpu]\ncpu1\n",
+                  "group_vars/gpu.yml": "top: 1\n", "prod/group_vars/gpu.yml": "inner: 1\n"},
+    # files Ansible cannot read are skipped with a warning: a README, an example file
+    "stray-files": {"hosts": "[gpu]\nnode1\n", "README": "Inventory for the lab cluster.\n",
+                    "hosts.yml.example": "all:\n  hosts:\n    gpu01:\n"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIRECTORY_CASES))
+def test_an_inventory_folder_is_read_as_ansible_reads_it(case: str, tmp_path: Path) -> None:
+    folder = write_tree(tmp_path / "inventory", DIRECTORY_CASES[case])
+    result = CliRunner().invoke(app, ["inventory", str(folder), "--list"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == ansible_list(folder, tmp_path)
+    if case == "stray-files":
+        assert [line.split(": ")[1] for line in result.stderr.splitlines()] == [
+            "warning", "warning"]
+        assert f"{folder}/README:1: " in result.stderr and "skipped" in result.stderr
+
+
+def test_vault_in_an_inventory_folder_is_still_an_error(tmp_path: Path) -> None:
+    folder = write_tree(tmp_path / "inventory", {
+        "hosts": "[gpu]\nnode1\n", "secret.yml": "$ANSIBLE_VAULT;1.1;AES256\n6162\n"})
+    result = CliRunner().invoke(app, ["inventory", str(folder), "--list"])
+    assert result.exit_code == 2 and "secret.yml:1: the whole file is vault-encrypted" in (
+        result.stderr)
