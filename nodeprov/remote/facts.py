@@ -67,7 +67,7 @@ class Facts:
     gpu: GpuInfo | None
     accelerators: Accelerators = Accelerators()  # PCI GPUs, ROCm, why a GPU is unusable
     firewalld_active: bool = False  # its zones filter beside ufw (RHEL-family default)
-    # /usr/bin/python3.X and /usr/local/bin/python3.X: (path, "3.X"), as their names say
+    # /usr/bin/python3.X and /usr/local/bin/python3.X that run: (path, version)
     pythons: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -184,10 +184,23 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
         gpu=gpu,
         accelerators=accelerators,
         firewalld_active=text("firewalld") == "running",
-        pythons=tuple((path, path.rsplit("python", 1)[1]) for path in (
-            checked_text("python3.X path", line, VERSIONED_PYTHON)
-            for line in text("pythons").splitlines())),
+        pythons=parse_pythons(text("pythons")),
     )
+
+
+def parse_pythons(text: str) -> tuple[tuple[str, str], ...]:
+    """``PATH Python X.Y.Z`` lines: (path, version) of each interpreter that ran; a line of
+    anything else (one that failed to run) is left out.
+
+    >>> parse_pythons("/usr/bin/python3.12 Python 3.12.1\\n/usr/bin/python3.9 error\\n")
+    (('/usr/bin/python3.12', '3.12.1'),)
+    """
+    found = []
+    for line in text.splitlines():
+        path, _, said = line.partition(" Python ")
+        if VERSIONED_PYTHON.regex.fullmatch(path) and PYTHON_VERSION.regex.fullmatch(said):
+            found.append((path, said))
+    return tuple(found)
 
 
 def parse_os_release(text: str) -> dict[str, str]:

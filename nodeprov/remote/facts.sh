@@ -13,7 +13,9 @@ section arch; show /proc/sys/kernel/arch 2>/dev/null || uname -m  # the file: Li
 section python; command -v python3 && python3 --version 2>&1  # exits before the interpreter starts: ~1 ms
 # versioned interpreters beside it (RHEL 9's python3 is 3.9; `dnf install python3.12` adds one)
 section pythons; for python in /usr/bin/python3.[0-9]* /usr/local/bin/python3.[0-9]*; do
-  case ${python##*/} in python3.[0-9] | python3.[0-9][0-9]) [ ! -x "$python" ] || printf '%s\n' "$python" ;; esac
+  case ${python##*/} in
+    python3.[0-9] | python3.[0-9][0-9]) [ ! -x "$python" ] || printf '%s %s\n' "$python" "$("$python" --version 2>&1)" ;;
+  esac
 done
 section interfaces; ip -j addr show 2>/dev/null
 # cat: a number sysctl reads as EOF past its first read(2), and sh's read takes a byte each

@@ -43,11 +43,16 @@ from nodeprov.tasks.base import (
     Plan,
     Probe,
     Run,
-    TaskFailed,
     TaskType,
 )
 from nodeprov.tasks.torch_install import install_actions, installed_with, local_dir, sources_for
-from nodeprov.tasks.venv import marker_environment, parse_dist_infos, parse_pyvenv_cfg, unsatisfied
+from nodeprov.tasks.venv import (
+    marker_environment,
+    node_python,
+    parse_dist_infos,
+    parse_pyvenv_cfg,
+    unsatisfied,
+)
 from nodeprov.torch_choice import choose_for_host
 from nodeprov.torch_matrix import parse_torch_version_py, wheel_spec
 from nodeprov.variables import VARIABLES
@@ -122,9 +127,11 @@ class TorchParams:
     wheelhouse: bool = False
     download_once: bool = False
     subnet: str | None = None
+    python_version: str = "3.10"  # the venv task's minimum: which python a new venv gets
 
     def __post_init__(self) -> None:
         validate.absolute_path(self.venv)
+        validate.version(self.python_version)
         if self.subnet is not None:
             validate.cidr(self.subnet)
         wheel_spec(self.version, "cpu")  # a full version: 2.13.0
@@ -212,12 +219,10 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
     if state.uv.failed:
         warnings.append(f"installed with pip: uv failed: {state.uv.failed} (uv is not tried "
                         f"again here until {installer.UV_FAILED} is removed)")
-    python = state.python or ctx.facts.python_version
-    if python is None:
-        raise TaskFailed(f"no venv at {params.venv} and no python3 on the node; run the venv "
-                         "task first")
+    python = state.python or node_python(ctx.facts, params.python_version)[1]
     if state.python is None:
-        notes.append(f"no venv at {params.venv} yet (the venv task creates it)")
+        notes.append(f"no venv at {params.venv} yet (the venv task creates it, with python "
+                     f"{python})")
     environment = marker_environment(python, ctx.facts.arch)
     spec = wheel_spec(params.version, variant)
     problem = torch_problem(state, params.version, variant)

@@ -49,6 +49,10 @@ nodeprov_read "$@"
 """
 
 
+# the oldest python3 that runs nodeprov's own node-side scripts (netcheck, peer_scripts, syncnode)
+SCRIPTS_PYTHON = "3.8"
+
+
 @dataclass(frozen=True)
 class VenvParams:
     path: str = "/opt/nodeprov/venv"
@@ -179,7 +183,7 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
     if state.version is None and state.occupied:
         raise TaskFailed(f"{path} exists and is not a venv (no pyvenv.cfg); move it away or "
                          "choose another venv_path")
-    python, version = _node_python(ctx.facts, minimum)
+    python, version = node_python(ctx.facts, minimum)
     actions: list[Action] = []
     package = _venv_package(ctx.facts, python, version, state.ensurepip)
     if package:
@@ -195,29 +199,39 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
     return Plan.of(Change(f"{why} with {python} {version}, {pip}", tuple(actions)))
 
 
-def _node_python(facts: Facts, minimum: str) -> tuple[str, str]:
-    """(path, version) of the interpreter to build the venv with."""
-    if (facts.python_path and facts.python_version
-            and at_least(facts.python_version, minimum)):
+def node_python(facts: Facts, minimum: str) -> tuple[str, str]:
+    """(path, version) of the interpreter the venv is built with: python3, or where it is older
+    than ``minimum`` the oldest new-enough python3.X beside it; TaskFailed saying how to get
+    one. python3 itself must run nodeprov's node-side scripts (the matrix, peers, sync)."""
+    if facts.python_path is None or facts.python_version is None:
+        raise TaskFailed(f"the node has no python3; {_python_hint(facts, minimum)}")
+    if not at_least(facts.python_version, SCRIPTS_PYTHON):
+        raise TaskFailed(f"the node's python3 ({facts.python_path}) is {facts.python_version}; "
+                         f"nodeprov's node-side scripts need python3 >= {SCRIPTS_PYTHON}: "
+                         f"{_python_hint(facts, minimum)}")
+    if at_least(facts.python_version, minimum):
         return facts.python_path, facts.python_version
     fitting = sorted((version_tuple(version), path, version) for path, version in facts.pythons
                      if at_least(version, minimum))
     if fitting:
         _, path, version = fitting[0]
         return path, version
-    found = [f"python3 {facts.python_version} ({facts.python_path})"] if facts.python_path else []
-    found += [f"{path} ({version})" for path, version in facts.pythons]
-    raise TaskFailed(f"no python >= {minimum} on the node (found: {', '.join(found) or 'none'}); "
-                     f"{_python_hint(facts)}, or lower python_version in the inventory")
+    found = [f"{path} ({version})" for path, version in
+             ((facts.python_path, facts.python_version), *facts.pythons)]
+    raise TaskFailed(f"no python >= {minimum} on the node (found: {', '.join(found)}); "
+                     f"{_python_hint(facts, minimum)}, or lower python_version in the inventory")
 
 
-def _python_hint(facts: Facts) -> str:
-    """How to get a newer python on this node."""
+def _python_hint(facts: Facts, minimum: str) -> str:
+    """How to get a new-enough python on this node."""
     if facts.package_manager in ("dnf", "yum"):
-        return f"install one beside the system's ({facts.package_manager} install python3.12)"
+        return (f"install a python >= {minimum} ({facts.package_manager} install python3.12); "
+                "where python3 itself is older than 3.8 (RHEL 8), also make it python3 "
+                "(alternatives --set python3 /usr/bin/python3.12)")
     if facts.package_manager == "apt-get":
-        return "install one (apt-get install python3.X python3.X-venv, where the release has one)"
-    return "install one"
+        return (f"install a python >= {minimum} with its venv module (apt-get install python3 "
+                "python3-venv, or a newer python3.N and python3.N-venv where the release has one)")
+    return f"install a python >= {minimum}"
 
 
 def _venv_package(facts: Facts, python: str, version: str, ensurepip: tuple[str, ...]

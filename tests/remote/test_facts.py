@@ -84,11 +84,14 @@ def test_a_running_firewalld_is_a_fact() -> None:
 
 def test_versioned_pythons_are_read_and_checked() -> None:
     sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]',
-                "pythons": "/usr/bin/python3.11\n/usr/local/bin/python3.13\n"}
-    assert parse_facts(sections).pythons == (("/usr/bin/python3.11", "3.11"),
-                                             ("/usr/local/bin/python3.13", "3.13"))
-    with pytest.raises(ValueError, match="python3.X path"):
-        parse_facts({**sections, "pythons": "/usr/bin/python3.11; reboot\n"})
+                "pythons": "/usr/bin/python3.11 Python 3.11.9\n"
+                           "/usr/local/bin/python3.13 Python 3.13.0rc1\n"
+                           "/usr/bin/python3.10 /usr/bin/python3.10: error while loading\n"}
+    # one that does not run is left out, as is anything not a path and a version
+    assert parse_facts(sections).pythons == (("/usr/bin/python3.11", "3.11.9"),
+                                             ("/usr/local/bin/python3.13", "3.13.0rc1"))
+    for hostile in ("/usr/bin/python3.11; reboot Python 3.11.9", "/x/python3.11 Python 3.11 $(id)"):
+        assert parse_facts({**sections, "pythons": hostile}).pythons == ()
 
 
 def test_python_version_as_python3_dash_dash_version_prints_it() -> None:

@@ -136,7 +136,8 @@ def test_cpu_cluster_installs_the_cpu_build_from_the_pytorch_index() -> None:
         "--index-url", "https://download.pytorch.org/whl/cpu", "--extra-index-url",
         "https://pypi.org/simple", "--", "torch==2.13.0+cpu")
     assert change.actions[-1] == Run((PY, "-c", VERIFY, "2.13.0", "cpu", "", "0"))
-    assert "no venv at /opt/nodeprov/venv yet (the venv task creates it)" in result.notes
+    assert ("no venv at /opt/nodeprov/venv yet (the venv task creates it, with python 3.11.2)"
+            in result.notes)
 
 
 def test_the_weakest_driver_holds_the_cluster_back_and_says_what_an_upgrade_unlocks() -> None:

@@ -110,32 +110,41 @@ def test_debian_without_ensurepip_gets_the_venv_package_first() -> None:
 
 
 def test_too_old_python_fails_clearly() -> None:
-    with pytest.raises(TaskFailed, match=r"no python >= 3\.10 on the node \(found: python3 "
-                       r"3\.8\.10 \(/usr/bin/python3\)\); install one \(apt-get install "
-                       r"python3\.X python3\.X-venv.*or lower python_version"):
+    with pytest.raises(TaskFailed, match=r"no python >= 3\.10 on the node \(found: "
+                       r"/usr/bin/python3 \(3\.8\.10\)\); install a python >= 3\.10 with its "
+                       r"venv module \(apt-get install python3 python3-venv.*or lower "
+                       r"python_version"):
         plan(context(node_facts(python_version="3.8.10")), VenvParams(VENV, "3.10"), observed())
-    with pytest.raises(TaskFailed, match=r"no python >= 3\.10 on the node \(found: none\)"):
+    with pytest.raises(TaskFailed, match=r"the node has no python3; install a python >= 3\.10"):
         plan(context(node_facts(python_path=None, python_version=None)), VenvParams(VENV),
              observed())
 
 
 # Rocky/RHEL 9: python3 is 3.9; `dnf install python3.11 python3.12` puts these beside it
 RHEL9 = {"python_version": "3.9.21", "package_manager": "dnf",
-         "pythons": (("/usr/bin/python3.12", "3.12"), ("/usr/bin/python3.11", "3.11"),
-                     ("/usr/bin/python3.9", "3.9"))}
+         "pythons": (("/usr/bin/python3.12", "3.12.5"), ("/usr/bin/python3.11", "3.11.9"),
+                     ("/usr/bin/python3.9", "3.9.21"))}
 
 
 def test_a_too_old_python3_gives_way_to_the_oldest_new_enough_python3_x() -> None:
     (change,) = plan(context(node_facts(**RHEL9)), VenvParams(VENV, "3.10"), observed()).changes
-    assert change.summary.startswith(f"create venv {VENV} with /usr/bin/python3.11 3.11")
+    assert change.summary.startswith(f"create venv {VENV} with /usr/bin/python3.11 3.11.9")
     assert "/usr/bin/python3.11" in str(change.actions)
     # the system python3 when it is new enough, even beside newer ones
     (change,) = plan(context(node_facts(**{**RHEL9, "python_version": "3.10.4"})),
                      VenvParams(VENV, "3.10"), observed()).changes
     assert "with /usr/bin/python3 3.10.4" in change.summary
-    with pytest.raises(TaskFailed, match=r"found: python3 3\.9\.21 \(/usr/bin/python3\), "
-                       r"/usr/bin/python3\.12 \(3\.12\).*dnf install python3\.12"):
+    with pytest.raises(TaskFailed, match=r"found: /usr/bin/python3 \(3\.9\.21\), "
+                       r"/usr/bin/python3\.12 \(3\.12\.5\).*dnf install python3\.12"):
         plan(context(node_facts(**RHEL9)), VenvParams(VENV, "3.13"), observed())
+
+
+def test_a_python3_too_old_for_nodeprovs_own_scripts_is_refused_even_beside_a_newer_one() -> None:
+    # RHEL 8: python3 is 3.6, which cannot run the matrix or peer scripts (they need 3.8)
+    rhel8 = {**RHEL9, "python_version": "3.6.8"}
+    with pytest.raises(TaskFailed, match=r"python3 \(/usr/bin/python3\) is 3\.6\.8; nodeprov's "
+                       r"node-side scripts need python3 >= 3\.8: .*alternatives --set python3"):
+        plan(context(node_facts(**rhel8)), VenvParams(VENV, "3.10"), observed())
 
 
 def test_old_or_broken_venv_is_rebuilt() -> None:
