@@ -144,10 +144,9 @@ VARIABLES: dict[str, Variable] = {
                           "torchrun's c10d rendezvous / master port, open to node_subnet only."),
     "ssh_allow_from": Variable("any", _cidr_or_any,
                                "Where SSH is allowed from (any, or a CIDR)."),
-    "firewall_replace_firewalld": Variable(False, validate.boolean,
-                                           "Stop and disable a running firewalld (its zones "
-                                           "would drop NCCL traffic) and use ufw; without it "
-                                           "such a node is refused."),
+    "firewall_manage": Variable(True, validate.boolean,
+                                "false: leave the firewall to the node's own tool (firewalld); "
+                                "the firewall task changes nothing there."),
     "hosts_fix_conflicts": Variable(True, validate.boolean,
                                     "Comment out /etc/hosts lines mapping a node name elsewhere."),
     "job_backend": Variable("auto", _choice("auto", "nccl", "gloo"),

@@ -67,6 +67,7 @@ class Facts:
     gpu: GpuInfo | None
     accelerators: Accelerators = Accelerators()  # PCI GPUs, ROCm, why a GPU is unusable
     firewalld_active: bool = False  # its zones filter beside ufw (RHEL-family default)
+    ufw_rules_in_var_lib: bool = False  # Fedora's and EPEL's ufw layout
     # /usr/bin/python3.X and /usr/local/bin/python3.X that run: (path, version)
     pythons: tuple[tuple[str, str], ...] = ()
 
@@ -184,6 +185,7 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
         gpu=gpu,
         accelerators=accelerators,
         firewalld_active=text("firewalld") == "running",
+        ufw_rules_in_var_lib="rules=/var/lib/ufw" in ufw_lines,
         pythons=parse_pythons(text("pythons")),
     )
 

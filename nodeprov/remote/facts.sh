@@ -29,10 +29,15 @@ section ufw; if command -v ufw; then
   if [ -z "$enabled" ]; then :
   elif iptables -w 5 -n -L ufw-user-input >/dev/null 2>&1; then echo chains=yes
   else echo chains=no; fi
+  # Fedora's and EPEL's ufw keep the user rules here, not in /etc/ufw
+  [ ! -e /var/lib/ufw/user.rules ] || echo rules=/var/lib/ufw
 fi
 section systemd; [ -d /run/systemd/system ] && echo yes
-# firewalld (a Python script: its process is named after it) filters beside ufw
-section firewalld; pgrep -x firewalld >/dev/null 2>&1 && echo running
+# firewalld (a Python script: its process is named after it) filters beside ufw; without
+# pgrep (procps), systemd is asked where the unit is installed
+section firewalld; if pgrep -x firewalld >/dev/null 2>&1; then echo running
+elif [ -e /usr/lib/systemd/system/firewalld.service ] && systemctl is-active --quiet firewalld 2>/dev/null; then echo running
+fi
 section package_manager; for tool in apt-get dnf yum zypper; do command -v "$tool" && break; done
 # A hung nvidia-smi must not pass for "no GPU": say so, and the parser refuses it.
 gpu() { timeout 20 nvidia-smi "$@" 2>&1; [ $? -ne 124 ] || echo "nvidia-smi timed out after 20 s"; }

@@ -16,9 +16,8 @@ leave them (``nodeprov.ufw_files``) and loaded by ``ufw-init start``, what the b
 runs: a quarter of the CPU of ``ufw allow`` x 3 and ``ufw enable`` (Python). Once ufw is
 active its command line changes the rules, live chains included.
 
-A running firewalld (the RHEL-family default) would keep dropping what ufw allows: the task
-refuses such a node, or with ``replace_firewalld`` stops and disables firewalld first (its
-rules go with it; if the guard then reverts ufw, the node is left with neither).
+A node where ufw cannot do the job (firewalld, Fedora's ufw: ``foreign_firewalls``) is
+refused with the commands for its own firewall; ``manage`` false leaves a node to that tool.
 
 /etc/default/ufw's IPV6= line belongs to the ipv6 task; this task only reads it.
 """
@@ -30,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from nodeprov import ufw, ufw_files, validate
+from nodeprov import foreign_firewalls, ufw, ufw_files, validate
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.nodelock import STATE_DIR
@@ -86,7 +85,7 @@ class FirewallParams:
     ssh_port: int | None = None  # default: the port nodeprov connects on
     ssh_allow_from: str = "any"
     revert_seconds: int = 30
-    replace_firewalld: bool = False
+    manage: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "subnet", checked("subnet", validate.cidr, self.subnet))
@@ -135,6 +134,12 @@ def wanted_rules(ctx: Context, params: FirewallParams, ipv6: bool) -> list[Rule]
 
 
 def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
+    if not params.manage:
+        return Plan.noop("firewall left to the node's own tool (firewall_manage: false); the "
+                         "connectivity matrix checks the ports")
+    refused = foreign_firewalls.refusal(ctx.facts, params.subnet, params.rdzv_port)
+    if refused:
+        raise TaskFailed(refused)
     seen = read_state(observed, ctx.facts)
     state = seen.state
     wanted = wanted_rules(ctx, params, state.ipv6)
@@ -154,11 +159,10 @@ def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
                 ] if seen.reverted_at and not state.active else []
     loaded = _load_files(seen, missing, others, risky, params.revert_seconds, ssh) if (
         state.installed and not state.active) else None
-    changes = _stop_firewalld(ctx.facts, params.replace_firewalld)
     if loaded:
-        return Plan((*changes, loaded), tuple(notes), tuple(warnings))
+        return Plan((loaded,), tuple(notes), tuple(warnings))
 
-    changes += [_install(ctx.facts)] if not state.installed else []
+    changes = [_install(ctx.facts)] if not state.installed else []
     if missing:
         changes.append(_change(f"add {_count_adds(missing)} ufw rule(s)",
                                dict.fromkeys(ufw.add_argv(r) for r in missing),
@@ -256,31 +260,12 @@ def _disarm_left_guard(pid: str, ssh: str) -> Change:
                    [confirm, ("disarm", ssh)], f"~ lockout guard (pid {pid}): armed -> disarmed\n")
 
 
-def _stop_firewalld(facts: Facts, replace: bool) -> list[Change]:
-    """Nothing, or stopping firewalld when ``replace``; a node running it is refused otherwise."""
-    if not facts.firewalld_active:
-        return []
-    if not replace:
-        raise TaskFailed("firewalld is running: its zones would still drop the NCCL, gloo and "
-                         "rendezvous traffic ufw allows. Set firewall_replace_firewalld: true "
-                         "to have nodeprov disable it and use ufw, or open node_subnet in "
-                         "firewalld yourself and skip this task (--skip-tags firewall)")
-    if not facts.systemd:
-        raise TaskFailed("firewalld is running but systemd is not: stop firewalld by hand, then "
-                         "re-run")
-    return [Change("stop firewalld and disable it at boot (ufw replaces it)",
-                   (Run(("systemctl", "disable", "--now", "firewalld")),),
-                   "~ firewalld: running -> stopped, disabled at boot\n")]
-
-
 def _install(facts: Facts) -> Change:
     argv = _INSTALL.get(facts.package_manager or "")
     if argv is None:
         raise TaskFailed("ufw is not installed and this node has no apt-get, dnf, yum or "
                          "zypper: install ufw by hand, then re-run")
-    # RHEL and its rebuilds package ufw in EPEL only: say so before dnf's "No match"
-    where = " (from EPEL on RHEL-family systems)" if facts.package_manager in ("dnf", "yum") else ""
-    return _change(f"install ufw with {facts.package_manager}{where}", [("install", *argv)],
+    return _change(f"install ufw with {facts.package_manager}", [("install", *argv)],
                    "+ package ufw\n")
 
 

@@ -80,6 +80,10 @@ def test_a_running_firewalld_is_a_fact() -> None:
     assert not parse_facts(sections).firewalld_active
     facts = parse_facts({**sections, "firewalld": "running\n"})
     assert facts.firewalld_active and facts.summary()["firewalld"] == "active"
+    # Fedora's and EPEL's ufw layout
+    ufw = "/usr/sbin/ufw\nENABLED=yes\nchains=yes\nrules=/var/lib/ufw\n"
+    assert parse_facts({**sections, "ufw": ufw}).ufw_rules_in_var_lib
+    assert not parse_facts({**sections, "ufw": "/usr/sbin/ufw\nENABLED=no\n"}).ufw_rules_in_var_lib
 
 
 def test_versioned_pythons_are_read_and_checked() -> None:

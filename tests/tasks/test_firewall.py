@@ -59,7 +59,7 @@ def plan_for(case: str, *, port: int = 22, **params: Any) -> Plan:
     facts = dataclasses.replace(FACTS, **{k: params.pop(k) for k in list(params)
                                           if k in ("ufw_installed", "ufw_active",
                                                    "package_manager", "firewalld_active",
-                                                   "systemd")})
+                                                   "ufw_rules_in_var_lib")})
     context = Context(Host("node1", "10.0.0.11", "10.0.0.11", port=port), facts, {})
     return plan(context, parse_params(FirewallParams, {"subnet": "10.0.0.0/24", **params}),
                 recorded(case))
@@ -233,31 +233,48 @@ def test_missing_ufw_is_installed_first_with_the_helper() -> None:
                                                                       "enable ufw"]
     with pytest.raises(TaskFailed, match="no apt-get, dnf"):
         plan_for("fresh", ufw_installed=False, ufw_active=False, package_manager=None)
-    on_rocky = plan_for("fresh", ufw_installed=False, ufw_active=False, package_manager="dnf")
-    assert on_rocky.changes[0].summary == "install ufw with dnf (from EPEL on RHEL-family systems)"
 
 
-def test_a_node_running_firewalld_is_refused_with_both_ways_out() -> None:
+OPEN_IN_FIREWALLD = (
+    "firewall-cmd --permanent --add-rich-rule='rule family=ipv4 source address=10.0.0.0/24 port "
+    "port=32768-60999 protocol=tcp accept' && firewall-cmd --permanent --add-rich-rule='rule "
+    "family=ipv4 source address=10.0.0.0/24 port port=29500 protocol=tcp accept' && "
+    "firewall-cmd --reload")
+
+
+def test_a_node_running_firewalld_is_refused_with_the_commands_for_both_ways_out() -> None:
     # firewalld's zones would still drop what ufw allows: NCCL's "unhandled system error"
-    refusal = "firewalld is running: its zones would still drop"
-    with pytest.raises(TaskFailed, match=refusal) as raised:
-        plan_for("fresh", firewalld_active=True, systemd=True)
-    assert "firewall_replace_firewalld: true" in str(raised.value)
-    assert "--skip-tags firewall" in str(raised.value)
+    with pytest.raises(TaskFailed) as raised:
+        plan_for("in-sync", firewalld_active=True)
+    assert str(raised.value) == (
+        "firewalld is running: its zones would still drop the NCCL, gloo and rendezvous traffic "
+        f"ufw allows. Open the ports in firewalld ({OPEN_IN_FIREWALLD}) and set firewall_manage: "
+        "false for this node; or stop firewalld (systemctl disable --now firewalld) and re-run, "
+        "for ufw")
 
 
-@pytest.mark.parametrize("case", ["fresh", "in-sync"])
-def test_replace_firewalld_stops_it_before_ufw_changes(case: str) -> None:
-    result = plan_for(case, firewalld_active=True, systemd=True, replace_firewalld=True)
-    stop = result.changes[0]
-    assert stop.summary == "stop firewalld and disable it at boot (ufw replaces it)"
-    assert stop.actions == (Run(("systemctl", "disable", "--now", "firewalld")),)
-    assert "firewalld: running -> stopped" in stop.diff
-    assert len(result.changes) == (2 if case == "fresh" else 1)  # then ufw as without firewalld
-    without = plan_for(case, replace_firewalld=True)
-    assert result.changes[1:] == without.changes
-    with pytest.raises(TaskFailed, match="systemd is not: stop firewalld by hand"):
-        plan_for(case, firewalld_active=True, systemd=False, replace_firewalld=True)
+@pytest.mark.parametrize("facts", [
+    {"ufw_rules_in_var_lib": True},  # ufw from EPEL or Fedora, installed
+    {"ufw_installed": False, "ufw_active": False, "package_manager": "dnf"},  # would be
+    {"ufw_installed": False, "ufw_active": False, "package_manager": "yum",
+     "firewalld_active": True},
+])
+def test_fedoras_ufw_is_refused_before_anything_changes(facts: dict[str, Any]) -> None:
+    # its rules live in /var/lib/ufw: rules written to /etc/ufw would read back as in sync
+    # while ufw loads others, so nodeprov does not touch it (and offers no ufw way out)
+    with pytest.raises(TaskFailed) as raised:
+        plan_for("fresh", **facts)
+    message = str(raised.value)
+    assert "/var/lib/ufw: nodeprov does not manage that layout" in message or (
+        "firewalld is running" in message)
+    assert OPEN_IN_FIREWALLD in message and "systemctl disable" not in message
+
+
+def test_firewall_manage_false_leaves_the_node_alone() -> None:
+    result = plan_for("fresh", firewalld_active=True, manage=False)
+    assert result.in_sync and result.notes == (
+        "firewall left to the node's own tool (firewall_manage: false); the connectivity matrix "
+        "checks the ports",)
 
 
 def test_ssh_port_defaults_to_the_connection_port_and_revert_seconds_is_used() -> None:
@@ -708,7 +725,7 @@ def test_a_node_running_firewalld_is_refused_and_the_others_go_on(testbed: Testb
         assert statuses(report) == {"node1": "changed", "node2": "failed", "node3": "changed"}
         error = " ".join(report["hosts"]["node2"]["tasks"][0]["error"].split())
         assert "firewalld is running: its zones would still drop" in error
-        assert "firewall_replace_firewalld: true" in error
+        assert "set firewall_manage: false for this node" in error
         assert testbed.exec("node2", "cat", ufw.RULES, check=True).stdout == before
         assert "Status: inactive" in ufw_status(testbed, "node2")
     finally:
