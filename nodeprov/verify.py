@@ -149,7 +149,7 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
             str(playbook_path) if playbook_path else None, tuple(extra_vars)))
         gathered = _gathered(outcome)
         opened = Opened(sessions, gathered, outcome.probed,
-                        read_all_fresh(fresh, sessions, gathered, forks))
+                        read_all_fresh(fresh, sessions, gathered, forks), forks)
         results += _run_modules(inventory_path, playbook_path, limit, accept_new_host_keys,
                                 extra_vars, opened)
     finally:

@@ -22,7 +22,7 @@ from testinfra.backend.base import BaseBackend, CommandResult
 
 from nodeprov.checks.fresh import Fresh
 from nodeprov.errors import HostError, InputError
-from nodeprov.fanout import on_every, raise_first
+from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
 from nodeprov.playbook import Playbook, TaskSpec
@@ -67,6 +67,7 @@ class Cluster:
     probed: dict[tuple[str, str], str] = field(default_factory=dict)
     fresh: dict[str, Fresh | str] = field(default_factory=dict)
     extra_vars: tuple[str, ...] = ()  # -e values, as given (the repair command repeats them)
+    forks: int = DEFAULT_FORKS  # nodes checked at once
 
     def connect(self) -> None:
         """Open every node's session and read its facts with its tasks' probes: one round
@@ -98,6 +99,7 @@ class Cluster:
         self.probed = {(name, task_type): output for name, outputs in opened.probed.items()
                        for task_type, output in outputs.items()}
         self.fresh = dict(opened.fresh)
+        self.forks = opened.forks
         gathered = opened.gathered
         sessions = opened.sessions
         for name, facts in gathered.items():
@@ -128,7 +130,8 @@ class Cluster:
     def each(self, work: Callable[[Host], T], nodes: list[Host] | tuple[Host, ...] | None = None
              ) -> list[T]:
         """``work`` for each node (default: the checked ones) in parallel threads."""
-        return raise_first(on_every(work, self.targets if nodes is None else nodes))
+        return raise_first(on_every(work, self.targets if nodes is None else nodes,
+                                    forks=self.forks))
 
     def facts(self, name: str) -> Facts:
         """A node's facts; fails the check (as the node's connection error) when unreachable."""
@@ -180,6 +183,7 @@ class Opened:
     gathered: Mapping[str, Facts | str]
     probed: Mapping[str, Mapping[str, str]]
     fresh: Mapping[str, Fresh | str]  # read_fresh of the nodes whose tasks need it
+    forks: int = DEFAULT_FORKS  # verify --forks
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """As a pytest plugin: the checks' ``cluster`` fixture adopts these."""

@@ -1,4 +1,5 @@
-"""The fresh-session read of verify: one command per node on its open session, --forks at once."""
+"""verify's reads keep to --forks: the fresh-session read (one command per node on its open
+session) and the checks' own."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from types import SimpleNamespace
 from typing import Any, cast
 
+from nodeprov.checks.cluster import Cluster, Opened
 from nodeprov.checks.fresh import Fresh, read_all_fresh
 from nodeprov.remote.session import Session
 
@@ -42,3 +44,24 @@ def test_the_fresh_read_keeps_to_forks_and_keeps_each_nodes_failure() -> None:
     assert FakeSession.most == 2
     assert seen["node7"] == "node7: facts could not be read"
     assert seen["node0"] == Fresh({"NCCL_SOCKET_IFNAME": "eth1"}, ["10.0.0.2"])
+
+
+def test_the_checks_keep_to_verifys_forks_too() -> None:
+    # Cluster.each runs the checks' own reads (torch imports take seconds) at --forks at once
+    cluster = Cluster(cast(Any, None), cast(Any, None), None, [], cast(Any, None),
+                      cast(Any, None))
+    cluster.adopt(Opened({}, {}, {}, {}, forks=3))
+    running = most = 0
+    lock = threading.Lock()
+
+    def work(_: object) -> None:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.02)
+        with lock:
+            running -= 1
+
+    cluster.each(work, cast(Any, list(range(9))))
+    assert most == 3
