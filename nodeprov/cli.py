@@ -155,7 +155,7 @@ def inventory_command(
 
     try:
         typer.echo(show(resolve_inventory(inventory), as_list=as_list, graph=graph, host=host,
-                        extra_vars=parse_extra_vars(extra_vars or ())))
+                        extra_vars=parse_extra_vars(extra_vars or (), checked=False)))
     except NodeprovError as error:
         fail(error)
 

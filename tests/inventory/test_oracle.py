@@ -55,9 +55,11 @@ def test_graph_and_host_match_ansible_inventory(name: str, tmp_path: Path) -> No
 
 def test_extra_vars_join_every_host_as_with_ansible_inventory(tmp_path: Path) -> None:
     # -e beats the inventory's own value (rdzv_port) and adds new ones, typed as Ansible types
-    # them: KEY=VALUE words are strings, an inline mapping keeps its types.
+    # them: KEY=VALUE words are strings, an inline mapping keeps its types. Values are shown as
+    # read, before nodeprov's checks (apply refuses ipv6=maybe; the listing explains why).
     source = source_of(CORPUS / "docs-aliases-ini")
-    extra = ["-e", "rdzv_port=29611 ansible_user=ops", "-e", '{"pip_packages": ["numpy"]}']
+    extra = ["-e", "rdzv_port=29611 ansible_user=ops ipv6=maybe", "-e",
+             '{"pip_packages": ["numpy"]}']
     ours = CliRunner().invoke(app, ["inventory", str(source), "--list", *extra])
     assert ours.exit_code == 0, ours.output
     listed = json.loads(ours.stdout)
