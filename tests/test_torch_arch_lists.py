@@ -68,9 +68,10 @@ def test_torch_2_0_cu118_starts_at_kepler_and_has_no_ptx() -> None:
 
 
 def test_cu124_builds_after_the_ptx_removal_have_none() -> None:
-    # 2.6's cu124 comes from the build script of this nightly (PTX removed from 12.4 on main
-    # before the 2.6 branch cut); the table once said "9.0+PTX" and chose it for Blackwell
+    # No released 2.5.x/2.6.0+cu124 list was found: the table's rests on the build scripts
+    # (torch_builds' docstring). This nightly of main, built after 12.4's PTX was removed
+    # there and before any release script could add it back, is the nearest recorded build:
+    # its list is the table's 2.6 cu124, without the compute_90 the table once claimed.
     text = (DATA / "pytorch-issue167244-nightly-2.7.0.dev20250310-cu124.txt").read_text()
     assert "no kernel image is available" in text
     assert as_reported(CUDA_BUILDS["2.6"][X86]["cu124"]) == warned_list(text)
-    assert not any(ptx for _, ptx in parse_arch_list(CUDA_BUILDS["2.5"][X86]["cu124"]))

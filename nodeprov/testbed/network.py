@@ -99,7 +99,8 @@ def create(state: State) -> None:
 
 def _existing(argv: list[str], key: str) -> set[str]:
     output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-    return {entry[key] for entry in json.loads(output or "[]")}
+    # iproute2 4.20 starts the list with an empty object
+    return {entry[key] for entry in json.loads(output or "[]") if key in entry}
 
 
 def existing(state: State) -> tuple[list[str], list[str]]:

@@ -91,5 +91,8 @@ def test_a_link_the_kernel_removed_before_its_delete_is_not_an_error() -> None:
 
 def test_a_link_still_there_after_the_delete_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(network, "existing", lambda state: (["ntabcdefn1"], []))
+    monkeypatch.setattr(network, "_start_batch", lambda commands, force: (
+        subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True),
+        "Cannot find device\n"))
     with pytest.raises(NodeprovError, match="could not delete ntabcdefn1: "):
         network._delete_links(sample(outsider=False), ["ntabcdefn1"])
