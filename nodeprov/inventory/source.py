@@ -23,7 +23,7 @@ from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.ini import parse_ini
 from nodeprov.inventory.vault import VaultEncrypted, check_vault
-from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml
+from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml, script_group
 from nodeprov.yamlfile import load_yaml_text, read_text
 
 YAML_EXTENSIONS = (".yml", ".yaml", ".json")
@@ -107,8 +107,9 @@ def _run_script(path: Path) -> Mapping[str, Any]:
     document = _script_json(path, ["--list"])
     meta = document.get("_meta")
     if not isinstance(meta, Mapping) or "hostvars" not in meta:
-        hosts = {str(host) for group in document.values() if isinstance(group, Mapping)
-                 for host in group.get("hosts") or []}
+        groups = (script_group(name, group) for name, group in document.items() if name != "_meta")
+        hosts = {str(host) for group in groups if isinstance(group.get("hosts"), list)
+                 for host in group["hosts"]}
         document = {**document, "_meta": {"hostvars": {
             host: _script_json(path, ["--host", host]) for host in sorted(hosts)}}}
     return document

@@ -108,6 +108,17 @@ def _add_hosts(pattern: str, host_vars: Any, group: str, origin: Origin,
             data.set_host_var(name, var, value, Origin(origin.source, _line(host_vars, var)))
 
 
+def script_group(name: str, group: Any) -> Mapping[str, Any]:
+    """A group of a script's ``--list`` in its full form: a bare list is its hosts, and a
+    mapping without hosts/vars/children is the vars of one host named as the group (the old
+    forms Ansible's script plugin still reads)."""
+    if not isinstance(group, Mapping):
+        return {"hosts": group}
+    if not any(key in group for key in SECTIONS):
+        return {"hosts": [name], "vars": group}
+    return group
+
+
 def parse_json_list(document: Mapping[str, Any], source: str, data: InventoryData) -> None:
     """Fill ``data`` from a dynamic inventory's ``--list`` JSON (Ansible's script format)."""
     origin = Origin(source)
@@ -116,14 +127,11 @@ def parse_json_list(document: Mapping[str, Any], source: str, data: InventoryDat
     if not isinstance(hostvars, Mapping):
         raise InputError("_meta.hostvars must be a mapping of host: vars", source=source,
                          field="_meta.hostvars")
-    for name, group in document.items():
+    for name, given in document.items():
         if name == "_meta":
             continue
         data.add_group(name, origin)
-        if not isinstance(group, Mapping):
-            group = {"hosts": group}
-        elif not any(key in group for key in SECTIONS):
-            group = {"hosts": [name], "vars": group}
+        group = script_group(name, given)
         hosts, group_vars = group.get("hosts") or [], group.get("vars") or {}
         if not isinstance(hosts, list) or not isinstance(group_vars, Mapping):
             raise InputError("a group's hosts must be a list and its vars a mapping",

@@ -107,3 +107,25 @@ def test_vault_in_an_inventory_folder_is_still_an_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["inventory", str(folder), "--list"])
     assert result.exit_code == 2 and "secret.yml:1: the whole file is vault-encrypted" in (
         result.stderr)
+
+
+SCRIPT = """#!/usr/bin/env python3
+import json, sys
+if sys.argv[1] == "--list":
+    print(json.dumps({"gpu": ["gpu01", "gpu02"], "db": {"hosts": ["db1"], "vars": {"x": 1}}}))
+else:
+    print(json.dumps({"ansible_host": "10.0.0." + sys.argv[2][-1]}))
+"""
+
+
+def test_a_script_without_meta_is_asked_for_every_hosts_vars(tmp_path: Path) -> None:
+    # the old script format: groups as bare lists, no _meta: each host's vars come from
+    # --host (without them, SSH would go to the bare name, not ansible_host)
+    script = tmp_path / "inventory.py"
+    script.write_text(SCRIPT)
+    script.chmod(0o755)
+    result = CliRunner().invoke(app, ["inventory", str(script), "--list"])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)
+    assert listed == ansible_list(script, tmp_path)
+    assert listed["_meta"]["hostvars"]["gpu02"] == {"ansible_host": "10.0.0.2"}
