@@ -12,6 +12,7 @@ each node as often as the aliases repeat it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -168,8 +169,12 @@ def load_yaml_text(text: str, source: str) -> Any:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None
-        raise InputError(f"YAML syntax error: {error.problem or error.context}; fix the YAML",
-                         source=source, line=line) from None
+        problem = error.problem or error.context
+        if problem == "but found another document":
+            raise InputError("a second YAML document (---) starts here; keep one per file",
+                             source=source, line=line) from None
+        raise InputError(f"YAML syntax error: {problem}; fix the YAML", source=source,
+                         line=line) from None
     except yaml.YAMLError as error:
         raise InputError(f"YAML error: {error}", source=source) from None
 
@@ -183,6 +188,27 @@ def load_yaml_file(path: Path) -> Any:
     return data
 
 
+def kind_of(value: Any) -> str:
+    """A parsed value's kind, for messages.
+
+    >>> kind_of([1]), kind_of("x"), kind_of(None)
+    ('a list', 'text', 'nothing')
+    """
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "nothing" if value is None else "text"
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def read_text(path: Path, kind: str = "YAML") -> str:
     """A text file's content, refusing what cannot be one (missing, huge, binary, not UTF-8)."""
     source = str(path)
@@ -190,18 +216,19 @@ def read_text(path: Path, kind: str = "YAML") -> str:
         with path.open("rb") as stream:  # read, not stat: /dev/zero or a pipe has no st_size
             raw = stream.read(MAX_BYTES + 1)
         if len(raw) > MAX_BYTES:
-            raise InputError(f"file is over {MAX_BYTES} bytes; expected a {kind} file under "
+            raise InputError(f"file is over {MAX_BYTES} bytes; expected {_a(kind)} file under "
                              f"{MAX_BYTES // (1024 * 1024)} MiB", source=source)
     except FileNotFoundError:
         raise InputError(f"file not found; give the path of an existing {kind} file",
                          source=source) from None
     except IsADirectoryError:
-        raise InputError(f"is a directory; give the path of a {kind} file",
+        raise InputError(f"is a directory; give the path of {_a(kind)} file",
                          source=source) from None
     except PermissionError:
         raise InputError("permission denied; make the file readable", source=source) from None
     if b"\0" in raw:
-        raise InputError(f"binary data (NUL bytes); expected a {kind} text file", source=source)
+        raise InputError(f"binary data (NUL bytes); expected {_a(kind)} text file",
+                         source=source)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -51,6 +51,9 @@ def parse_value(text: str) -> Any:
 
 def parse_ini(text: str, source: str, data: InventoryData) -> None:
     """Fill ``data`` from INI ``text``; InputError names the line and what would be valid."""
+    if text.startswith("\ufeff"):  # Ansible reads it into the first name, unseen
+        raise InputError("the file starts with a byte-order mark (U+FEFF, as Windows editors "
+                         "write); save it as UTF-8 without BOM", source=source, line=1)
     group, state = "ungrouped", "hosts"
     # groups named in [x:children] or [x:vars] before their own section, checked at the end
     pending: dict[str, tuple[str, int, list[str]]] = {}

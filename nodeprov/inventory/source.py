@@ -24,7 +24,7 @@ from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.ini import parse_ini
 from nodeprov.inventory.vault import VaultEncrypted, check_vault
 from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml, script_group
-from nodeprov.yamlfile import load_yaml_text, read_text
+from nodeprov.yamlfile import kind_of, load_yaml_text, read_text
 
 YAML_EXTENSIONS = (".yml", ".yaml", ".json")
 # Ansible's INVENTORY_IGNORE_EXTS and its vars folders, skipped when reading a directory
@@ -53,8 +53,8 @@ def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) ->
         if document is None:
             raise InputError("file is empty; expected an inventory", source=source)
         if not isinstance(document, Mapping):
-            raise InputError("a YAML inventory is a mapping of group names (e.g. all:), not a "
-                             f"{type(document).__name__}", source=source, line=1)
+            raise InputError("a YAML inventory is a mapping of group names (e.g. all:), not "
+                             f"{kind_of(document)}", source=source, line=1)
     elif path.suffix:  # hosts.ini, hosts.cfg ...: Ansible tries YAML only without an extension
         parse_ini(text, source, data)
         return

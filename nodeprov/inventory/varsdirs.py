@@ -18,7 +18,7 @@ from typing import Any
 from nodeprov.errors import InputError
 from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.vault import check_vault
-from nodeprov.yamlfile import YamlMap, load_yaml_text, read_text
+from nodeprov.yamlfile import YamlMap, kind_of, load_yaml_text, read_text
 
 EXTENSIONS = (".yml", ".yaml", ".json")
 
@@ -81,7 +81,7 @@ def _load(path: Path) -> Mapping[str, Any] | None:
     if data is None:
         return None
     if not isinstance(data, Mapping):
-        raise InputError(f"a vars file holds a mapping of name: value, not a "
-                         f"{type(data).__name__}", source=source, line=1)
+        raise InputError(f"a vars file holds a mapping of name: value, not {kind_of(data)}",
+                         source=source, line=1)
     check_size(data, source)
     return data if isinstance(data, YamlMap) else dict(data)

@@ -19,7 +19,7 @@ from typing import Any
 from nodeprov.errors import InputError
 from nodeprov.inventory.data import MAX_GROUP_DEPTH, InventoryData, Origin
 from nodeprov.inventory.ranges import expand_host_pattern
-from nodeprov.yamlfile import YamlMap
+from nodeprov.yamlfile import YamlMap, kind_of
 
 SECTIONS = ("vars", "children", "hosts")
 Warn = Callable[[str], None]
@@ -77,8 +77,8 @@ def _group(name: str, group: Any, origin: Origin, data: InventoryData,
         if section is None:
             continue
         if not isinstance(section, Mapping):
-            raise InputError(f"{key}: must be a mapping (name: value), not a "
-                             f"{type(section).__name__}", source=source, line=where.line,
+            raise InputError(f"{key}: must be a mapping (name: value), not "
+                             f"{kind_of(section)}", source=source, line=where.line,
                              field=f"{name}.{key}")
         if key == "vars":
             for var, value in section.items():

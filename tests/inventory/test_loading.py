@@ -234,3 +234,16 @@ def test_connection_variables_nodeprov_does_not_apply_are_named_in_a_warning(
         f"{path}:2: ansible_ssh_args: not applied: nodeprov connects with paramiko, not the "
         "ssh program; use ssh_config_file",
         f"{path}:3: ansible_becom: unknown variable; did you mean ansible_become?"]
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("hosts", "\ufeff[gpu]\nnode1\n", "hosts:1: the file starts with a byte-order mark"),
+    ("hosts.yml", "all:\n  hosts:\n    h: {}\n---\nall: {}\n",
+     "hosts.yml:4: a second YAML document (---) starts here; keep one per file"),
+    ("list.yml", "all:\n  hosts: [a, b]\n", "hosts: must be a mapping (name: value), not a list"),
+])
+def test_messages_name_what_a_person_wrote(tmp_path: Path, name: str, text: str,
+                                           message: str) -> None:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(app, ["inventory", str(tmp_path / name), "--list"])
+    assert result.exit_code == 2 and message in result.stderr, result.output
