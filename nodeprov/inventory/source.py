@@ -1,6 +1,7 @@
 """Reading an inventory source into ``InventoryData``, choosing the reader as Ansible does:
 an executable script with a shebang runs with ``--list``; ``.yml``/``.yaml``/``.json`` (and files
-without an extension that parse as a YAML mapping) are YAML; anything else is INI. A directory
+without an extension that parse as a YAML mapping) are YAML; ``.toml`` is TOML (Ansible's toml
+plugin: the YAML shape, children a list); anything else is INI. A directory
 reads every inventory file in it and in its subfolders, in name order; as Ansible, a file there
 that cannot be read is skipped with a warning (a README, a hosts.yml.example), never one holding
 vault values.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,11 @@ from nodeprov.inventory.ini import parse_ini
 from nodeprov.inventory.vault import VaultEncrypted, check_vault
 from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml, script_group
 from nodeprov.yamlfile import kind_of, load_yaml_text, read_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the tomli backport on Python 3.10
+    import tomli as tomllib
 
 YAML_EXTENSIONS = (".yml", ".yaml", ".json")
 # Ansible's INVENTORY_IGNORE_EXTS and its vars folders, skipped when reading a directory
@@ -48,6 +55,9 @@ def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) ->
     source = str(path)
     text = read_text(path, kind="inventory")
     check_vault(text, source)
+    if path.suffix == ".toml":
+        parse_yaml(_toml(text, source), source, data, warn)
+        return
     if path.suffix in YAML_EXTENSIONS:
         document = _yaml(text, source)
         if document is None:
@@ -81,6 +91,20 @@ def _read_member(path: Path, data: InventoryData, warn: Callable[[str], None]) -
     except InputError as error:
         warn(f"{error}; skipped: Ansible skips a file of an inventory folder it cannot read "
              "(give it an ignored extension such as .md, .txt or .orig to silence this)")
+
+
+def _toml(text: str, source: str) -> dict[str, Any]:
+    """A TOML inventory in the YAML form (its children are a list of group names)."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"TOML syntax error: {error}; fix the TOML", source=source) from None
+    if not document:
+        raise InputError("file is empty; expected an inventory", source=source)
+    for group in document.values():
+        if isinstance(group, dict) and isinstance(group.get("children"), list):
+            group["children"] = dict.fromkeys(map(str, group["children"]))
+    return document
 
 
 def _yaml(text: str, source: str) -> Any:
