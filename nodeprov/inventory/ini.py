@@ -27,6 +27,7 @@ _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
 STATES = ("hosts", "children", "vars")
 _WORD = re.compile(r"[A-Za-z_][\w.-]*")  # literal_eval would refuse it: it stays text
 _NEEDS_SHLEX = re.compile(r"['\"\\#]")
+_ASCII_SPACE = re.compile(r"[ \t\r\n]+")
 
 
 def parse_value(text: str) -> Any:
@@ -120,7 +121,10 @@ def _declare(group: str, pending: dict[str, tuple[str, int, list[str]]], data: I
 
 def _host_line(line: str, group: str, origin: Origin, data: InventoryData) -> None:
     try:
-        tokens = shlex.split(line, comments=True) if _NEEDS_SHLEX.search(line) else line.split()
+        # the fast path splits where shlex would, at ASCII whitespace: a pasted no-break space
+        # stays inside a word, as in Ansible
+        tokens = (shlex.split(line, comments=True) if _NEEDS_SHLEX.search(line)
+                  else _ASCII_SPACE.split(line))
     except ValueError as error:
         raise InputError(f"cannot split the host line ({error}): close the quote, and keep a "
                          "host on one line (INI has no line continuation)",

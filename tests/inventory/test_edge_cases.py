@@ -48,6 +48,7 @@ INI_CASES = {
  "loop": "[a:children]\nb\n[b:children]\na\n",
  "all-child": "[a:children]\nall\n",
  "empty-val": "[g]\nh a= b=''\n",
+ "no-break-space": "[g]\nnode1\u00a0ansible_host=10.0.0.1\nnode2\u00a0x=1 y=2\n",
 }
 
 YAML_CASES = {
