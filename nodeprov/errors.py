@@ -58,6 +58,12 @@ class InputError(NodeprovError):
         return f"{where}: {self.message}" if where else self.message
 
 
+class StricterThanAnsible(InputError):
+    """Input Ansible reads (at most with a warning) that nodeprov refuses on purpose: a
+    duplicate key, bytes that are not UTF-8, a size or depth limit, vault. Never skipped, not
+    even where Ansible skips a file it cannot parse (an inventory folder's members)."""
+
+
 class EnvironmentProblem(NodeprovError):
     """This machine cannot do what was asked (not root, a tool missing)."""
 

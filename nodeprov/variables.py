@@ -41,6 +41,13 @@ def _cidr_or_any(value: Any) -> str:
     return "any" if value == "any" else validate.cidr(value)
 
 
+def _python_version(value: Any) -> str:
+    if isinstance(value, float):  # YAML and INI read 3.10 as the number 3.1
+        raise ValueError(f"{value!r} is a number, not a version (3.10 reads as 3.1): quote it, "
+                         'e.g. "3.10"')
+    return validate.version(value)
+
+
 def _torch_cuda(value: Any) -> str:
     text = str(value)
     if text == "auto" or re.fullmatch(r"cpu|cu[0-9]{2,4}|rocm[0-9]+\.[0-9]+(\.[0-9]+)?", text):
@@ -114,7 +121,7 @@ VARIABLES: dict[str, Variable] = {
                              "The node's address in node_subnet (default: ansible_host)."),
     "venv_path": Variable("/opt/nodeprov/venv", validate.absolute_path,
                           "Where the Python venv with torch lives on every node."),
-    "python_version": Variable("3.10", validate.version,
+    "python_version": Variable("3.10", _python_version,
                                "Minimum python3 version the venv may be built with."),
     "torch_version": Variable("2.13.0", validate.version,
                               "The torch release installed on every node."),

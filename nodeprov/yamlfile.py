@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from nodeprov.errors import EXIT_BAD_INPUT, InputError, NodeprovError
+from nodeprov.errors import EXIT_BAD_INPUT, InputError, NodeprovError, StricterThanAnsible
 
 MAX_BYTES = 4 * 1024 * 1024  # an inventory or playbook this large is a mistake, not a cluster
 MAX_NODES = 1_000_000  # values of a document with every alias spelled out
@@ -79,7 +79,8 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YamlMap:
         key = str(key)
         if index >= merged:
             if key in written:
-                raise InputError(f"duplicate key {key!r} (first at line {result.key_lines[key]})"
+                raise StricterThanAnsible(f"duplicate key {key!r} (first at line "
+                                          f"{result.key_lines[key]})"
                                  "; each key may appear once per mapping",
                                  source=loader.source, line=line)
             written.add(key)
@@ -165,7 +166,7 @@ def load_yaml_text(text: str, source: str) -> Any:
     try:
         return _load(text, source)
     except YamlTooBig as error:
-        raise InputError(error.message, source=source, line=error.line) from None
+        raise StricterThanAnsible(error.message, source=source, line=error.line) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None
@@ -216,8 +217,9 @@ def read_text(path: Path, kind: str = "YAML") -> str:
         with path.open("rb") as stream:  # read, not stat: /dev/zero or a pipe has no st_size
             raw = stream.read(MAX_BYTES + 1)
         if len(raw) > MAX_BYTES:
-            raise InputError(f"file is over {MAX_BYTES} bytes; expected {_a(kind)} file under "
-                             f"{MAX_BYTES // (1024 * 1024)} MiB", source=source)
+            raise StricterThanAnsible(f"file is over {MAX_BYTES} bytes; expected {_a(kind)} "
+                                      f"file under {MAX_BYTES // (1024 * 1024)} MiB",
+                                      source=source)
     except FileNotFoundError:
         raise InputError(f"file not found; give the path of an existing {kind} file",
                          source=source) from None
@@ -226,12 +228,14 @@ def read_text(path: Path, kind: str = "YAML") -> str:
                          source=source) from None
     except PermissionError:
         raise InputError("permission denied; make the file readable", source=source) from None
+    except OSError as error:  # a symlink loop (ELOOP), an I/O error
+        raise InputError(f"cannot be read: {error.strerror}", source=source) from None
     if b"\0" in raw:
-        raise InputError(f"binary data (NUL bytes); expected {_a(kind)} text file",
-                         source=source)
+        raise StricterThanAnsible(f"binary data (NUL bytes); expected {_a(kind)} text file",
+                                  source=source)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
-        raise InputError("not UTF-8 text; save the file as UTF-8", source=source,
-                         line=line) from None
+        raise StricterThanAnsible("not UTF-8 text; save the file as UTF-8", source=source,
+                                  line=line) from None

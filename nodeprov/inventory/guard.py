@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodeprov.errors import InputError
+from nodeprov.errors import StricterThanAnsible
 
 MAX_VALUES = 1_000_000  # scalars, lists and mappings, counted as if YAML aliases were copied
 MAX_NESTING = 210  # a YAML group tree at the group depth limit (100) nests twice as deep
@@ -23,11 +23,12 @@ def check_size(data: Any, source: str) -> None:
         value, depth = pending.pop()
         count += 1
         if count > MAX_VALUES:
-            raise InputError(f"expands to more than {MAX_VALUES} values (YAML aliases repeating "
-                             "each other?); write the data out plainly", source=source)
+            raise StricterThanAnsible(f"expands to more than {MAX_VALUES} values (YAML aliases "
+                                      "repeating each other?); write the data out plainly",
+                                      source=source)
         if depth > MAX_NESTING:
-            raise InputError(f"values nested more than {MAX_NESTING} deep; flatten them",
-                             source=source)
+            raise StricterThanAnsible(f"values nested more than {MAX_NESTING} deep; flatten "
+                                      "them", source=source)
         if isinstance(value, Mapping):
             pending.extend((item, depth + 1) for item in value.values())
         elif isinstance(value, (list, tuple)):

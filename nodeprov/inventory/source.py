@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nodeprov.errors import InputError
+from nodeprov.errors import InputError, StricterThanAnsible
 from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.ini import parse_ini
-from nodeprov.inventory.vault import VaultEncrypted, check_vault
+from nodeprov.inventory.vault import check_vault
 from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml, script_group
 from nodeprov.yamlfile import kind_of, load_yaml_text, read_text
 
@@ -44,11 +44,41 @@ SCRIPT_TIMEOUT = 120.0
 
 def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) -> None:
     if path.is_dir():
-        for entry in sorted(os.listdir(path)):
-            if not (entry.startswith(".") or entry in SKIPPED_FOLDERS
-                    or entry.endswith(IGNORED_EXTENSIONS)):
-                _read_member(path / entry, data, warn)
+        _read_folder(path, data, warn, set())
+    else:
+        _read_file(path, data, warn)
+
+
+def _read_folder(path: Path, data: InventoryData, warn: Callable[[str], None],
+                 seen: set[tuple[int, int]]) -> None:
+    """Every member, subfolders too, each folder once (a symlink loop ends). A file that cannot
+    be parsed is skipped with a warning, as in Ansible, which keeps what its lines before the
+    error added; one nodeprov refuses on purpose (StricterThanAnsible) stops the run, as it
+    would alone."""
+    folder = path.stat()
+    if (folder.st_dev, folder.st_ino) in seen:
+        warn(f"{path}: skipped: this folder was read already (a symlink loop?)")
         return
+    seen.add((folder.st_dev, folder.st_ino))
+    for entry in sorted(os.listdir(path)):
+        member = path / entry
+        if entry.startswith(".") or entry in SKIPPED_FOLDERS or entry.endswith(
+                IGNORED_EXTENSIONS):
+            continue
+        if member.is_dir():
+            _read_folder(member, data, warn, seen)
+            continue
+        try:
+            _read_file(member, data, warn)
+        except StricterThanAnsible:
+            raise
+        except InputError as error:
+            warn(f"{error}; skipped: Ansible skips a file of an inventory folder it cannot "
+                 "parse (give it an ignored extension such as .md, .txt or .orig to silence "
+                 "this)")
+
+
+def _read_file(path: Path, data: InventoryData, warn: Callable[[str], None]) -> None:
     if _is_script(path):
         parse_json_list(_run_script(path), str(path), data)
         return
@@ -83,16 +113,6 @@ def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) ->
         parse_yaml(document, source, data, warn)
 
 
-def _read_member(path: Path, data: InventoryData, warn: Callable[[str], None]) -> None:
-    try:
-        read_source(path, data, warn)
-    except VaultEncrypted:
-        raise
-    except InputError as error:
-        warn(f"{error}; skipped: Ansible skips a file of an inventory folder it cannot read "
-             "(give it an ignored extension such as .md, .txt or .orig to silence this)")
-
-
 def _toml(text: str, source: str) -> dict[str, Any]:
     """A TOML inventory in the YAML form (its children are a list of group names)."""
     try:
@@ -101,8 +121,14 @@ def _toml(text: str, source: str) -> dict[str, Any]:
         raise InputError(f"TOML syntax error: {error}; fix the TOML", source=source) from None
     if not document:
         raise InputError("file is empty; expected an inventory", source=source)
-    for group in document.values():
-        if isinstance(group, dict) and isinstance(group.get("children"), list):
+    for name, group in document.items():
+        if not isinstance(group, dict):
+            continue  # parse_yaml warns and skips it, as Ansible's toml plugin does
+        for key, kind in (("children", list), ("hosts", dict), ("vars", dict)):
+            if key in group and not isinstance(group[key], kind):
+                raise InputError(f"{key} must be {kind_of(kind())} in a TOML inventory, not "
+                                 f"{kind_of(group[key])}", source=source, field=f"{name}.{key}")
+        if "children" in group:
             group["children"] = dict.fromkeys(map(str, group["children"]))
     return document
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 
-from nodeprov.errors import InputError
+from nodeprov.errors import StricterThanAnsible
 
 _INLINE = re.compile(r"^\s*(?:-\s+)?['\"]?([^'\":#]+?)['\"]?\s*:\s*!vault\b", re.MULTILINE)
 HOW = ("nodeprov cannot decrypt vault: put the plain value (ansible-vault view shows it) in a "
        "group_vars/ or host_vars/ file only you can read (chmod 600)")
 
 
-class VaultEncrypted(InputError):
+class VaultEncrypted(StricterThanAnsible):
     """A value nodeprov cannot read: never skipped, even where unreadable files are."""
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from nodeprov.errors import InputError
+from nodeprov.errors import InputError, StricterThanAnsible
 from nodeprov.inventory.data import MAX_GROUP_DEPTH, InventoryData, Origin
 from nodeprov.inventory.ranges import expand_host_pattern
 from nodeprov.yamlfile import YamlMap, kind_of
@@ -47,9 +47,9 @@ def parse_yaml(document: Mapping[str, Any], source: str, data: InventoryData,
             child = next(frame, None)
             if child is not None:
                 if len(stack) > MAX_GROUP_DEPTH:
-                    raise InputError(f"groups nested more than {MAX_GROUP_DEPTH} deep; flatten "
-                                     "the group tree", source=source, line=child[2].line,
-                                     field=child[0])
+                    raise StricterThanAnsible(f"groups nested more than {MAX_GROUP_DEPTH} deep; "
+                                              "flatten the group tree", source=source,
+                                              line=child[2].line, field=child[0])
                 stack.append((_group(*child, data, warn), child[0], child[2]))
                 continue
             stack.pop()
@@ -61,7 +61,7 @@ def _group(name: str, group: Any, origin: Origin, data: InventoryData,
            warn: Warn) -> Iterator[tuple[str, Any, Origin]]:
     """Read a group's vars and hosts into ``data``, yielding each child group to read next."""
     if group is not None and not isinstance(group, Mapping):
-        warn(f"{origin.source}:{origin.line}: skipping {name!r}: a group is a mapping of "
+        warn(f"{origin}: skipping {name!r}: a group is a mapping of "
              "hosts:, vars: and children:")
         return
     data.add_group(name, origin)
@@ -71,7 +71,7 @@ def _group(name: str, group: Any, origin: Origin, data: InventoryData,
         if isinstance(section, str) and key in SECTIONS:
             section = {section: None}  # Ansible reads "hosts: node1" as one host
         if key not in SECTIONS:
-            warn(f"{source}:{where.line}: skipping key {key!r} in group {name!r}: only vars, "
+            warn(f"{where}: skipping key {key!r} in group {name!r}: only vars, "
                  "children and hosts are read")
             continue
         if section is None:

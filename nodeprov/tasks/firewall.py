@@ -137,12 +137,13 @@ def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
     if not params.manage:
         return Plan.noop("firewall left to the node's own tool (firewall_manage: false); the "
                          "connectivity matrix checks the ports")
-    refused = foreign_firewalls.refusal(ctx.facts, params.subnet, params.rdzv_port)
-    if refused:
-        raise TaskFailed(refused)
     seen = read_state(observed, ctx.facts)
     state = seen.state
     wanted = wanted_rules(ctx, params, state.ipv6)
+    refused = foreign_firewalls.refusal(ctx.facts, params.subnet, params.rdzv_port,
+                                        [ufw.add_argv(r) for r in wanted if r.comment != SSH])
+    if refused:
+        raise TaskFailed(refused)
     users = {r.match: r for r in state.rules if not _ours(r) and r.action in ("allow", "limit")}
     missing = [r for r in wanted if r not in state.rules and r.match not in users]
     notes = [f"ufw rule already present: {r.brief}" if r in state.rules else

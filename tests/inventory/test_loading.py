@@ -247,3 +247,18 @@ def test_messages_name_what_a_person_wrote(tmp_path: Path, name: str, text: str,
     (tmp_path / name).write_text(text, encoding="utf-8")
     result = CliRunner().invoke(app, ["inventory", str(tmp_path / name), "--list"])
     assert result.exit_code == 2 and message in result.stderr, result.output
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("inv.yml", "all:\n  vars:\n    node_subnet: 10.0.0.0/24\n    python_version: 3.10\n"
+                "  hosts:\n    n1: {ansible_host: 10.0.0.2}\n"),
+    ("hosts", "[all:vars]\nnode_subnet=10.0.0.0/24\npython_version=3.10\n[gpu]\n"
+              "n1 ansible_host=10.0.0.2\n"),
+])
+def test_an_unquoted_python_version_is_refused_as_the_number_it_reads_as(
+        tmp_path: Path, name: str, text: str) -> None:
+    # YAML and Ansible's INI both read 3.10 as 3.1: taken as a version, every python passes
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError, match=r"python_version: 3\.1 is a number, not a version "
+                       r"\(3\.10 reads as 3\.1\): quote it"):
+        load_inventory(tmp_path / name)

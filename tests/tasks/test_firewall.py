@@ -235,39 +235,12 @@ def test_missing_ufw_is_installed_first_with_the_helper() -> None:
         plan_for("fresh", ufw_installed=False, ufw_active=False, package_manager=None)
 
 
-OPEN_IN_FIREWALLD = (
-    "firewall-cmd --permanent --add-rich-rule='rule family=ipv4 source address=10.0.0.0/24 port "
-    "port=32768-60999 protocol=tcp accept' && firewall-cmd --permanent --add-rich-rule='rule "
-    "family=ipv4 source address=10.0.0.0/24 port port=29500 protocol=tcp accept' && "
-    "firewall-cmd --reload")
-
-
-def test_a_node_running_firewalld_is_refused_with_the_commands_for_both_ways_out() -> None:
-    # firewalld's zones would still drop what ufw allows: NCCL's "unhandled system error"
-    with pytest.raises(TaskFailed) as raised:
-        plan_for("in-sync", firewalld_active=True)
-    assert str(raised.value) == (
-        "firewalld is running: its zones would still drop the NCCL, gloo and rendezvous traffic "
-        f"ufw allows. Open the ports in firewalld ({OPEN_IN_FIREWALLD}) and set firewall_manage: "
-        "false for this node; or stop firewalld (systemctl disable --now firewalld) and re-run, "
-        "for ufw")
-
-
-@pytest.mark.parametrize("facts", [
-    {"ufw_rules_in_var_lib": True},  # ufw from EPEL or Fedora, installed
-    {"ufw_installed": False, "ufw_active": False, "package_manager": "dnf"},  # would be
-    {"ufw_installed": False, "ufw_active": False, "package_manager": "yum",
-     "firewalld_active": True},
-])
-def test_fedoras_ufw_is_refused_before_anything_changes(facts: dict[str, Any]) -> None:
-    # its rules live in /var/lib/ufw: rules written to /etc/ufw would read back as in sync
-    # while ufw loads others, so nodeprov does not touch it (and offers no ufw way out)
-    with pytest.raises(TaskFailed) as raised:
-        plan_for("fresh", **facts)
-    message = str(raised.value)
-    assert "/var/lib/ufw: nodeprov does not manage that layout" in message or (
-        "firewalld is running" in message)
-    assert OPEN_IN_FIREWALLD in message and "systemctl disable" not in message
+def test_a_node_ufw_cannot_serve_is_refused_before_any_change() -> None:
+    # the message itself: tests/test_foreign_firewalls.py
+    for facts in ({"firewalld_active": True}, {"ufw_rules_in_var_lib": True},
+                  {"ufw_installed": False, "ufw_active": False, "package_manager": "dnf"}):
+        with pytest.raises(TaskFailed, match="set firewall_manage: false for this node"):
+            plan_for("fresh", **facts)
 
 
 def test_firewall_manage_false_leaves_the_node_alone() -> None:
