@@ -34,9 +34,9 @@ section ufw; if command -v ufw; then
 fi
 section systemd; [ -d /run/systemd/system ] && echo yes
 # firewalld (a Python script: its process is named after it) filters beside ufw; without
-# pgrep (procps), systemd is asked where the unit is installed
+# pgrep (procps), systemd is asked
 section firewalld; if pgrep -x firewalld >/dev/null 2>&1; then echo running
-elif [ -e /usr/lib/systemd/system/firewalld.service ] && systemctl is-active --quiet firewalld 2>/dev/null; then echo running
+elif ! command -v pgrep >/dev/null && systemctl is-active --quiet firewalld 2>/dev/null; then echo running
 fi
 section package_manager; for tool in apt-get dnf yum zypper; do command -v "$tool" && break; done
 # A hung nvidia-smi must not pass for "no GPU": say so, and the parser refuses it.

@@ -211,10 +211,11 @@ def node_python(facts: Facts, minimum: str) -> tuple[str, str]:
                          f"{_python_hint(facts, minimum)}")
     if at_least(facts.python_version, minimum):
         return facts.python_path, facts.python_version
-    fitting = sorted((version_tuple(version), path, version) for path, version in facts.pythons
-                     if at_least(version, minimum))
+    # the oldest final release first; a pre-release (3.14.0rc1) only where nothing else fits
+    fitting = sorted((not re.fullmatch(r"[\d.]+", version), version_tuple(version), path, version)
+                     for path, version in facts.pythons if at_least(version, minimum))
     if fitting:
-        _, path, version = fitting[0]
+        *_, path, version = fitting[0]
         return path, version
     found = [f"{path} ({version})" for path, version in
              ((facts.python_path, facts.python_version), *facts.pythons)]

@@ -130,6 +130,10 @@ def test_a_too_old_python3_gives_way_to_the_oldest_new_enough_python3_x() -> Non
     (change,) = plan(context(node_facts(**RHEL9)), VenvParams(VENV, "3.10"), observed()).changes
     assert change.summary.startswith(f"create venv {VENV} with /usr/bin/python3.11 3.11.9")
     assert "/usr/bin/python3.11" in str(change.actions)
+    # a pre-release is taken only where nothing else fits
+    rc = {**RHEL9, "pythons": (("/usr/bin/python3.10", "3.10.0rc1"), *RHEL9["pythons"])}
+    (change,) = plan(context(node_facts(**rc)), VenvParams(VENV, "3.10"), observed()).changes
+    assert "with /usr/bin/python3.11 3.11.9" in change.summary
     # the system python3 when it is new enough, even beside newer ones
     (change,) = plan(context(node_facts(**{**RHEL9, "python_version": "3.10.4"})),
                      VenvParams(VENV, "3.10"), observed()).changes
