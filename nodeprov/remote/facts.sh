@@ -11,10 +11,13 @@ section os_release; show /etc/os-release 2>/dev/null
 section kernel; show /proc/sys/kernel/osrelease 2>/dev/null || uname -r
 section arch; show /proc/sys/kernel/arch 2>/dev/null || uname -m  # the file: Linux 6.1+
 section python; command -v python3 && python3 --version 2>&1  # exits before the interpreter starts: ~1 ms
-# versioned interpreters beside it (RHEL 9's python3 is 3.9; `dnf install python3.12` adds one)
-section pythons; for python in /usr/bin/python3.[0-9]* /usr/local/bin/python3.[0-9]*; do
+# versioned interpreters beside it (RHEL 9's python3 is 3.9; `dnf install python3.12` adds one),
+# but python3 itself (Debian's python3 is a link to one): each costs a program start
+section pythons; python3=$(command -v python3)
+for python in /usr/bin/python3.[0-9]* /usr/local/bin/python3.[0-9]*; do
   case ${python##*/} in
-    python3.[0-9] | python3.[0-9][0-9]) [ ! -x "$python" ] || printf '%s %s\n' "$python" "$("$python" --version 2>&1)" ;;
+    python3.[0-9] | python3.[0-9][0-9])
+      [ ! -x "$python" ] || [ "$python" -ef "$python3" ] || printf '%s %s\n' "$python" "$("$python" --version 2>&1)" ;;
   esac
 done
 section interfaces; ip -j addr show 2>/dev/null
@@ -33,9 +36,10 @@ section ufw; if command -v ufw; then
   [ ! -e /var/lib/ufw/user.rules ] || echo rules=/var/lib/ufw
 fi
 section systemd; [ -d /run/systemd/system ] && echo yes
-# firewalld (a Python script: its process is named after it) filters beside ufw; without
-# pgrep (procps), systemd is asked
-section firewalld; if pgrep -x firewalld >/dev/null 2>&1; then echo running
+# firewalld (a Python script: its process is named after it) filters beside ufw; asked only
+# where its package is (pgrep costs ~7 ms); without pgrep (procps), systemd is asked
+section firewalld; if [ ! -e /etc/firewalld/firewalld.conf ]; then :
+elif pgrep -x firewalld >/dev/null 2>&1; then echo running
 elif ! command -v pgrep >/dev/null && systemctl is-active --quiet firewalld 2>/dev/null; then echo running
 fi
 section package_manager; for tool in apt-get dnf yum zypper; do command -v "$tool" && break; done

@@ -686,6 +686,9 @@ def test_a_node_running_firewalld_is_refused_and_the_others_go_on(testbed: Testb
     loop = "#!/bin/sh\nwhile :; do sleep 1; done\n"
     testbed.exec("node2", "sh", "-c", 'printf "$1" > "$2" && chmod +x "$2"', "sh", loop, script,
                  check=True)
+    # the package's config, which facts look for before asking for the process
+    testbed.exec("node2", "sh", "-c", "mkdir -p /etc/firewalld && : > "
+                 "/etc/firewalld/firewalld.conf", check=True)
     before = testbed.exec("node2", "cat", ufw.RULES, check=True).stdout
     stand_in = subprocess.Popen(testbed.exec_argv("node2", [script]),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -704,5 +707,5 @@ def test_a_node_running_firewalld_is_refused_and_the_others_go_on(testbed: Testb
     finally:
         stand_in.kill()
         stand_in.wait()
-        testbed.exec("node2", "sh", "-c", f"pkill -x firewalld; rm -f {script}")
+        testbed.exec("node2", "sh", "-c", f"pkill -x firewalld; rm -rf {script} /etc/firewalld")
         reset_ufw(testbed)
