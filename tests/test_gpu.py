@@ -44,6 +44,7 @@ PARSED = {
     "driver-575-cuda129-8xb200": ("575.57.08", (12, 9), [183359] * 8, False),
     "driver-580-cuda130-rtx5090-rtx4090": ("580.82.09", (13, 0), [32607, 24564], False),
     "dgx-spark-gb10-580-aarch64": ("580.95.05", (13, 0), [None], False),
+    "jetson-orin-540-cuda126": ("540.4.0", (12, 6), [None], False),
     "driver-610-cuda133-kmd-umd-header": ("610.43.02", (13, 3), [12227], False),
     "wsl-smi-530-driver-531-cuda121": ("531.68", (12, 1), [8192], False),
 }
@@ -302,3 +303,34 @@ def test_a_failing_nvidia_smi_on_a_gpu_node_names_the_cause(name: str, cause: st
                                     "nvidia_proc": node_text("proc-nvidia-384-neofetch876.txt")})
     assert info is None
     assert accelerators.problem is not None and accelerators.problem.startswith(cause)
+
+
+# the first line of /etc/nv_tegra_release on JetPack 6.2 (Orin), as public reports print it
+L4T_R36 = ("# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, "
+           "DATE: Wed Jan  8 01:49:37 UTC 2025")
+
+
+@pytest.mark.parametrize(("sections", "l4t"), [
+    # JetPack 6: nvidia-smi works, the GPU is "Orin (nvgpu)"
+    ({"nvidia_smi": recorded("jetson-orin-540-cuda126")[0],
+      "nvidia_query": recorded("jetson-orin-540-cuda126")[1], "tegra": L4T_R36}, "L4T R36.4.3"),
+    # an image without the release file: the GPU's name still says it
+    ({"nvidia_smi": recorded("jetson-orin-540-cuda126")[0],
+      "nvidia_query": recorded("jetson-orin-540-cuda126")[1]}, "L4T"),
+    # JetPack 5: no nvidia-smi, no GPU on PCI; the kernel says Tegra (jetsonhacks/jetsonUtilities#4)
+    ({"kernel": "4.9.140-tegra"}, "L4T"),
+])
+def test_a_jetson_before_thor_is_a_gpu_node_pytorchs_wheels_cannot_serve(
+        sections: dict[str, str], l4t: str) -> None:
+    # PyTorch's aarch64 wheels are SBSA builds: they would install on an Orin and not run
+    info, accelerators = read_gpus(sections)
+    assert info is None
+    assert accelerators.problem is not None and accelerators.problem.startswith(
+        f"a Jetson GPU ({l4t}): PyTorch's aarch64 wheels are built for servers (SBSA)")
+
+
+def test_thor_and_other_nodes_are_not_jetson_problems() -> None:
+    thor = {"tegra": "# R38 (release), REVISION: 2.0, GCID: 1, BOARD: generic, EABI: aarch64",
+            "kernel": "6.8.12-tegra"}
+    assert read_gpus(thor)[1].problem is None
+    assert read_gpus({"kernel": "6.1.0-13-amd64"})[1].problem is None

@@ -11,6 +11,7 @@ A GPU that is there (on the PCI bus, or a loaded NVIDIA kernel module) but canno
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -51,6 +52,9 @@ def read_gpus(sections: Mapping[str, str]) -> tuple[GpuInfo | None, Accelerators
     pci = parse_pci_gpus(text("pci_devices"))
     module = parse_proc_version(text("nvidia_proc"))
     header = text("nvidia_smi")
+    jetson = jetson_problem(text("tegra"), header, text("kernel"))
+    if jetson:
+        return None, Accelerators(pci, module, problem=jetson)
     nvidia_there = module is not None or any(gpu.vendor == "nvidia" for gpu in pci)
     cause = failure_cause(header)
     if cause is not None:
@@ -61,6 +65,27 @@ def read_gpus(sections: Mapping[str, str]) -> tuple[GpuInfo | None, Accelerators
     rocm = parse_rocm_version(text("rocm_version"), text("amd_smi"))
     problem = _problem(info, pci, module, rocm, header)
     return info, Accelerators(pci, module, rocm, problem)
+
+
+def jetson_problem(tegra_release: str, header: str, kernel: str) -> str | None:
+    """Why PyTorch's wheels cannot serve a Jetson before Thor (L4T R36 and older: Orin, Xavier),
+    None for any other node: their aarch64 wheels are SBSA (server) builds; Thor's L4T R38+ is
+    SBSA and takes them. A Jetson shows in /etc/nv_tegra_release (first line), its GPU's name
+    in nvidia-smi ("Orin (nvgpu)"), or its kernel ("5.15.148-tegra"): JetPack 5 has no
+    nvidia-smi, and some images no release file.
+
+    >>> jetson_problem("# R36 (release), REVISION: 4.3, GCID: 38968081", "", "")[:26]
+    'a Jetson GPU (L4T R36.4.3)'
+    """
+    match = re.match(r"# R(\d{1,3}) \(release\), REVISION: (\d{1,3}(?:\.\d{1,3})?)", tegra_release)
+    if match and int(match[1]) >= 38:
+        return None
+    if not (tegra_release or "(nvgpu)" in header or kernel.endswith("-tegra")):
+        return None
+    l4t = f"L4T R{match[1]}.{match[2]}" if match else "L4T"
+    return (f"a Jetson GPU ({l4t}): PyTorch's aarch64 wheels are built for servers (SBSA), not "
+            "for JetPack before Thor, and do not run on it; nodeprov cannot install torch here: "
+            "install NVIDIA's JetPack build (pypi.jetson-ai-lab.io) yourself")
 
 
 def _problem(info: GpuInfo | None, pci: tuple[PciGpu, ...], module: str | None,

@@ -176,7 +176,8 @@ def _parse_banner(header: str) -> tuple[str, tuple[int, int]]:
         raise ValueError(
             f"driver {driver_version} reports CUDA Version {cuda.group(1)}: its CUDA library "
             "(libcuda.so) is missing or unusable; install the driver's CUDA library (Debian: "
-            "libcuda1; vGPU host drivers ship none) so the node can run CUDA")
+            "libcuda1; on WSL it comes with the Windows driver, in /usr/lib/wsl/lib; vGPU host "
+            "drivers ship none) so the node can run CUDA")
     return driver_version, (int(number.group(1)), int(number.group(2)))
 
 

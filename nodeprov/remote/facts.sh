@@ -55,6 +55,8 @@ section nvidia_query; if command -v nvidia-smi >/dev/null 2>&1; then
   esac
 fi
 section nvidia_proc; show /proc/driver/nvidia/version 2>/dev/null
+# Jetson's board support package (L4T): "# R36 (release), REVISION: 4.3, ..."
+section tegra; [ ! -e /etc/nv_tegra_release ] || { read -r line < /etc/nv_tegra_release; printf '%s\n' "$line"; }
 # Every PCI function (slot vendor device class), so a GPU is seen without any driver (gpu/pci.py).
 section pci_devices; for dev in /sys/bus/pci/devices/*; do
   [ -r "$dev/class" ] || continue
