@@ -88,6 +88,6 @@ def _plain(value: Any) -> Any:
     in ISO 8601 (YAML timestamps), else text."""
     if isinstance(value, (set, frozenset)):
         return list(value)
-    if isinstance(value, (datetime.date, datetime.datetime)):
+    if isinstance(value, datetime.date):  # datetimes too
         return value.isoformat()
     return str(value)

@@ -227,8 +227,8 @@ def _python_hint(facts: Facts, minimum: str) -> str:
     """How to get a new-enough python on this node."""
     if facts.package_manager in ("dnf", "yum"):
         return (f"install a python >= {minimum} ({facts.package_manager} install python3.12); "
-                "where python3 itself is older than 3.8 (RHEL 8), also make it python3 "
-                "(alternatives --set python3 /usr/bin/python3.12)")
+                f"where python3 itself is older than {SCRIPTS_PYTHON} (RHEL 8), also make it "
+                "python3 (alternatives --set python3 /usr/bin/python3.12)")
     if facts.package_manager == "apt-get":
         return (f"install a python >= {minimum} with its venv module (apt-get install python3 "
                 "python3-venv, or a newer python3.N and python3.N-venv where the release has one)")
