@@ -134,8 +134,13 @@ def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str,
 
 
 def job_files() -> tuple[Write, ...]:
-    """The job's package, written to JOB_DIR/PACKAGE on a node (a Write makes the folder)."""
-    modules = sorted((each for each in resources.files("nodeprov.job.allreduce").iterdir()
+    """The job's package, written to JOB_DIR/PACKAGE on a node (a Write makes the folder).
+
+    Read as files of ``nodeprov.job``: importing the package itself imports torch, which the
+    admin machine does not have.
+    """
+    modules = sorted((each for each in resources.files("nodeprov.job").joinpath("allreduce")
+                      .iterdir()
                       if each.name.endswith(".py")), key=lambda each: each.name)
     return tuple(Write(f"{JOB_DIR}/{PACKAGE}/{each.name}", each.read_text(), 0o644)
                  for each in modules)

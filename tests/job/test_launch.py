@@ -9,6 +9,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -590,3 +591,15 @@ def test_the_nodes_persisted_socket_env_reaches_the_job(job_bed: Testbed) -> Non
     env = dict(line.split("=", 1) for line in shown.stdout.splitlines() if "=" in line)
     assert env["GLOO_SOCKET_IFNAME"] == "eth0" and env["NCCL_SOCKET_IFNAME"] == "=eth0"
     assert env["NODEPROV_JOB_RUN"] == "env-check"
+
+
+def test_the_job_files_are_read_without_torch_on_the_admin_machine() -> None:
+    """The admin machine has no torch (README: Install): reading the job's files must not import
+    the job package, whose __init__ imports torch. A None in sys.modules makes that import fail."""
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from nodeprov.job.launch import job_files\n"
+            "print(sorted(write.path.rsplit('/', 1)[1] for write in job_files()))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "'__main__.py'" in done.stdout and "'sweep.py'" in done.stdout
