@@ -21,8 +21,9 @@ from nodeprov.listing import print_listing
 from nodeprov.options import tag_set
 from nodeprov.outcome import Interrupted, RunOutcome
 from nodeprov.playbook import JobSpec, default_playbook, load_playbook, selected
+from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
-from nodeprov.remote.session import Session, connect_all
+from nodeprov.remote.session import Session
 from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
 from nodeprov.rolling import Rolled, run_rolling
 from nodeprov.runner import RunOptions

@@ -12,8 +12,8 @@ from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
 from nodeprov.inventory import load_inventory
 from nodeprov.job.runargs import RunRequest
 from nodeprov.node_address import with_node_addresses
+from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
-from nodeprov.remote.session import connect_all
 from nodeprov.validate import printable
 
 RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is

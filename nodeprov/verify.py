@@ -50,9 +50,10 @@ from nodeprov.fanout import DEFAULT_FORKS
 from nodeprov.inventory import load_inventory
 from nodeprov.jsonreport import document
 from nodeprov.playbook import default_playbook, load_playbook
+from nodeprov.remote.connect import connect_all
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
-from nodeprov.remote.session import Session, connect_all
+from nodeprov.remote.session import Session
 from nodeprov.validate import printable
 
 if TYPE_CHECKING:

@@ -31,7 +31,8 @@ kept, rename), its content inline up to 64 KiB a batch, else staged first by SFT
 A Run with stdin goes alone (stdin is the channel's); an Upload goes by SFTP; a Local runs on
 this machine; ConfirmNewConnection opens a second session and runs ``true``.
 
-Modules: actions (what may be done), options (SshOptions), session (Session, connect_all),
-hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch, transfer, nodelock (the run and
-batch locks, keepalive), facts + facts.sh (what a node is), reader (exact file contents).
+Modules: actions (what may be done), options (SshOptions), session (Session), connect
+(connect_all: every host at once), hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch,
+transfer, nodelock (the run and batch locks, keepalive), facts + facts.sh (what a node is),
+reader (exact file contents).
 """

@@ -25,32 +25,33 @@ refused with the commands for its own firewall; ``manage`` false leaves a node t
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 
 from nodeprov import foreign_firewalls, ufw, ufw_files, validate
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.nodelock import STATE_DIR
 from nodeprov.tasks.base import (
-    Action,
     Change,
-    ConfirmNewConnection,
     Context,
     ParamError,
     Plan,
     Probe,
-    Run,
     TaskFailed,
     TaskType,
     Write,
     checked,
 )
+from nodeprov.tasks.firewall_guard import (
+    Step,
+    disarm_left_guard,
+    guard_change,
+    helper_change,
+)
 from nodeprov.ufw import Rule
 
 SSH, NCCL, RDZV = "nodeprov: ssh", "nodeprov: nccl ephemeral", "nodeprov: rdzv"
-HELPER = f"{STATE_DIR}/ufw-helper.sh"
 REVERTED = f"{STATE_DIR}/ufw-reverted"
 GUARD_PID = f"{STATE_DIR}/ufw-guard.pid"
 # argv: guard_pidfile, then nodeprov_read's. First a line with the pid of a lockout guard still
@@ -73,9 +74,6 @@ _INSTALL = {
     "yum": ("yum", "install", "-y", "ufw"),
     "zypper": ("zypper", "--non-interactive", "install", "ufw"),
 }
-HELPER_SCRIPT = resources.files("nodeprov").joinpath("ufw-helper.sh").read_text()
-# A helper command's arguments (``("arm", "30")`` runs ``sh ufw-helper.sh arm 30``), or an action.
-Step = tuple[str, ...] | Write | ConfirmNewConnection
 
 
 @dataclass(frozen=True)
@@ -165,19 +163,19 @@ def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
 
     changes = [_install(ctx.facts)] if not state.installed else []
     if missing:
-        changes.append(_change(f"add {_count_adds(missing)} ufw rule(s)",
-                               dict.fromkeys(ufw.add_argv(r) for r in missing),
-                               _diff("+", missing)))
+        changes.append(helper_change(f"add {_count_adds(missing)} ufw rule(s)",
+                                     dict.fromkeys(ufw.add_argv(r) for r in missing),
+                                     _diff("+", missing)))
     if others:
-        changes.append(_change(f"remove {len(others)} stale nodeprov ufw rule(s)",
-                               [ufw.delete_argv(r) for r in others], _diff("-", others)))
+        changes.append(helper_change(f"remove {len(others)} stale nodeprov ufw rule(s)",
+                                     [ufw.delete_argv(r) for r in others], _diff("-", others)))
     guarded = _guarded(state, risky, params.revert_seconds, ssh)
     if guarded:
         changes.append(guarded)  # arming stops a guard left armed first
     else:
         notes.append("ufw active: default deny incoming, allow outgoing")
         if seen.armed_guard:
-            changes.append(_disarm_left_guard(seen.armed_guard, ssh))
+            changes.append(disarm_left_guard(seen.armed_guard, ssh))
     return Plan(tuple(changes), tuple(notes), tuple(warnings))
 
 
@@ -205,7 +203,7 @@ def _load_files(seen: Observed, missing: list[Rule], others: list[Rule], risky: 
     before += [Write(path, text) for path, text in texts.items()]
     steps: list[Step] = [argv for argv, _, _ in policies]
     steps += [*([Write(ufw.CONF, conf)] if conf else []), ("start",)]
-    return _guard(parts, before, steps, diff, seconds, ssh)
+    return guard_change(parts, before, steps, diff, seconds, ssh)
 
 
 def _guarded(state: ufw.State, risky: list[Rule], seconds: int, ssh: str) -> Change | None:
@@ -218,16 +216,7 @@ def _guarded(state: ufw.State, risky: list[Rule], seconds: int, ssh: str) -> Cha
         steps.append(("ufw", "--force", "enable"))
         parts.append("enable ufw")
         diff += _enabling(state)
-    return _guard(parts, [], steps, diff, seconds, ssh) if steps else None
-
-
-def _guard(parts: list[str], before: Sequence[Step], steps: Sequence[Step], diff: str,
-           seconds: int, ssh: str) -> Change:
-    """``before``, then ``steps`` between arming the guard and confirming a new connection."""
-    what = "; ".join(parts)
-    confirm = ConfirmNewConnection(f"{what}, SSH allowed on {ssh}")
-    return _change(f"{what} (reverted in {seconds}s unless a new SSH connection works)",
-                   [*before, ("arm", str(seconds)), *steps, confirm, ("disarm", ssh)], diff)
+    return guard_change(parts, [], steps, diff, seconds, ssh) if steps else None
 
 
 def _policies(state: ufw.State) -> list[tuple[tuple[str, ...], str, str]]:
@@ -253,28 +242,13 @@ def _count_adds(missing: list[Rule]) -> int:
     return len(dict.fromkeys(ufw.add_argv(r) for r in missing))
 
 
-def _disarm_left_guard(pid: str, ssh: str) -> Change:
-    """A run killed between enabling ufw and disarming left its guard waiting to disable ufw:
-    disarm it, once a new connection shows that what the killed run did lets SSH in."""
-    confirm = ConfirmNewConnection(f"the rules a killed run left, SSH allowed on {ssh}")
-    return _change(f"disarm the lockout guard an interrupted run left armed (pid {pid})",
-                   [confirm, ("disarm", ssh)], f"~ lockout guard (pid {pid}): armed -> disarmed\n")
-
-
 def _install(facts: Facts) -> Change:
     argv = _INSTALL.get(facts.package_manager or "")
     if argv is None:
         raise TaskFailed("ufw is not installed and this node has no apt-get, dnf, yum or "
                          "zypper: install ufw by hand, then re-run")
-    return _change(f"install ufw with {facts.package_manager}", [("install", *argv)],
-                   "+ package ufw\n")
-
-
-def _change(summary: str, steps: Iterable[Step], diff: str) -> Change:
-    """A change whose commands run through the helper script, written first (it is tiny)."""
-    actions: list[Action] = [Write(HELPER, HELPER_SCRIPT)]
-    actions += [Run(("sh", HELPER, *step)) if isinstance(step, tuple) else step for step in steps]
-    return Change(summary, tuple(actions), diff)
+    return helper_change(f"install ufw with {facts.package_manager}", [("install", *argv)],
+                         "+ package ufw\n")
 
 
 def _allow(source: str, port: str, comment: str, ipv6: bool) -> list[Rule]:

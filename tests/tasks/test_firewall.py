@@ -30,15 +30,8 @@ from nodeprov.tasks.base import (
     Write,
     parse_params,
 )
-from nodeprov.tasks.firewall import (
-    GUARD_PID,
-    HELPER,
-    HELPER_SCRIPT,
-    FirewallParams,
-    plan,
-    probe,
-    read_state,
-)
+from nodeprov.tasks.firewall import GUARD_PID, FirewallParams, plan, probe, read_state
+from nodeprov.tasks.firewall_guard import HELPER, HELPER_SCRIPT
 from nodeprov.testbed.cluster import Testbed
 from tests.ufw_cases import FACTS, recorded, section, texts
 
