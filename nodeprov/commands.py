@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,12 +16,12 @@ from nodeprov import jsonreport
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from nodeprov.extravars import parse_extra_vars
 from nodeprov.inventory import Host, Inventory, load_inventory
-from nodeprov.jsonreport import apply_report, facts_report
 from nodeprov.listing import print_listing
 from nodeprov.options import tag_set
-from nodeprov.outcome import Interrupted, RunOutcome
+from nodeprov.outcome import HostResult, Interrupted, RunOutcome
 from nodeprov.playbook import JobSpec, default_playbook, load_playbook, selected
 from nodeprov.remote.connect import connect_all
+from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
@@ -122,6 +122,22 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: RunOutcom
     return [proof]
 
 
+def host_json(result: HostResult) -> dict[str, Any]:
+    # field by field: dataclasses.asdict would deep-copy the full Facts only to drop them
+    return {"status": result.status, "tasks": [dataclasses.asdict(t) for t in result.tasks],
+            "error": result.error, "duration": result.duration,
+            "connections": result.connections, "round_trips": result.round_trips,
+            "facts": result.facts.summary() if result.facts else None}
+
+
+def apply_report(results: Sequence[HostResult], *, check: bool, proofs: Iterable[Proof],
+                 ok: bool, **fields: Any) -> dict[str, Any]:
+    """``nodeprov apply``'s JSON report (``nodeprov.jsonreport``'s schema)."""
+    return jsonreport.document("apply", ok, check=check,
+                               hosts={result.name: host_json(result) for result in results},
+                               proofs=[proof.to_json() for proof in proofs], **fields)
+
+
 def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
               accept_new_host_keys: bool, json_path: str | None,
               extra_vars: Sequence[str] = ()) -> int:
@@ -147,3 +163,13 @@ def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
                               end_section=index == len(rows) - 1)
         console.print(table)
     return EXIT_HOST_FAILED if errors else EXIT_OK
+
+
+def facts_report(names: Sequence[str], facts: Mapping[str, Facts],
+                 errors: Mapping[str, str]) -> dict[str, Any]:
+    """``nodeprov facts``: each host's facts (the one-line-per-fact summary), or its error."""
+    hosts = {name: {"status": "ok" if name in facts else "unreachable",
+                    "error": errors.get(name),
+                    "facts": facts[name].summary() if name in facts else None}
+             for name in names}
+    return jsonreport.document("facts", not errors, hosts=hosts)

@@ -1,9 +1,9 @@
 """Wheels leave this machine once: the first node to need a wheel set seeds the others.
 
     distribution = Distribution()                 # one per run (the runner makes it)
-    action, words = peer_upload(ctx, local, remote, key, subnet)
-    action, words = peer_download(ctx, Run(pip_download_argv), remote, subnet)
-    ...                                           # peer_exec.execute runs either
+    upload = PeerUpload(local, remote, key, address)   # the torch task plans either
+    download = PeerDownload(pip_download_argv, key=key, remote_path=remote, address=address)
+    ...                                           # peer_exec.execute runs them
     distribution.close()                          # stops every seed's server
 
 The first host whose plan asks for a wheel set (``key``) becomes its seed: it gets the upload
@@ -19,18 +19,13 @@ fails another host. Run by anything else, either is the plain action (``alone``)
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from nodeprov.remote.actions import Run, Upload
-
-if TYPE_CHECKING:
-    from nodeprov.tasks.base import Context
 
 WAIT_SECONDS = 3600.0  # for the seed's upload: one copy of ~3 GB over a slow uplink
 SERVE_LIFETIME = 3600.0
@@ -212,38 +207,3 @@ def _sha256(path: Path) -> str:
         while chunk := stream.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def peer_upload(ctx: Context, local: str, remote: str, key: str,
-                subnet: str | None) -> tuple[Upload, str]:
-    """The action sending ``local`` to this host, and the plan's words on where it comes from:
-    a PeerUpload when the run distributes and this host has an address in ``subnet``."""
-    address = _address(ctx, subnet)
-    if ctx.distribution is None or address is None or not ctx.facts.python_path:
-        return Upload(local, remote), UPLOADED
-    seed = ctx.distribution.seed_for(key, ctx.host.name)
-    words = UPLOADED if seed == ctx.host.name else f"from {seed} over the node subnet"
-    return PeerUpload(local, remote, key, address, ctx.facts.python_path), words
-
-
-def peer_download(ctx: Context, download: Run, remote: str,
-                  subnet: str | None) -> tuple[Run, str]:
-    """``download`` (into ``remote``) as one node's for all whose download is the same, and
-    the plan's words on where the wheels come from; the plain download without peers."""
-    address = _address(ctx, subnet)
-    if ctx.distribution is None or address is None or not ctx.facts.python_path:
-        return download, DOWNLOADED
-    key = "\0".join((*download.argv, remote))
-    seed = ctx.distribution.seed_for(key, ctx.host.name)
-    words = (f"{DOWNLOADED}, for the other nodes too" if seed == ctx.host.name
-             else f"downloaded once by {seed}, fetched over the node subnet")
-    return PeerDownload(download.argv, hint=download.hint, key=key, remote_path=remote,
-                        address=address, python=ctx.facts.python_path), words
-
-
-def _address(ctx: Context, subnet: str | None) -> str | None:
-    """This host's address in ``subnet``, where it serves wheels."""
-    addresses = ctx.facts.interfaces_in(subnet) if subnet else []
-    if not addresses:
-        return None
-    return str(ipaddress.ip_interface(addresses[0].addresses_in(str(subnet))[0]).ip)

@@ -34,7 +34,6 @@ from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.launch import JobOutcome, run_job
 from nodeprov.job.matrix import Matrix
 from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
-from nodeprov.jsonreport import matrix_json
 from nodeprov.node_address import with_node_addresses
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
@@ -75,7 +74,7 @@ class Proof:
         """README's "JSON report": the matrix and the job as data, numbers in base units."""
         return {
             "ok": self.ok, "verdict": self.verdict, "failures": self.failures(),
-            "connectivity": matrix_json(self.matrix),
+            "connectivity": self.matrix.to_json(),
             "job": _job_json(self.outcome) if self.outcome else None,
             "baseline": (self.baseline.to_json(self.baseline_path)
                          if self.baseline and self.baseline_path else None),

@@ -44,8 +44,8 @@ def _read_all() -> tuple[Module, ...]:
 
 
 def imported(module: Module, *, top_level_only: bool = False) -> set[str]:
-    """Every dotted name ``module`` imports (``from a import b`` gives ``a`` and ``a.b``), at
-    any depth (functions, TYPE_CHECKING), or only its module-level statements."""
+    """Every dotted name ``module`` imports (``from a import b`` gives ``a.b``), at any depth
+    (functions, TYPE_CHECKING), or only its module-level statements."""
     found: set[str] = set()
     nodes = module.tree.body if top_level_only else ast.walk(module.tree)
     for node in nodes:
@@ -59,7 +59,6 @@ def imported(module: Module, *, top_level_only: bool = False) -> set[str]:
                 base = ".".join([*package, *([base] if base else [])])
             # "from nodeprov import errors" imports the module nodeprov.errors
             found.update(f"{base}.{alias.name}" for alias in node.names)
-            found.add(base)
     return found
 
 

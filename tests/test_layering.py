@@ -2,44 +2,25 @@
 
 - nodeprov/remote/ (the SSH layer) imports only itself and the leaves below it;
 - only the CLI imports nodeprov.commands;
+- no two modules import each other, however indirectly, TYPE_CHECKING imports included;
 - every exception class nodeprov defines sits under NodeprovError (errors.py).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Mapping
 
-PACKAGE = Path(__file__).resolve().parent.parent / "nodeprov"
+from tests.sources import PACKAGE, Module, imported, imported_modules, package_modules
+
 # what the remote layer may import from nodeprov: itself and modules that import nothing above
 REMOTE_MAY_IMPORT = ("nodeprov.remote", "nodeprov.errors", "nodeprov.validate", "nodeprov.fanout",
                      "nodeprov.factcheck", "nodeprov.gpu", "nodeprov.inventory.model",
                      "nodeprov.inventory.sshconfigs")
 
 
-def modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        yield name, ast.parse(path.read_text(), str(path))
-
-
-def imported(module: str, tree: ast.Module) -> set[str]:
-    """Every nodeprov module ``tree`` imports, at any depth (functions, TYPE_CHECKING)."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: from the module's package
-                package = module.split(".")[:len(module.split(".")) - node.level]
-                base = ".".join([*package, *([base] if base else [])])
-            # "from nodeprov import files" imports the module nodeprov.files
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-            found.add(base)
-    return {name for name in found if name == "nodeprov" or name.startswith("nodeprov.")}
+def nodeprov_names(module: Module) -> set[str]:
+    return {name for name in imported(module) if name == "nodeprov" or name.startswith("nodeprov.")}
 
 
 def allowed(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -48,33 +29,84 @@ def allowed(name: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def test_the_remote_layer_imports_nothing_above_it() -> None:
-    remote = {name: tree for name, tree in modules() if allowed(name, ("nodeprov.remote",))}
+    remote = [module for module in package_modules() if allowed(module.name, ("nodeprov.remote",))]
     assert len(remote) >= 8  # the walk found the layer
-    wrong = {f"{name} imports {target}" for name, tree in remote.items()
-             for target in imported(name, tree) if not allowed(target, REMOTE_MAY_IMPORT)}
+    wrong = {f"{module.name} imports {target}" for module in remote
+             for target in nodeprov_names(module) if not allowed(target, REMOTE_MAY_IMPORT)}
     assert not wrong, sorted(wrong)
 
 
 def test_the_import_walk_sees_a_lazy_import_from_above() -> None:
     tree = ast.parse("def f():\n    from nodeprov.tasks.base import Plan\n"
                      "from nodeprov import runner\n")
-    found = imported("nodeprov.remote.x", tree)
+    found = nodeprov_names(Module("nodeprov.remote.x", PACKAGE / "remote" / "x.py", tree))
     assert {"nodeprov.tasks.base.Plan", "nodeprov.runner"} <= found
     assert not all(allowed(name, REMOTE_MAY_IMPORT) for name in found)
 
 
 def test_only_the_cli_imports_the_commands() -> None:
-    importers = {name for name, tree in modules()
+    importers = {module.name for module in package_modules()
                  if any(target == "nodeprov.commands" or target.startswith("nodeprov.commands.")
-                        for target in imported(name, tree))}
+                        for target in nodeprov_names(module))}
     assert importers <= {"nodeprov.cli"}, sorted(importers)
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {module.name: imported_modules(module) for module in package_modules()}
+
+
+def test_no_import_cycle_not_even_through_type_checking_imports() -> None:
+    assert not cycles(import_graph()), cycles(import_graph())
+
+
+def test_a_cycle_through_a_type_only_import_is_found() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    graph = import_graph()
+    assert "nodeprov.job.matrix" in graph["nodeprov.prove"]  # the walk sees real edges
+    graph["nodeprov.job.matrix"].add("nodeprov.prove")  # as a TYPE_CHECKING import would
+    assert any({"nodeprov.job.matrix", "nodeprov.prove"} <= set(cycle) for cycle in cycles(graph))
 
 
 def exception_classes() -> dict[str, list[str]]:
     """{class name: its bases' names} of every class nodeprov defines."""
     classes: dict[str, list[str]] = {}
-    for _, tree in modules():
-        for node in ast.walk(tree):
+    for module in package_modules():
+        for node in ast.walk(module.tree):
             if isinstance(node, ast.ClassDef):
                 classes[node.name] = [ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases]
     return classes

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from nodeprov.jsonreport import apply_report
+from nodeprov.commands import apply_report
 from nodeprov.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts, split_sections
 from nodeprov.report import print_recap

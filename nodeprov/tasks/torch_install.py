@@ -14,17 +14,18 @@ copy only. With ``download_once`` the first node downloads them from those sourc
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from typing import TYPE_CHECKING
 
 from nodeprov import installer, pipconfig, wheelhouse
-from nodeprov.peers import peer_download, peer_upload
-from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed
+from nodeprov.peers import DOWNLOADED, UPLOADED, PeerDownload, PeerUpload
+from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed, Upload
 from nodeprov.torch_matrix import wheel_spec
 from nodeprov.wheelhouse import Sources, download_args, target_name
 
 if TYPE_CHECKING:
-    from nodeprov.tasks.torch import TorchParams, TorchState
+    from nodeprov.tasks.torch_params import TorchParams, TorchState
 
 REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
 
@@ -53,7 +54,7 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
                     python: str, specs: list[str], force: bool,
                     chosen: Sources) -> tuple[tuple[Action, ...], str]:
     """Everything but the final import check: uv pushed if need be, the wheels, the install;
-    and in wheelhouse mode, where the wheels come from (``peers.peer_upload``)."""
+    and in wheelhouse mode, where the wheels come from (``peer_upload``)."""
     sources = chosen.options(variant)
     hint = (f"could the node not reach {chosen.describe(variant)}? set pip_index_url or "
             "pip_find_links to a source it reaches, or wheelhouse: true to send the wheels "
@@ -116,3 +117,38 @@ def _need_glibc(state: TorchState) -> tuple[int, int]:
 
 def _minor(python: str) -> str:
     return ".".join(python.split(".")[:2])
+
+
+def peer_upload(ctx: Context, local: str, remote: str, key: str,
+                subnet: str | None) -> tuple[Upload, str]:
+    """The action sending ``local`` to this host, and the plan's words on where it comes from:
+    a PeerUpload when the run distributes and this host has an address in ``subnet``."""
+    address = _address(ctx, subnet)
+    if ctx.distribution is None or address is None or not ctx.facts.python_path:
+        return Upload(local, remote), UPLOADED
+    seed = ctx.distribution.seed_for(key, ctx.host.name)
+    words = UPLOADED if seed == ctx.host.name else f"from {seed} over the node subnet"
+    return PeerUpload(local, remote, key, address, ctx.facts.python_path), words
+
+
+def peer_download(ctx: Context, download: Run, remote: str,
+                  subnet: str | None) -> tuple[Run, str]:
+    """``download`` (into ``remote``) as one node's for all whose download is the same, and
+    the plan's words on where the wheels come from; the plain download without peers."""
+    address = _address(ctx, subnet)
+    if ctx.distribution is None or address is None or not ctx.facts.python_path:
+        return download, DOWNLOADED
+    key = "\0".join((*download.argv, remote))
+    seed = ctx.distribution.seed_for(key, ctx.host.name)
+    words = (f"{DOWNLOADED}, for the other nodes too" if seed == ctx.host.name
+             else f"downloaded once by {seed}, fetched over the node subnet")
+    return PeerDownload(download.argv, hint=download.hint, key=key, remote_path=remote,
+                        address=address, python=ctx.facts.python_path), words
+
+
+def _address(ctx: Context, subnet: str | None) -> str | None:
+    """This host's address in ``subnet``, where it serves wheels."""
+    addresses = ctx.facts.interfaces_in(subnet) if subnet else []
+    if not addresses:
+        return None
+    return str(ipaddress.ip_interface(addresses[0].addresses_in(str(subnet))[0]).ip)

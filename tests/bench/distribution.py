@@ -36,10 +36,11 @@ import yaml
 from nodeprov import installer, wheelhouse
 from nodeprov.inventory import load_inventory
 from nodeprov.peer_exec import execute
-from nodeprov.peers import Distribution, peer_download, peer_upload
+from nodeprov.peers import Distribution
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
 from nodeprov.tasks.base import Action, Context, Run
+from nodeprov.tasks.torch_install import peer_download, peer_upload
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 

@@ -36,14 +36,8 @@ from nodeprov.tasks.base import (
     Upload,
     parse_params,
 )
-from nodeprov.tasks.torch import (
-    VERIFY,
-    TorchParams,
-    parse_probe,
-    plan,
-    probe,
-    variant_cuda,
-)
+from nodeprov.tasks.torch import VERIFY, parse_probe, plan, probe, variant_cuda
+from nodeprov.tasks.torch_params import TorchParams
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.torch_matrix import parse_torch_version_py
 from tests.conftest import MakeTestbed
