@@ -12,7 +12,6 @@ from typing import Annotated, NoReturn
 import typer
 
 from nodeprov.errors import InputError, NodeprovError
-from nodeprov.fanout import DEFAULT_FORKS
 from nodeprov.job.runargs import AfterDashDash
 from nodeprov.options import (
     AcceptKeysOpt,
@@ -29,7 +28,8 @@ from nodeprov.options import (
     resolve_inventory,
 )
 from nodeprov.testbed.cli import app as testbed_app
-from nodeprov.validate import printable
+from nodeprov.util.fanout import DEFAULT_FORKS
+from nodeprov.util.validate import printable
 
 app = typer.Typer(
     help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "

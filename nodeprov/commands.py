@@ -27,7 +27,7 @@ from nodeprov.remote.session import Session
 from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
 from nodeprov.rolling import Rolled, run_rolling
 from nodeprov.runner import RunOptions
-from nodeprov.validate import printable
+from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.prove import Proof

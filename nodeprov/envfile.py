@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from nodeprov import validate
+from nodeprov.util import validate
 
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")  # pam_env's own check: isalnum or '_'
 # pam_env reads lines into a 1024-byte buffer; longer lines are cut.

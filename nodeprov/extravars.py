@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.errors import InputError
+from nodeprov.util.yamlfile import YamlMap, load_yaml_file, load_yaml_text
 from nodeprov.variables import VARIABLES
-from nodeprov.yamlfile import YamlMap, load_yaml_file, load_yaml_text
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 OPTION = "-e/--extra-vars"

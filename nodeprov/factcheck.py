@@ -14,7 +14,7 @@ import ipaddress
 import re
 from typing import NamedTuple
 
-from nodeprov import validate
+from nodeprov.util import validate
 
 
 class Pattern(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from nodeprov import validate
+from nodeprov.util import validate
 
 # Starts a line nodeprov commented out (to revert: remove this prefix).
 COMMENT_PREFIX = "# nodeprov: "

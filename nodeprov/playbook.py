@@ -20,14 +20,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from nodeprov import serial, validate
+from nodeprov import serial
 from nodeprov.errors import InputError
 from nodeprov.inventory import Host, Inventory
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
 from nodeprov.tasks.registry import REGISTRY
-from nodeprov.templating import TemplateError, Templates, hide
-from nodeprov.yamlfile import YamlList, YamlMap, load_yaml_file
+from nodeprov.util import validate
+from nodeprov.util.jinja import TemplateError, Templates, hide
+from nodeprov.util.yamlfile import YamlList, YamlMap, load_yaml_file
 
 
 def default_playbook() -> Path:
@@ -217,7 +218,6 @@ def _load_play(play: Any, line: int, source: str, inventory: Inventory,
     return Play(name=name, hosts=tuple(hosts), tasks=specs, job=job,
                 pattern=pattern if isinstance(pattern, str) else ",".join(pattern),
                 **serial.rolling(play, source, name))
-
 
 
 def _load_job(play: YamlMap, source: str, play_vars: Mapping[str, Any],

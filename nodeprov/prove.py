@@ -37,7 +37,7 @@ from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.node_address import with_node_addresses
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
-from nodeprov.validate import printable
+from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.playbook import JobParams

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nodeprov.outcome import HostResult, TaskResult
-from nodeprov.validate import printable
+from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.rolling import Batch

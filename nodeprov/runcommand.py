@@ -14,7 +14,7 @@ from nodeprov.job.runargs import RunRequest
 from nodeprov.node_address import with_node_addresses
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
-from nodeprov.validate import printable
+from nodeprov.util.validate import printable
 
 RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
-from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
 from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome, TaskResult
@@ -40,6 +39,7 @@ from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.tasks.base import Context, Plan
+from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from nodeprov.errors import InputError
-from nodeprov.yamlfile import YamlMap
+from nodeprov.util.yamlfile import YamlMap
 
 Item = TypeVar("Item")
 SerialValue = int | str  # 3, or "30%"

@@ -18,7 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nodeprov import files, validate
+from nodeprov import files
+from nodeprov.util import validate
 
 SYSCTL_CONF = "/etc/sysctl.conf"
 SYSCTL_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",

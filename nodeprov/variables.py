@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodeprov import validate
+from nodeprov.util import validate
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,6 @@ from nodeprov.checks.fresh import AREAS, read_all_fresh
 from nodeprov.checks.plans import node_specs, plan_playbook, plan_results
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
 from nodeprov.extravars import parse_extra_vars
-from nodeprov.fanout import DEFAULT_FORKS
 from nodeprov.inventory import load_inventory
 from nodeprov.jsonreport import document
 from nodeprov.playbook import default_playbook, load_playbook
@@ -54,7 +53,8 @@ from nodeprov.remote.connect import connect_all
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
-from nodeprov.validate import printable
+from nodeprov.util.fanout import DEFAULT_FORKS
+from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.outcome import RunOutcome

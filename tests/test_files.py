@@ -50,7 +50,7 @@ def test_every_accepted_line_is_idempotent_and_reads_back_as_written() -> None:
     changed the file on every run. Every character validate.text_value accepts (in the BMP's
     first 12288 and every line breaker) is tried in a block line, with line breakers outside
     the block and a CRLF file."""
-    from nodeprov import validate
+    from nodeprov.util import validate
 
     outside = "a\u2028b\nc\x85d\ne\x0cf\r\n"
     candidates = [chr(code) for code in range(0x3000)] + list(LINE_BREAKERS)

@@ -1,6 +1,7 @@
 """The layers point one way, read from the source (AST), so a lazy import counts too.
 
-- nodeprov/remote/ (the SSH layer) imports only itself and the leaves below it;
+- each module imports only its own room (its folder, sub-rooms included) and the rooms of the
+  layers below it, or where ``LAYERS`` says ``only``, just the rooms named there;
 - only the CLI imports nodeprov.commands;
 - no two modules import each other, however indirectly, TYPE_CHECKING imports included;
 - every exception class nodeprov defines sits under NodeprovError (errors.py).
@@ -13,35 +14,72 @@ from collections.abc import Mapping
 
 from tests.sources import PACKAGE, Module, imported, imported_modules, package_modules
 
-# what the remote layer may import from nodeprov: itself and modules that import nothing above
-REMOTE_MAY_IMPORT = ("nodeprov.remote", "nodeprov.errors", "nodeprov.validate", "nodeprov.fanout",
-                     "nodeprov.factcheck", "nodeprov.gpu", "nodeprov.inventory.model",
-                     "nodeprov.inventory.sshconfigs")
+ERRORS, UTIL = "nodeprov.errors", "nodeprov.util"
+# (room, layer, only): a room is a module or a folder of them. A module may import its own room
+# and the rooms of lower layers; ``only`` narrows that to the rooms it names (() = none: the
+# standard library and, for the job, torch).
+LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
+    (ERRORS, 0, ()),
+    (UTIL, 1, None),                     # validate, yamlfile, fanout, jinja
+    ("nodeprov.jsonreport", 1, None),    # the report's schema and writer
+    ("nodeprov.gpu", 2, None),
+    ("nodeprov.inventory", 3, (ERRORS, UTIL)),  # never remote/: it connects to nothing
+    ("nodeprov.remote", 4, (ERRORS, UTIL, "nodeprov.gpu", "nodeprov.inventory.model",
+                            "nodeprov.inventory.sshconfigs")),  # the SSH layer
+    ("nodeprov.tasks", 6, None),
+    ("nodeprov.job", 9, None),
+    ("nodeprov.job.allreduce", 9, ()),   # runs on the nodes under torchrun
+    ("nodeprov.checks", 9, None),
+    ("nodeprov.testbed", 10, (ERRORS, UTIL)),  # a side room: only the CLI and tests use it
+)
+
+
+def within(name: str, room: str) -> bool:
+    return name == room or name.startswith(room + ".")
+
+
+def room_of(name: str) -> tuple[str, int, tuple[str, ...] | None] | None:
+    """The most specific row of ``LAYERS`` that holds module ``name``."""
+    rows = [row for row in LAYERS if within(name, row[0])]
+    return max(rows, key=lambda row: len(row[0])) if rows else None
+
+
+def upward_imports(modules: list[Module]) -> list[str]:
+    """"module imports target" for each import the table does not allow."""
+    wrong = []
+    for module in modules:
+        row = room_of(module.name)
+        if row is None:
+            continue
+        room, layer, only = row
+        for target in sorted(imported_modules(module)):
+            target_row = room_of(target)
+            if within(target, room) or target_row is None:
+                continue
+            fine = (any(within(target, name) for name in only) if only is not None
+                    else target_row[1] < layer)
+            if not fine:
+                wrong.append(f"{module.name} (layer {layer}) imports {target} "
+                             f"(layer {target_row[1]})")
+    return wrong
+
+
+def test_every_import_points_down_the_layers() -> None:
+    wrong = upward_imports(list(package_modules()))
+    assert not wrong, wrong
+
+
+def test_the_layer_check_sees_a_lazy_import_from_above() -> None:
+    tree = ast.parse("def f():\n    from nodeprov.tasks.base import Plan\n"
+                     "from nodeprov.util import fanout\n")
+    module = Module("nodeprov.remote.x", PACKAGE / "remote" / "x.py", tree)
+    assert {"nodeprov.tasks.base.Plan", "nodeprov.util.fanout"} <= imported(module)
+    assert upward_imports([module]) == [
+        "nodeprov.remote.x (layer 4) imports nodeprov.tasks.base (layer 6)"]
 
 
 def nodeprov_names(module: Module) -> set[str]:
-    return {name for name in imported(module) if name == "nodeprov" or name.startswith("nodeprov.")}
-
-
-def allowed(name: str, prefixes: tuple[str, ...]) -> bool:
-    return name == "nodeprov" or any(
-        name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
-
-
-def test_the_remote_layer_imports_nothing_above_it() -> None:
-    remote = [module for module in package_modules() if allowed(module.name, ("nodeprov.remote",))]
-    assert len(remote) >= 8  # the walk found the layer
-    wrong = {f"{module.name} imports {target}" for module in remote
-             for target in nodeprov_names(module) if not allowed(target, REMOTE_MAY_IMPORT)}
-    assert not wrong, sorted(wrong)
-
-
-def test_the_import_walk_sees_a_lazy_import_from_above() -> None:
-    tree = ast.parse("def f():\n    from nodeprov.tasks.base import Plan\n"
-                     "from nodeprov import runner\n")
-    found = nodeprov_names(Module("nodeprov.remote.x", PACKAGE / "remote" / "x.py", tree))
-    assert {"nodeprov.tasks.base.Plan", "nodeprov.runner"} <= found
-    assert not all(allowed(name, REMOTE_MAY_IMPORT) for name in found)
+    return {name for name in imported(module) if within(name, "nodeprov")}
 
 
 def test_only_the_cli_imports_the_commands() -> None:

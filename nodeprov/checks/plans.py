@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from nodeprov.checks import CheckResult, Drift
-from nodeprov.fanout import DEFAULT_FORKS
 from nodeprov.inventory import Host, Inventory
 from nodeprov.outcome import HostResult, RunOutcome, TaskResult
 from nodeprov.playbook import Playbook, TaskSpec
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.runner import RunOptions, run_playbook
+from nodeprov.util.fanout import DEFAULT_FORKS
 
 
 class _Silent:

@@ -17,13 +17,13 @@ from typing import Any
 
 from jinja2 import TemplateError
 
-from nodeprov import validate
 from nodeprov.errors import InputError
 from nodeprov.inventory import connection
 from nodeprov.inventory.data import Origin
 from nodeprov.inventory.model import Host
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.inventory.templating import HostTemplar
+from nodeprov.util import validate
 from nodeprov.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
 
 KNOWN = frozenset(VARIABLES) | connection.CONNECTION_NAMES

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from nodeprov.fanout import on_every_name
 from nodeprov.job.matrix import Check, Matrix
 from nodeprov.remote.actions import STOP_MARKED
+from nodeprov.util.fanout import on_every_name
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host

@@ -22,8 +22,8 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
-from nodeprov import validate
 from nodeprov.errors import InputError
+from nodeprov.util import validate
 
 COMMAND_KEY = "nodeprov.run.command"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

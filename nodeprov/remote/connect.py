@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nodeprov.errors import HostError
-from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
+from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
 if TYPE_CHECKING:
     from nodeprov.inventory.model import Host

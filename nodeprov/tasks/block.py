@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from nodeprov import files, validate
+from nodeprov import files
 from nodeprov.remote import reader
 from nodeprov.tasks.base import Change, Context, Plan, Probe, TaskType, Write, checked
+from nodeprov.util import validate
 
 
 @dataclass(frozen=True)

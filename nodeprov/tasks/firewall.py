@@ -28,7 +28,7 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodeprov import foreign_firewalls, ufw, ufw_files, validate
+from nodeprov import foreign_firewalls, ufw, ufw_files
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.nodelock import STATE_DIR
@@ -50,6 +50,7 @@ from nodeprov.tasks.firewall_guard import (
     helper_change,
 )
 from nodeprov.ufw import Rule
+from nodeprov.util import validate
 
 SSH, NCCL, RDZV = "nodeprov: ssh", "nodeprov: nccl ephemeral", "nodeprov: rdzv"
 REVERTED = f"{STATE_DIR}/ufw-reverted"

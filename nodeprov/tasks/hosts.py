@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from nodeprov import files, validate
+from nodeprov import files
 from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
@@ -35,7 +35,8 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
-from nodeprov.yamlfile import load_limited
+from nodeprov.util import validate
+from nodeprov.util.yamlfile import load_limited
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host

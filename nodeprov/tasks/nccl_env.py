@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from nodeprov import envfile, files, validate
+from nodeprov import envfile, files
 from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
@@ -31,6 +31,7 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
+from nodeprov.util import validate
 
 if TYPE_CHECKING:
     from nodeprov.remote.facts import Facts

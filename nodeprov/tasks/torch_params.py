@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nodeprov import validate
 from nodeprov.installer import UvState
 from nodeprov.torch_matrix import wheel_spec
+from nodeprov.util import validate
 from nodeprov.variables import VARIABLES
 from nodeprov.wheelhouse import Sources
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from nodeprov.fanout import on_every, on_every_name, raise_first
+from nodeprov.util.fanout import on_every, on_every_name, raise_first
 from tests.ctrl_c import ctrl_c_raises
 
 

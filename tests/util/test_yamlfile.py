@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nodeprov.errors import InputError
-from nodeprov.yamlfile import load_yaml_file, load_yaml_text
+from nodeprov.util.yamlfile import load_yaml_file, load_yaml_text
 
 
 def test_lines_of_keys_and_items() -> None:

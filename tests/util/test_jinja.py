@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from jinja2 import Environment, TemplateError, UndefinedError
 
-from nodeprov.templating import Templates
+from nodeprov.util.jinja import Templates
 
 
 def test_native_types_survive() -> None:
