@@ -14,7 +14,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from nodeprov.errors import HostError
-from nodeprov.peer_scripts import FETCH, LIST, SERVE
+from nodeprov.nodeside.peer_scripts import FETCH, LIST, SERVE
 from nodeprov.peers import (
     SERVE_IDLE,
     SERVE_LIFETIME,

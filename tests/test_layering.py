@@ -20,6 +20,7 @@ ERRORS, UTIL = "nodeprov.errors", "nodeprov.util"
 # standard library and, for the job, torch).
 LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     (ERRORS, 0, ()),
+    ("nodeprov.nodeside", 0, ()),        # runs on the nodes: the standard library only
     (UTIL, 1, None),                     # validate, yamlfile, fanout, jinja
     ("nodeprov.jsonreport", 1, None),    # the report's schema and writer
     ("nodeprov.gpu", 2, None),

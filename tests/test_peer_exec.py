@@ -21,8 +21,8 @@ import pytest
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
+from nodeprov.nodeside.peer_scripts import FETCH, LIST, SERVE
 from nodeprov.peer_exec import execute
-from nodeprov.peer_scripts import FETCH, LIST, SERVE
 from nodeprov.peers import Distribution, PeerDownload, PeerUpload
 from nodeprov.remote.session import Result
 from nodeprov.tasks.base import Action, Local, Run, Upload

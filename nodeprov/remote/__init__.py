@@ -33,6 +33,6 @@ this machine; ConfirmNewConnection opens a second session and runs ``true``.
 
 Modules: actions (what may be done), options (SshOptions), session (Session), connect
 (connect_all: every host at once), hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch,
-transfer, nodelock (the run and batch locks, keepalive), facts + facts.sh (what a node is),
-reader (exact file contents).
+transfer, nodelock (the run and batch locks, keepalive), facts (what a node is, as
+nodeside/facts.sh reads it), reader (exact file contents).
 """

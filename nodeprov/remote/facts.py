@@ -31,7 +31,7 @@ from nodeprov.factcheck import (
 from nodeprov.gpu import Accelerators, GpuInfo, read_gpus
 from nodeprov.remote.actions import Probe
 
-FACTS_SCRIPT = resources.files("nodeprov.remote").joinpath("facts.sh").read_text()
+FACTS_SCRIPT = resources.files("nodeprov.nodeside").joinpath("facts.sh").read_text()
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from nodeprov.remote.nodelock import STATE_DIR
 from nodeprov.tasks.base import Action, Change, ConfirmNewConnection, Run, Write
 
 HELPER = f"{STATE_DIR}/ufw-helper.sh"
-HELPER_SCRIPT = resources.files("nodeprov").joinpath("ufw-helper.sh").read_text()
+HELPER_SCRIPT = resources.files("nodeprov.nodeside").joinpath("ufw-helper.sh").read_text()
 # A helper command's arguments (``("arm", "30")`` runs ``sh ufw-helper.sh arm 30``), or an action.
 Step = tuple[str, ...] | Write | ConfirmNewConnection
 

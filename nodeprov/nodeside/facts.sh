@@ -17,6 +17,7 @@ section pythons; python3=$(command -v python3)
 for python in /usr/bin/python3.[0-9]* /usr/local/bin/python3.[0-9]*; do
   case ${python##*/} in
     python3.[0-9] | python3.[0-9][0-9])
+      # shellcheck disable=SC3013 # -ef, not POSIX: dash, bash and busybox sh all have it
       [ ! -x "$python" ] || [ "$python" -ef "$python3" ] || printf '%s %s\n' "$python" "$("$python" --version 2>&1)" ;;
   esac
 done
