@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from nodeprov.cuda_drivers import parse_driver
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, TaskFailed
-from nodeprov.torch_fit import NodeGpus
-from nodeprov.torch_index import index_builds
-from nodeprov.torch_matrix import INDEX_BASE, ReleaseBuilds, choose_cluster_variant, known_builds
+from nodeprov.variants.choose import INDEX_BASE, ReleaseBuilds, choose_cluster_variant, known_builds
+from nodeprov.variants.drivers import parse_driver
+from nodeprov.variants.fit import NodeGpus
+from nodeprov.variants.index import index_builds
 
 
 def node_gpus(facts: Facts) -> NodeGpus:

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodeprov.torch_matrix import index_url
 from nodeprov.util import validate
+from nodeprov.variants.choose import index_url
 
 PYPI = "https://pypi.org/simple"
 LOG_NAME = "fetch.log"

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     (UTIL, 1, None),                     # validate, yamlfile, fanout, jinja
     ("nodeprov.jsonreport", 1, None),    # the report's schema and writer
     ("nodeprov.gpu", 2, None),
+    ("nodeprov.variants", 2, None),      # choosing the torch variant
     ("nodeprov.inventory", 3, (ERRORS, UTIL)),  # never remote/: it connects to nothing
     ("nodeprov.remote", 4, (ERRORS, UTIL, "nodeprov.gpu", "nodeprov.inventory.model",
                             "nodeprov.inventory.sshconfigs")),  # the SSH layer

@@ -14,7 +14,7 @@
         subnet: "{{ node_subnet }}"         # nodes fetch wheels from a peer over it
 
 Every GPU node gets the same variant (each bundles its own NCCL, which must match across ranks),
-chosen by ``torch_matrix`` from every inventory host's facts; CPU-only nodes get ``cpu``.
+chosen by ``variants.choose`` from every inventory host's facts; CPU-only nodes get ``cpu``.
 
 A requirement counts as satisfied when its name is installed at a version its specifier
 contains (markers evaluated for the node's python and arch): the check pip makes before it
@@ -50,7 +50,7 @@ from nodeprov.tasks.venv import (
     unsatisfied,
 )
 from nodeprov.torch_choice import choose_for_host
-from nodeprov.torch_matrix import parse_torch_version_py, wheel_spec
+from nodeprov.variants.choose import parse_torch_version_py, wheel_spec
 
 if TYPE_CHECKING:
     from nodeprov.remote.facts import Facts

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from nodeprov import installer, pipconfig, wheelhouse
 from nodeprov.peers import DOWNLOADED, UPLOADED, PeerDownload, PeerUpload
 from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed, Upload
-from nodeprov.torch_matrix import wheel_spec
+from nodeprov.variants.choose import wheel_spec
 from nodeprov.wheelhouse import Sources, download_args, target_name
 
 if TYPE_CHECKING:

@@ -39,7 +39,7 @@ from nodeprov.tasks.base import (
 from nodeprov.tasks.torch import VERIFY, parse_probe, plan, probe, variant_cuda
 from nodeprov.tasks.torch_params import TorchParams
 from nodeprov.testbed.cluster import Testbed
-from nodeprov.torch_matrix import parse_torch_version_py
+from nodeprov.variants.choose import parse_torch_version_py
 from tests.conftest import MakeTestbed
 from tests.tasks.kit import make_facts
 

@@ -5,7 +5,7 @@ table: the index's PEP 503 page for torch lists files such as
     builds = index_builds("2.15.0", "https://download.pytorch.org/whl", read_url)
 
 Architecture lists are not on the index: each variant borrows that of the newest known release
-that built it (``torch_builds.known_arch_list``); a variant no known release built has none, so
+that built it (``published.known_arch_list``); a variant no known release built has none, so
 it is chosen only when ``torch_cuda`` names it.
 """
 
@@ -15,8 +15,8 @@ import re
 import urllib.request
 from collections.abc import Callable
 
-from nodeprov import torch_builds
-from nodeprov.torch_matrix import NoVariant, ReleaseBuilds, release_of
+from nodeprov.variants import published
+from nodeprov.variants.choose import NoVariant, ReleaseBuilds, release_of
 
 _TIMEOUT_S = 15
 # "+" may be written %2B in links (PyTorch's own index does so in its hrefs)
@@ -34,7 +34,7 @@ def index_builds(torch_version: str, index: str,
                  read: Callable[[str], str] = read_url) -> ReleaseBuilds:
     """The release's variants as the index lists them; refuses clearly when it cannot tell."""
     url = f"{index.rstrip('/')}/torch/"
-    newest = torch_builds.releases_oldest_first()[-1]
+    newest = published.releases_oldest_first()[-1]
     try:
         page = read(url)
     except (OSError, ValueError) as error:
@@ -49,7 +49,7 @@ def index_builds(torch_version: str, index: str,
         if variant.startswith("rocm"):
             rocm.add(variant)
         else:
-            cuda.setdefault(platform, {})[variant] = torch_builds.known_arch_list(variant)
+            cuda.setdefault(platform, {})[variant] = published.known_arch_list(variant)
     if not cuda and not rocm:
         raise NoVariant(f"the index {url} lists no CUDA or ROCm wheel of torch {torch_version}; "
                         "check the version, or set torch_cuda (cpu, cuXYZ or rocmX.Y)")

@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodeprov import cuda_drivers
-from nodeprov.cuda_drivers import Cuda, Driver
+from nodeprov.variants import drivers
+from nodeprov.variants.drivers import Cuda, Driver
 
 Capability = tuple[int, int]
 _ARCH_RE = re.compile(r"(\d+)\.(\d+)(\+PTX)?")
@@ -46,7 +46,7 @@ class NodeGpus:
         gpus = ", ".join(f"{count}x {label}" for label, count in counts.items()) or "GPUs"
         if self.rocm is not None:
             return f"{gpus}, ROCm {'.'.join(map(str, self.rocm))}"
-        driver = cuda_drivers.show_driver(self.driver) if self.driver else "none"
+        driver = drivers.show_driver(self.driver) if self.driver else "none"
         return f"{gpus}, driver {driver}"
 
 
@@ -86,10 +86,10 @@ def nvidia_problem(node: NodeGpus, release: str, variant: str, arch_list: str | 
     it); otherwise it is not chosen."""
     assert node.driver is not None
     cuda = cuda_of(variant)
-    driver = cuda_drivers.show_driver(node.driver)
-    if not cuda_drivers.runs(node.driver, cuda):
+    driver = drivers.show_driver(node.driver)
+    if not drivers.runs(node.driver, cuda):
         return (f"driver {driver} cannot run CUDA {cuda[0]}.{cuda[1]} (needs "
-                f"{cuda_drivers.minimum_driver(cuda)})")
+                f"{drivers.minimum_driver(cuda)})")
     if arch_list is None:
         if unknown_arch_ok:
             return None
@@ -99,7 +99,7 @@ def nvidia_problem(node: NodeGpus, release: str, variant: str, arch_list: str | 
         return (f"nvidia-smi did not report the compute capability of {', '.join(unknown)} "
                 "(drivers before 510 lack the compute_cap field)")
     built = parse_arch_list(arch_list)
-    full = cuda_drivers.full_support(node.driver, node.driver_cuda)
+    full = drivers.full_support(node.driver, node.driver_cuda)
     for name, capability in sorted(set(node.gpus), key=lambda gpu: (gpu[1] or (0, 0), gpu[0])):
         assert capability is not None
         missing = _kernel_problem(capability, built, full is not None and full >= cuda, driver,

@@ -9,8 +9,8 @@
 
 The rule: every GPU node gets the same build (each bundles its own NCCL, which must match across
 ranks): the newest variant of the release, published for every node's platform, that every
-node's driver runs (NVIDIA's table and minor version compatibility: ``cuda_drivers``) and whose
-kernels cover every GPU's architecture (``torch_fit``). AMD nodes get the newest ``rocmX.Y``
+node's driver runs (NVIDIA's table and minor version compatibility: ``drivers``) and whose
+kernels cover every GPU's architecture (``fit``). AMD nodes get the newest ``rocmX.Y``
 variant their ROCm runs. Nodes with no GPU get ``cpu``; a GPU node never silently does. When no
 variant serves every node, the error names the nodes, their GPUs and the releases that would.
 """
@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from nodeprov import torch_builds
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
-from nodeprov.torch_fit import NodeGpus, cuda_of, nvidia_problem, rocm_of, rocm_problem
+from nodeprov.variants import published
+from nodeprov.variants.fit import NodeGpus, cuda_of, nvidia_problem, rocm_of, rocm_problem
 
 INDEX_BASE: Final = "https://download.pytorch.org/whl"
 VARIANT_RE: Final = re.compile(r"cpu|cu\d{3}|rocm\d+\.\d+(?:\.\d+)?")
@@ -70,10 +70,10 @@ def release_of(torch_version: str) -> str:
 def known_builds(torch_version: str) -> ReleaseBuilds | None:
     """The release's builds from nodeprov's table, None for a release it does not know."""
     release = release_of(torch_version)
-    if release not in torch_builds.CUDA_BUILDS:
+    if release not in published.CUDA_BUILDS:
         return None
-    return ReleaseBuilds(release, torch_builds.CUDA_BUILDS[release],
-                         torch_builds.ROCM_BUILDS.get(release, ()))
+    return ReleaseBuilds(release, published.CUDA_BUILDS[release],
+                         published.ROCM_BUILDS.get(release, ()))
 
 
 def choose_cluster_variant(builds: ReleaseBuilds, nodes: Mapping[str, NodeGpus],
@@ -160,13 +160,13 @@ def _problems(builds: ReleaseBuilds, gpu_nodes: Mapping[str, NodeGpus], variant:
             problem = (rocm_problem(node, variant) if variant in builds.rocm else
                        f"torch {builds.release} has no {variant} build (it has: "
                        f"{', '.join(builds.rocm) or 'none'})")
-            if node.platform != torch_builds.X86:
+            if node.platform != published.X86:
                 problem = f"PyTorch publishes no {node.platform} ROCm wheels"
         else:
-            published = builds.cuda.get(node.platform, {})
-            arch_list = published.get(variant)
+            listed = builds.cuda.get(node.platform, {})
+            arch_list = listed.get(variant)
             problem = (f"torch {builds.release} has no {variant} build for {node.platform} "
-                       f"(it has: {', '.join(published) or 'none'})" if variant not in published
+                       f"(it has: {', '.join(listed) or 'none'})" if variant not in listed
                        else nvidia_problem(node, builds.release, variant, arch_list,
                                            unknown_arch_ok=override))
         if problem:
@@ -198,7 +198,7 @@ def _nothing_fits(builds: ReleaseBuilds, gpu_nodes: Mapping[str, NodeGpus],
     tried = " | ".join(f"{variant}: {_list_problems(problems)}"
                        for variant, problems in failures.items())
     working = []
-    for release in reversed(torch_builds.releases_oldest_first()):
+    for release in reversed(published.releases_oldest_first()):
         other = known_builds(release)
         if other is None or release == builds.release:
             continue
@@ -221,9 +221,9 @@ def _candidates_or_none(builds: ReleaseBuilds, gpu_nodes: Mapping[str, NodeGpus]
 
 
 def _releases_with(platform: str) -> str:
-    having = [f"{release} ({', '.join(torch_builds.CUDA_BUILDS[release][platform])})"
-              for release in torch_builds.releases_oldest_first()
-              if platform in torch_builds.CUDA_BUILDS[release]]
+    having = [f"{release} ({', '.join(published.CUDA_BUILDS[release][platform])})"
+              for release in published.releases_oldest_first()
+              if platform in published.CUDA_BUILDS[release]]
     return (f"releases with one: {'; '.join(having)}" if having else
             f"PyTorch publishes no {platform} CUDA wheels")
 

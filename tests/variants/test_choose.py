@@ -11,11 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov import cuda_drivers, torch_builds
-from nodeprov.cuda_drivers import parse_driver
-from nodeprov.torch_fit import NodeGpus, parse_arch_list
-from nodeprov.torch_index import index_builds
-from nodeprov.torch_matrix import (
+from nodeprov.variants import drivers, published
+from nodeprov.variants.choose import (
     NoVariant,
     choose_cluster_variant,
     index_url,
@@ -23,8 +20,11 @@ from nodeprov.torch_matrix import (
     parse_torch_version_py,
     wheel_spec,
 )
+from nodeprov.variants.drivers import parse_driver
+from nodeprov.variants.fit import NodeGpus, parse_arch_list
+from nodeprov.variants.index import index_builds
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 VERSION_PY = DATA / "torch-version"
 
 
@@ -90,7 +90,7 @@ CASES = [
 
 
 def test_every_release_in_the_table_is_covered() -> None:
-    assert {release for _, release, _ in CASES} == set(torch_builds.CUDA_BUILDS)
+    assert {release for _, release, _ in CASES} == set(published.CUDA_BUILDS)
 
 
 @pytest.mark.parametrize(("gpus", "release", "variant"), CASES)
@@ -150,7 +150,7 @@ def test_override_is_checked_against_every_node() -> None:
 
 
 def test_every_arch_list_in_the_table_parses() -> None:
-    for platforms in torch_builds.CUDA_BUILDS.values():
+    for platforms in published.CUDA_BUILDS.values():
         for variants in platforms.values():
             for arch_list in variants.values():
                 assert parse_arch_list(arch_list)
@@ -217,9 +217,9 @@ def test_an_unknown_release_is_resolved_by_the_index(index: str) -> None:
     assert known_builds("2.15.0") is None
     builds = index_builds("2.15.0", index)
     assert dict(builds.cuda["x86_64"]) == {
-        "cu126": torch_builds.CUDA_BUILDS["2.14"]["x86_64"]["cu126"],
-        "cu128": torch_builds.CUDA_BUILDS["2.11"]["x86_64"]["cu128"],
-        "cu130": torch_builds.CUDA_BUILDS["2.14"]["x86_64"]["cu130"],
+        "cu126": published.CUDA_BUILDS["2.14"]["x86_64"]["cu126"],
+        "cu128": published.CUDA_BUILDS["2.11"]["x86_64"]["cu128"],
+        "cu130": published.CUDA_BUILDS["2.14"]["x86_64"]["cu130"],
         "cu136": None}  # never built by a known release: architectures unknown
     assert list(builds.cuda["aarch64"]) == ["cu130"] and builds.rocm == ("rocm7.14",)
     assert builds.source == f"the index {index}/torch/"
@@ -245,10 +245,10 @@ def test_an_unknown_release_offline_names_torch_cuda_as_the_way_out(index: str) 
 ])
 def test_driver_runs_cuda_per_nvidias_tables(driver: str, cuda: tuple[int, int],
                                              runs: bool) -> None:
-    assert cuda_drivers.runs(parse_driver(driver), cuda) is runs
+    assert drivers.runs(parse_driver(driver), cuda) is runs
 
 
 def test_full_support_is_table_3_or_what_the_driver_reports() -> None:
-    assert cuda_drivers.full_support(parse_driver("535.129.03")) == (12, 2)
-    assert cuda_drivers.full_support(parse_driver("610.43.02"), (13, 3)) == (13, 3)
-    assert cuda_drivers.full_support(parse_driver("418.67")) is None
+    assert drivers.full_support(parse_driver("535.129.03")) == (12, 2)
+    assert drivers.full_support(parse_driver("610.43.02"), (13, 3)) == (13, 3)
+    assert drivers.full_support(parse_driver("418.67")) is None

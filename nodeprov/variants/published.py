@@ -1,5 +1,5 @@
 """What PyTorch published for each release: CUDA variants with the GPU architectures each was
-built for, per platform, and the ROCm variants. The data only; ``torch_matrix`` holds the rule.
+built for, per platform, and the ROCm variants. The data only; ``choose`` holds the rule.
 
 Sources, read in their git history:
 
@@ -36,7 +36,7 @@ Sources, read in their git history:
   2.9 (12.6: "8.0;9.0", 12.8: "8.0;9.0;10.0;12.0", 13.0: "8.0;9.0;10.0;11.0;12.0+PTX").
 
 A variant seen in no release here (a CUDA newer than nodeprov knows) has no architecture list:
-``torch_matrix`` then chooses it only when ``torch_cuda`` names it.
+``choose`` then chooses it only when ``torch_cuda`` names it.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.torch_builds import CUDA_BUILDS, X86
-from nodeprov.torch_fit import parse_arch_list
+from nodeprov.variants.fit import parse_arch_list
+from nodeprov.variants.published import CUDA_BUILDS, X86
 
-DATA = Path(__file__).parent / "data" / "torch-arch-lists"
+DATA = Path(__file__).parents[1] / "data" / "torch-arch-lists"
 
 
 def as_reported(arch_list: str) -> list[str]:
@@ -69,7 +69,7 @@ def test_torch_2_0_cu118_starts_at_kepler_and_has_no_ptx() -> None:
 
 def test_cu124_builds_after_the_ptx_removal_have_none() -> None:
     # No released 2.5.x/2.6.0+cu124 list was found: the table's rests on the build scripts
-    # (torch_builds' docstring). This nightly of main, built after 12.4's PTX was removed
+    # (variants/published.py's docstring). This nightly of main, built after 12.4's PTX was removed
     # there and before any release script could add it back, is the nearest recorded build:
     # its list is the table's 2.6 cu124, without the compute_90 the table once claimed.
     text = (DATA / "pytorch-issue167244-nightly-2.7.0.dev20250310-cu124.txt").read_text()
