@@ -150,7 +150,7 @@ def inventory_command(
     extra_vars: ExtraVarsOpt = None,
 ) -> None:
     """Show the inventory as nodeprov (and Ansible) resolve it; connects to nothing."""
-    from nodeprov.extravars import parse_extra_vars
+    from nodeprov.inventory.extravars import parse_extra_vars
     from nodeprov.inventory.listing import show
 
     try:

@@ -14,8 +14,8 @@ from rich.text import Text
 
 from nodeprov import jsonreport
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from nodeprov.extravars import parse_extra_vars
 from nodeprov.inventory import Host, Inventory, load_inventory
+from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.listing import print_listing
 from nodeprov.options import tag_set
 from nodeprov.outcome import HostResult, Interrupted, RunOutcome

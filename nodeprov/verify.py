@@ -45,8 +45,8 @@ from nodeprov.checks.cluster import Opened
 from nodeprov.checks.fresh import AREAS, read_all_fresh
 from nodeprov.checks.plans import node_specs, plan_playbook, plan_results
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK, InputError, NodeprovError
-from nodeprov.extravars import parse_extra_vars
 from nodeprov.inventory import load_inventory
+from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.jsonreport import document
 from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.connect import connect_all

@@ -23,8 +23,8 @@ from nodeprov.inventory.data import Origin
 from nodeprov.inventory.model import Host
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.inventory.templating import HostTemplar
+from nodeprov.inventory.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
 from nodeprov.util import validate
-from nodeprov.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
 
 KNOWN = frozenset(VARIABLES) | connection.CONNECTION_NAMES
 # what Ansible's names are made of (ranges already expanded, host:port split off)

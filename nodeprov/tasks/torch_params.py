@@ -15,8 +15,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from nodeprov.installer import UvState
+from nodeprov.inventory.variables import VARIABLES
 from nodeprov.util import validate
-from nodeprov.variables import VARIABLES
 from nodeprov.variants.choose import wheel_spec
 from nodeprov.wheelhouse import Sources
 

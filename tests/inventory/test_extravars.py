@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nodeprov.errors import InputError
-from nodeprov.extravars import parse_extra_vars
 from nodeprov.inventory import load_inventory
+from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.playbook import load_playbook
 
 INVENTORY = """\

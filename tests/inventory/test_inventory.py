@@ -106,7 +106,7 @@ all:
 
 
 def test_example_inventory_loads() -> None:
-    example = Path(__file__).parent.parent / "inventory" / "example.yaml"
+    example = Path(__file__).parents[2] / "inventory" / "example.yaml"
     inventory = load_inventory(example)
     assert len(inventory.hosts) >= 2
 

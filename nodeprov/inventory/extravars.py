@@ -6,7 +6,7 @@ in Ansible::
 
 ``KEY=VALUE`` words give strings (quote with shell rules: ``-e 'motd="a b"'``); ``@FILE`` (YAML
 or JSON) and an inline ``{...}`` mapping give typed values (lists, mappings). Each value of
-nodeprov's own variables is checked by its table (``nodeprov.variables``) before any connection;
+nodeprov's own variables is checked by its table (``inventory.variables``) before any connection;
 a bad one is an InputError naming where it came from.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.errors import InputError
+from nodeprov.inventory.variables import VARIABLES
 from nodeprov.util.yamlfile import YamlMap, load_yaml_file, load_yaml_text
-from nodeprov.variables import VARIABLES
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 OPTION = "-e/--extra-vars"
