@@ -34,5 +34,6 @@ this machine; ConfirmNewConnection opens a second session and runs ``true``.
 Modules: actions (what may be done), options (SshOptions), session (Session), connect
 (connect_all: every host at once), hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch,
 transfer, nodelock (the run and batch locks, keepalive), facts (what a node is, as
-nodeside/facts.sh reads it), reader (exact file contents).
+nodeside/facts.sh reads it) and factcheck (each fact held to a pattern), reader (exact file
+contents).
 """
