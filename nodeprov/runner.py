@@ -31,8 +31,6 @@ from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
 from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome, TaskResult
-from nodeprov.peer_exec import execute
-from nodeprov.peers import Distribution
 from nodeprov.playbook import Playbook, TaskSpec, selected
 from nodeprov.remote.actions import Probe
 from nodeprov.remote.facts import Facts
@@ -40,6 +38,8 @@ from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.tasks.base import Context, Plan
 from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
+from nodeprov.wheels.peer_exec import execute
+from nodeprov.wheels.peers import Distribution
 
 
 @dataclass(frozen=True)

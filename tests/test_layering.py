@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     ("nodeprov.inventory", 3, (ERRORS, UTIL)),  # never remote/: it connects to nothing
     ("nodeprov.remote", 4, (ERRORS, UTIL, "nodeprov.gpu", "nodeprov.inventory.model",
                             "nodeprov.inventory.sshconfigs")),  # the SSH layer
+    ("nodeprov.wheels", 5, None),        # wheels to the nodes: sources, uv, seeds
     ("nodeprov.tasks", 6, None),
     ("nodeprov.job", 9, None),
     ("nodeprov.job.allreduce", 9, ()),   # runs on the nodes under torchrun

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nodeprov import installer, pipconfig
-from nodeprov.installer import parse_uv_line
 from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
@@ -51,6 +49,8 @@ from nodeprov.tasks.venv import (
 )
 from nodeprov.torch_choice import choose_for_host
 from nodeprov.variants.choose import parse_torch_version_py, wheel_spec
+from nodeprov.wheels import installer, pipconfig
+from nodeprov.wheels.installer import parse_uv_line
 
 if TYPE_CHECKING:
     from nodeprov.remote.facts import Facts

@@ -7,7 +7,7 @@
 Sources: the inventory's ``pip_*`` variables, else the node's own pip configuration
 (``pipconfig``), else PyTorch's index of the variant with PyPI. In wheelhouse mode this machine
 downloads the wheels once and pushes them to one node, which the others fetch them from over
-the node subnet (``nodeprov.peers``; ``wheels_from`` says which); the node installs from that
+the node subnet (``wheels.peers``; ``wheels_from`` says which); the node installs from that
 copy only. With ``download_once`` the first node downloads them from those sources itself
 (pip download, for its own platform) and the others fetch its copy the same way.
 """
@@ -18,11 +18,11 @@ import ipaddress
 import sys
 from typing import TYPE_CHECKING
 
-from nodeprov import installer, pipconfig, wheelhouse
-from nodeprov.peers import DOWNLOADED, UPLOADED, PeerDownload, PeerUpload
 from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed, Upload
 from nodeprov.variants.choose import wheel_spec
-from nodeprov.wheelhouse import Sources, download_args, target_name
+from nodeprov.wheels import installer, pipconfig, wheelhouse
+from nodeprov.wheels.peers import DOWNLOADED, UPLOADED, PeerDownload, PeerUpload
+from nodeprov.wheels.wheelhouse import Sources, download_args, target_name
 
 if TYPE_CHECKING:
     from nodeprov.tasks.torch_params import TorchParams, TorchState
@@ -70,7 +70,7 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
         make_dir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", remote_dir))
         if params.wheelhouse:
             local = local_dir(params, variant, python, state, ctx)
-            fill = Local((sys.executable, "-m", "nodeprov.wheelhouse", local, *args))
+            fill = Local((sys.executable, "-m", "nodeprov.wheels.wheelhouse", local, *args))
             # one wheel set: what is downloaded, and where it goes
             upload, wheels_from = peer_upload(ctx, local, remote_dir, "\0".join(
                 (*fill.argv, remote_dir)), params.subnet)

@@ -1,7 +1,7 @@
 """The torch task's parameters, and what its probe saw in the venv::
 
     params = TorchParams(venv="/opt/nodeprov/venv", version="2.13.0", cuda="auto")
-    params.sources.options("cpu")   # where the node installs from (nodeprov.wheelhouse)
+    params.sources.options("cpu")   # where the node installs from (nodeprov.wheels.wheelhouse)
 
 Each parameter is checked when the play is loaded, before any connection.
 """
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from nodeprov.installer import UvState
 from nodeprov.inventory.variables import VARIABLES
 from nodeprov.util import validate
 from nodeprov.variants.choose import wheel_spec
-from nodeprov.wheelhouse import Sources
+from nodeprov.wheels.installer import UvState
+from nodeprov.wheels.wheelhouse import Sources
 
 
 def _check_requirement(spec: str) -> None:

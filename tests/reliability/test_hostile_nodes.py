@@ -13,12 +13,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from nodeprov import commands, wheelhouse
+from nodeprov import commands
 from nodeprov.cli import app
 from nodeprov.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts
 from nodeprov.report import LiveReporter, print_recap
 from nodeprov.tasks.hosts import manage_etc_hosts
+from nodeprov.wheels import wheelhouse
 from tests.test_bad_input import GOOD_INVENTORY
 
 GOOD = {

@@ -19,11 +19,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from nodeprov import installer, wheelhouse
 from nodeprov.cli import app
 from nodeprov.gpu import GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.inventory import Host
-from nodeprov.peers import Distribution, PeerDownload, PeerUpload
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import (
@@ -40,6 +38,8 @@ from nodeprov.tasks.torch import VERIFY, parse_probe, plan, probe, variant_cuda
 from nodeprov.tasks.torch_params import TorchParams
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.variants.choose import parse_torch_version_py
+from nodeprov.wheels import installer, wheelhouse
+from nodeprov.wheels.peers import Distribution, PeerDownload, PeerUpload
 from tests.conftest import MakeTestbed
 from tests.tasks.kit import make_facts
 
@@ -369,7 +369,7 @@ def test_wheelhouse_plan_downloads_here_pushes_and_installs_offline(
     remote = "/var/cache/nodeprov/wheelhouse/cpu-torch-2.13.0"
     fetch, mkdir, upload, install, cleanup, verify = result.changes[0].actions
     assert isinstance(fetch, Local)
-    assert fetch.argv[:4] == (sys.executable, "-m", "nodeprov.wheelhouse", local)
+    assert fetch.argv[:4] == (sys.executable, "-m", "nodeprov.wheels.wheelhouse", local)
     assert fetch.argv[-7:] == ("--index-url", "https://download.pytorch.org/whl/cpu",
                                "--extra-index-url", "https://pypi.org/simple", "--",
                                "torch==2.13.0+cpu", "six")

@@ -22,10 +22,10 @@ import pytest
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
 from nodeprov.nodeside.peer_scripts import FETCH, LIST, SERVE
-from nodeprov.peer_exec import execute
-from nodeprov.peers import Distribution, PeerDownload, PeerUpload
 from nodeprov.remote.session import Result
 from nodeprov.tasks.base import Action, Local, Run, Upload
+from nodeprov.wheels.peer_exec import execute
+from nodeprov.wheels.peers import Distribution, PeerDownload, PeerUpload
 
 
 class LocalSession:

@@ -6,10 +6,10 @@
                install(venv, ("--find-links", "/opt/wheels"), ["torch==2.13.0+cpu"]))
 
 This machine downloads uv's wheel for the node's platform once (``python -m
-nodeprov.wheelhouse``, shared by every host and run), pushes it (~18 MB) and the node's python3
-unpacks the static binary to ``UV``, where later runs find it. uv reads no pip.conf: the sources
-are always given on its command line (the node's pip configuration, as ``pipconfig`` reads it,
-included), with pip's index strategy. The venv stays a plain venv with pip in it.
+nodeprov.wheels.wheelhouse``, shared by every host and run), pushes it (~18 MB) and the node's
+python3 unpacks the static binary to ``UV``, where later runs find it. uv reads no pip.conf: the
+sources are always given on its command line (the node's pip configuration, as ``pipconfig``
+reads it, included), with pip's index strategy. The venv stays a plain venv with pip in it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodeprov.remote.actions import Action, Local, Run, Upload
-from nodeprov.wheelhouse import cache_root, manylinux_platforms
+from nodeprov.wheels.wheelhouse import cache_root, manylinux_platforms
 
 UV_VERSION = "0.13.9"
 UV_DIR = f"/var/cache/nodeprov/uv-{UV_VERSION}"
@@ -143,7 +143,7 @@ def push_uv(state: UvState, arch: str, python: str) -> tuple[Action, ...]:
                  for arg in ("--platform", tag)]
     local = cache_root().parent / "uv" / f"uv-{UV_VERSION}-{arch}-glibc{state.glibc[0]}." \
                                          f"{state.glibc[1]}"
-    return (Local((sys.executable, "-m", "nodeprov.wheelhouse", str(local), "download",
+    return (Local((sys.executable, "-m", "nodeprov.wheels.wheelhouse", str(local), "download",
                    "--no-deps", "--only-binary=:all:", *platforms, "--no-input",
                    "--progress-bar", "off", "--", f"uv=={UV_VERSION}")),
             Run(("sh", "-c", MAKE_UPLOAD_DIR, "nodeprov-mkdir", _UPLOAD)),

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.pipconfig import SHELL, node_pip, parse_env
-from nodeprov.wheelhouse import Sources
+from nodeprov.wheels.pipconfig import SHELL, node_pip, parse_env
+from nodeprov.wheels.wheelhouse import Sources
 
-DATA = Path(__file__).parent / "data" / "pip-conf"
+DATA = Path(__file__).parents[1] / "data" / "pip-conf"
 
 
 def conf(name: str) -> str:

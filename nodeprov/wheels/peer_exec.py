@@ -1,5 +1,5 @@
 """Run a task's actions where one may be a PeerUpload or PeerDownload: the seed uploads or
-downloads and serves, the others fetch from it (``nodeprov.peers``); everything else goes to
+downloads and serves, the others fetch from it (``peers``); everything else goes to
 ``Session.execute``.
 
     read = execute(session, distribution, "torch", actions, then_read=probes)
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from nodeprov.errors import HostError
 from nodeprov.nodeside.peer_scripts import FETCH, LIST, SERVE
-from nodeprov.peers import (
+from nodeprov.remote.actions import STOP_MARKED, Action
+from nodeprov.wheels.peers import (
     SERVE_IDLE,
     SERVE_LIFETIME,
     Distribution,
@@ -25,7 +26,6 @@ from nodeprov.peers import (
     WheelFile,
     alone,
 )
-from nodeprov.remote.actions import STOP_MARKED, Action
 
 # a fetch slower than this gives up for the next source (or the upload): a stuck node
 FETCH_RATE, FETCH_SLACK = 5e6, 60.0  # bytes/s, seconds

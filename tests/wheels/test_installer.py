@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov import installer
 from nodeprov.remote.actions import Run
+from nodeprov.wheels import installer
 
 # Records its arguments (and uv's cache folder) in $0.log; fails when $0.fail exists.
 RECORDER = """#!/bin/sh

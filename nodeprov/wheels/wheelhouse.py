@@ -13,7 +13,7 @@ In wheelhouse mode this machine downloads what the nodes need once per variant, 
 hosts (and parallel runs) share one download; the nodes then install from the pushed copy with
 ``--no-index``. The runner calls it through a ``Local`` action::
 
-    python -m nodeprov.wheelhouse DEST PIP-DOWNLOAD-ARGUMENTS...
+    python -m nodeprov.wheels.wheelhouse DEST PIP-DOWNLOAD-ARGUMENTS...
 """
 
 from __future__ import annotations
@@ -137,7 +137,8 @@ def fetch(dest: Path, pip_args: Sequence[str]) -> bool:
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) < 2:
-        sys.stderr.write("usage: python -m nodeprov.wheelhouse DEST PIP-DOWNLOAD-ARGUMENTS...\n")
+        sys.stderr.write("usage: python -m nodeprov.wheels.wheelhouse DEST "
+                         "PIP-DOWNLOAD-ARGUMENTS...\n")
         return 2
     try:
         fetch(Path(argv[0]), argv[1:])

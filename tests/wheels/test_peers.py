@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.peers import UPLOADED, Distribution, PeerUpload
 from nodeprov.tasks.base import Context, Upload
 from nodeprov.tasks.torch_install import peer_upload
+from nodeprov.wheels.peers import UPLOADED, Distribution, PeerUpload
 from tests.tasks.kit import HOST, RECORDED, make_facts
 
 SUBNET = "192.0.2.0/24"  # the recorded VM's eth0 holds 192.0.2.2/24

@@ -20,7 +20,7 @@ import configparser
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodeprov.wheelhouse import Sources
+from nodeprov.wheels.wheelhouse import Sources
 
 ENV_PREFIX = "pip-env "
 # Needs $venv; appends the pip files to "$@" for nodeprov_read, in pip's override order.
