@@ -9,8 +9,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from nodeprov import files
 from nodeprov.cli import app
+from nodeprov.tasks.textfiles import blocks
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
 
@@ -158,7 +158,7 @@ def test_serial_rolls_in_batches_and_stops_when_too_many_fail(make_testbed: Make
     args = [str(cluster.inventory_path), "-p", str(playbook), "--skip-tags", "job"]
 
     def motd(node: str) -> list[str] | None:
-        return files.block_lines(cluster.exec(node, "cat", "/etc/motd").stdout, "notice")
+        return blocks.block_lines(cluster.exec(node, "cat", "/etc/motd").stdout, "notice")
 
     code, out, _ = apply(*args, "-e", "motd_line=first", "--json", str(tmp_path / "1.json"))
     first = report(tmp_path / "1.json")

@@ -12,7 +12,6 @@ import pytest
 from rich.console import Console
 from test_runner import FakeNode, Quiet
 
-from nodeprov import files
 from nodeprov.errors import InputError, Unreachable
 from nodeprov.inventory import load_inventory
 from nodeprov.playbook import load_playbook
@@ -22,6 +21,7 @@ from nodeprov.report import print_batches
 from nodeprov.rolling import Batch, Rolled, run_rolling
 from nodeprov.runner import RunOptions
 from nodeprov.tasks.base import TaskFailed
+from nodeprov.tasks.textfiles import blocks
 
 NAMES = [f"node{number}" for number in range(1, 6)]
 INVENTORY = "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n" + "".join(
@@ -70,7 +70,7 @@ def batches(rolled: Rolled) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
 
 def managed(nodes: dict[str, FakeNode]) -> list[str]:
     return [name for name, node in nodes.items()
-            if files.block_lines(node.texts.get("/etc/motd", ""), "motd") == ["managed"]]
+            if blocks.block_lines(node.texts.get("/etc/motd", ""), "motd") == ["managed"]]
 
 
 def test_batch_sizes_then_the_last_one_repeats_and_every_node_converges(tmp_path: Path) -> None:

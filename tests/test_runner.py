@@ -10,7 +10,6 @@ from typing import Any, cast
 
 import pytest
 
-from nodeprov import files
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.outcome import TaskResult
 from nodeprov.playbook import load_playbook
@@ -21,6 +20,7 @@ from nodeprov.remote.session import Session
 from nodeprov.runner import RunOptions, run_playbook
 from nodeprov.tasks.base import Context, Plan
 from nodeprov.tasks.registry import REGISTRY
+from nodeprov.tasks.textfiles import blocks
 
 FACTS = parse_facts(split_sections(
     (Path(__file__).parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
@@ -102,15 +102,15 @@ def apply(tmp_path: Path, node: FakeNode, check: bool = False) -> list[str]:
 
 
 def test_first_apply_reads_the_next_probes_with_each_change(tmp_path: Path) -> None:
-    issue = files.replace_block("", "two", ["second"])
+    issue = blocks.replace_block("", "two", ["second"])
     node = FakeNode({"/etc/motd": "welcome\n", "/etc/issue": issue})
     assert apply(tmp_path, node) == ["changed", "ok", "changed"]
     # the third task's probe needs its parameters (facts): read at its turn, so it sees the
     # first task's block, and keeps it
     assert node.calls == ["gather", "execute", "gather", "execute"]
     motd = node.texts["/etc/motd"]
-    assert motd.startswith("welcome\n") and files.block_lines(motd, "one") == ["first"]
-    assert files.block_lines(motd, "three") == [FACTS.hostname]
+    assert motd.startswith("welcome\n") and blocks.block_lines(motd, "one") == ["first"]
+    assert blocks.block_lines(motd, "three") == [FACTS.hostname]
     assert node.texts["/etc/issue"] == issue
 
     again = FakeNode(node.texts)
@@ -122,7 +122,7 @@ def test_each_change_reads_the_next_probes_in_its_round_trip(tmp_path: Path) -> 
     node = FakeNode({})
     assert apply(tmp_path, node) == ["changed", "changed", "changed"]
     assert node.calls == ["gather", "execute", "execute", "gather", "execute"]
-    assert files.block_lines(node.texts["/etc/issue"], "two") == ["second"]
+    assert blocks.block_lines(node.texts["/etc/issue"], "two") == ["second"]
 
 
 def test_check_reads_once_and_changes_nothing(tmp_path: Path) -> None:

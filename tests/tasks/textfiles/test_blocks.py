@@ -4,38 +4,38 @@ from __future__ import annotations
 
 import pytest
 
-from nodeprov import files
+from nodeprov.tasks.textfiles import blocks
 
 USER = "127.0.0.1\tlocalhost   # keep my tabs\n::1 ip6-localhost\n\n# my comment"
 
 
 def test_append_then_replace_keeps_outside_lines() -> None:
-    first = files.replace_block(USER, "hosts", ["10.0.0.11 node1"])
+    first = blocks.replace_block(USER, "hosts", ["10.0.0.11 node1"])
     assert first.startswith(USER + "\n")
-    second = files.replace_block(first + "after\n", "hosts", ["10.0.0.12 node2"])
-    assert second == (USER + "\n" + files.begin_marker("hosts") + "\n10.0.0.12 node2\n"
-                      + files.end_marker("hosts") + "\nafter\n")
-    assert files.block_lines(second, "hosts") == ["10.0.0.12 node2"]
+    second = blocks.replace_block(first + "after\n", "hosts", ["10.0.0.12 node2"])
+    assert second == (USER + "\n" + blocks.begin_marker("hosts") + "\n10.0.0.12 node2\n"
+                      + blocks.end_marker("hosts") + "\nafter\n")
+    assert blocks.block_lines(second, "hosts") == ["10.0.0.12 node2"]
 
 
 def test_same_block_is_no_change() -> None:
-    text = files.replace_block(USER, "hosts", ["a"])
-    assert files.replace_block(text, "hosts", ["a"]) == text
+    text = blocks.replace_block(USER, "hosts", ["a"])
+    assert blocks.replace_block(text, "hosts", ["a"]) == text
 
 
 def test_remove_block() -> None:
-    text = files.replace_block("x\n", "env", ["A=1"]) + "y\n"
-    assert files.remove_block(text, "env") == "x\ny\n"
-    assert files.remove_block("x\n", "env") == "x\n"
+    text = blocks.replace_block("x\n", "env", ["A=1"]) + "y\n"
+    assert blocks.remove_block(text, "env") == "x\ny\n"
+    assert blocks.remove_block("x\n", "env") == "x\n"
 
 
 def test_unterminated_block_is_not_a_block() -> None:
-    text = files.begin_marker("hosts") + "\nuser line\n"
-    assert files.find_block(text, "hosts") is None
+    text = blocks.begin_marker("hosts") + "\nuser line\n"
+    assert blocks.find_block(text, "hosts") is None
 
 
 def test_diff_and_absent() -> None:
-    diff = files.unified_diff("/etc/x", None, "a\n")
+    diff = blocks.unified_diff("/etc/x", None, "a\n")
     assert diff.startswith("--- /dev/null\n+++ /etc/x\n") and "+a" in diff
 
 
@@ -62,9 +62,9 @@ def test_every_accepted_line_is_idempotent_and_reads_back_as_written() -> None:
         except ValueError:
             continue
         accepted += 1
-        once = files.replace_block(outside, "m", [line, "y"])
-        assert files.replace_block(once, "m", [line, "y"]) == once, repr(char)
-        assert files.block_lines(once, "m") == [line, "y"], repr(char)
+        once = blocks.replace_block(outside, "m", [line, "y"])
+        assert blocks.replace_block(once, "m", [line, "y"]) == once, repr(char)
+        assert blocks.block_lines(once, "m") == [line, "y"], repr(char)
         assert once.startswith(outside)
     assert accepted > 12000
     for breaker in LINE_BREAKERS.replace("\r", ""):  # \r: ends a CRLF line, refused alone too
@@ -76,4 +76,4 @@ def test_every_accepted_line_is_idempotent_and_reads_back_as_written() -> None:
                                   "a\x1b[2Jb", "a\x00b"])
 def test_a_block_line_is_checked_again_where_it_is_written(line: str) -> None:
     with pytest.raises(ValueError, match="newline or control character"):
-        files.replace_block("", "hosts", ["10.0.0.12 node2", line])
+        blocks.replace_block("", "hosts", ["10.0.0.12 node2", line])

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nodeprov import files
+from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate
 
 SYSCTL_CONF = "/etc/sysctl.conf"
@@ -83,10 +83,10 @@ def settings(text: str) -> list[tuple[int, str, str]]:
 
 def comment_out(text: str, wanted: Mapping[str, str]) -> str:
     """``text`` with every line setting a key of ``wanted`` to something else commented out
-    (files.COMMENT_PREFIX); other lines kept byte for byte."""
+    (blocks.COMMENT_PREFIX); other lines kept byte for byte."""
     clashing = {index for index, name, setting in settings(text)
                 if name in wanted and not same_value(setting, wanted[name])}
-    return "".join(files.COMMENT_PREFIX + line if index in clashing else line
+    return "".join(blocks.COMMENT_PREFIX + line if index in clashing else line
                    for index, line in enumerate(text.splitlines(keepends=True)))
 
 
