@@ -12,7 +12,7 @@ from pathlib import Path
 from nodeprov.tasks.firewall import read_state
 from tests.tasks.kit import make_facts
 
-DATA = Path(__file__).parent / "tasks" / "data" / "firewall"
+DATA = Path(__file__).parents[1] / "data" / "firewall"
 FACTS = make_facts(hostname="node1", fqdn="node1", kernel="6.1.0", interfaces=(),
                    ephemeral_port_range=(32768, 60999), ufw_installed=True, ufw_active=True,
                    systemd=False, package_manager="apt-get", gpu=None)

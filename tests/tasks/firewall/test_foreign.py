@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from nodeprov import ufw
-from nodeprov.foreign_firewalls import refusal
 from nodeprov.remote.facts import Interface
-from nodeprov.ufw import Rule
-from tests.ufw_cases import FACTS
+from nodeprov.tasks.firewall import ufw
+from nodeprov.tasks.firewall.foreign import refusal
+from nodeprov.tasks.firewall.ufw import Rule
+from tests.tasks.firewall.ufw_cases import FACTS
 
 SUBNET = "10.0.0.0/24"
 DATA_RULES = [ufw.add_argv(Rule("allow", "tcp", port, SUBNET, dst=ufw.ANY_V4, comment=comment))

@@ -19,7 +19,7 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nodeprov.ufw import (
+from nodeprov.tasks.firewall.ufw import (
     ANYWHERE,
     CONF,
     DEFAULTS,

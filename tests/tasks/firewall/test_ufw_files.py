@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodeprov import ufw, ufw_files
-from tests.ufw_cases import section
+from nodeprov.tasks.firewall import ufw, ufw_files
+from tests.tasks.firewall.ufw_cases import section
 
 
 @pytest.mark.parametrize("case", ["in-sync", "mixed-enabled", "ipv6-off", "logging-off",

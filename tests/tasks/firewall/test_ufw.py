@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from nodeprov import ufw
-from nodeprov.ufw import Rule
-from tests.ufw_cases import section, texts
+from nodeprov.tasks.firewall import ufw
+from nodeprov.tasks.firewall.ufw import Rule
+from tests.tasks.firewall.ufw_cases import section, texts
 
 
 def test_parses_real_user_rules_with_hex_comments_and_every_rule_shape() -> None:

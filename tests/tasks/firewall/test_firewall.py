@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from nodeprov import ufw
 from nodeprov.inventory import Host
 from nodeprov.tasks.base import (
     Change,
@@ -30,10 +29,10 @@ from nodeprov.tasks.base import (
     Write,
     parse_params,
 )
-from nodeprov.tasks.firewall import GUARD_PID, FirewallParams, plan, probe, read_state
-from nodeprov.tasks.firewall_guard import HELPER, HELPER_SCRIPT
+from nodeprov.tasks.firewall import GUARD_PID, FirewallParams, plan, probe, read_state, ufw
+from nodeprov.tasks.firewall.guard import HELPER, HELPER_SCRIPT
 from nodeprov.testbed.cluster import Testbed
-from tests.ufw_cases import FACTS, recorded, section, texts
+from tests.tasks.firewall.ufw_cases import FACTS, recorded, section, texts
 
 SSH_ANY = ("ufw", "allow", "proto", "tcp", "from", "any", "to", "any", "port", "22", "comment",
            "nodeprov: ssh")
@@ -229,7 +228,7 @@ def test_missing_ufw_is_installed_first_with_the_helper() -> None:
 
 
 def test_a_node_ufw_cannot_serve_is_refused_before_any_change() -> None:
-    # the message itself: tests/test_foreign_firewalls.py
+    # the message itself: tests/tasks/firewall/test_foreign.py
     for facts in ({"firewalld_active": True}, {"ufw_rules_in_var_lib": True},
                   {"ufw_installed": False, "ufw_active": False, "package_manager": "dnf"}):
         with pytest.raises(TaskFailed, match="set firewall_manage: false for this node"):

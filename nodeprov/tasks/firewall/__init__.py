@@ -12,14 +12,18 @@ guard like iptables-apply: a detached process on the node runs ``ufw --force dis
 ``revert_seconds`` unless a NEW SSH connection got through and the runner stopped it.
 
 While ufw is inactive, its rule files and ufw.conf are written as ufw's command line would
-leave them (``nodeprov.ufw_files``) and loaded by ``ufw-init start``, what the boot service
-runs: a quarter of the CPU of ``ufw allow`` x 3 and ``ufw enable`` (Python). Once ufw is
-active its command line changes the rules, live chains included.
+leave them (``ufw_files``) and loaded by ``ufw-init start``, what the boot service runs: a
+quarter of the CPU of ``ufw allow`` x 3 and ``ufw enable`` (Python). Once ufw is active its
+command line changes the rules, live chains included.
 
-A node where ufw cannot do the job (firewalld, Fedora's ufw: ``foreign_firewalls``) is
-refused with the commands for its own firewall; ``manage`` false leaves a node to that tool.
+A node where ufw cannot do the job (firewalld, Fedora's ufw: ``foreign``) is refused with the
+commands for its own firewall; ``manage`` false leaves a node to that tool.
 
 /etc/default/ufw's IPV6= line belongs to the ipv6 task; this task only reads it.
+
+Beside the task: ``ufw`` (rules and settings as values, and the commands rendered from them),
+``ufw_files`` (ufw's own files), ``guard`` (the changes through nodeside/ufw-helper.sh, and
+the lockout guard), ``foreign`` (the firewalls ufw cannot replace).
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodeprov import foreign_firewalls, ufw, ufw_files
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.nodelock import STATE_DIR
@@ -43,13 +46,14 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
-from nodeprov.tasks.firewall_guard import (
+from nodeprov.tasks.firewall import foreign, ufw, ufw_files
+from nodeprov.tasks.firewall.guard import (
     Step,
     disarm_left_guard,
     guard_change,
     helper_change,
 )
-from nodeprov.ufw import Rule
+from nodeprov.tasks.firewall.ufw import Rule
 from nodeprov.util import validate
 
 SSH, NCCL, RDZV = "nodeprov: ssh", "nodeprov: nccl ephemeral", "nodeprov: rdzv"
@@ -139,8 +143,8 @@ def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
     seen = read_state(observed, ctx.facts)
     state = seen.state
     wanted = wanted_rules(ctx, params, state.ipv6)
-    refused = foreign_firewalls.refusal(ctx.facts, params.subnet, params.rdzv_port,
-                                        [ufw.add_argv(r) for r in wanted if r.comment != SSH])
+    refused = foreign.refusal(ctx.facts, params.subnet, params.rdzv_port,
+                              [ufw.add_argv(r) for r in wanted if r.comment != SSH])
     if refused:
         raise TaskFailed(refused)
     users = {r.match: r for r in state.rules if not _ours(r) and r.action in ("allow", "limit")}
