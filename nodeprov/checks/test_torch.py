@@ -14,7 +14,7 @@ from nodeprov.errors import HostError
 from nodeprov.inventory import Host
 from nodeprov.tasks import torch
 from nodeprov.tasks.base import Context, TaskFailed
-from nodeprov.tasks.torch_params import TorchParams
+from nodeprov.tasks.torch.params import TorchParams
 
 if TYPE_CHECKING:
     from nodeprov.checks.cluster import Cluster

@@ -37,7 +37,7 @@ from nodeprov.inventory import load_inventory
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
 from nodeprov.tasks.base import Action, Context, Run
-from nodeprov.tasks.torch_install import peer_download, peer_upload
+from nodeprov.tasks.torch.install import peer_download, peer_upload
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from nodeprov.wheels import installer, wheelhouse

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nodeprov.tasks.base import Context, Upload
-from nodeprov.tasks.torch_install import peer_upload
+from nodeprov.tasks.torch.install import peer_upload
 from nodeprov.wheels.peers import UPLOADED, Distribution, PeerUpload
 from tests.tasks.kit import HOST, RECORDED, make_facts
 

@@ -15,7 +15,7 @@ from nodeprov.remote.session import Session
 from nodeprov.tasks.base import Upload
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
-from tests.tasks.test_torch import MIRROR, apply, torch_on
+from tests.tasks.torch.test_torch import MIRROR, apply, torch_on
 
 # the firewall first: the seed's port must be one its rules open to the node subnet
 PLAYBOOK = """\

@@ -35,7 +35,7 @@ from nodeprov.tasks.base import (
     parse_params,
 )
 from nodeprov.tasks.torch import VERIFY, parse_probe, plan, probe, variant_cuda
-from nodeprov.tasks.torch_params import TorchParams
+from nodeprov.tasks.torch.params import TorchParams
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.variants.choose import parse_torch_version_py
 from nodeprov.wheels import installer, wheelhouse
@@ -43,7 +43,7 @@ from nodeprov.wheels.peers import Distribution, PeerDownload, PeerUpload
 from tests.conftest import MakeTestbed
 from tests.tasks.kit import make_facts
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = Path(__file__).parents[2] / "data"
 VENV = "/opt/nodeprov/venv"
 PY = f"{VENV}/bin/python"
 SITE = f"{VENV}/lib/python3.11/site-packages"

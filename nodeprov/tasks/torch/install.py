@@ -25,7 +25,7 @@ from nodeprov.wheels.peers import DOWNLOADED, UPLOADED, PeerDownload, PeerUpload
 from nodeprov.wheels.wheelhouse import Sources, download_args, target_name
 
 if TYPE_CHECKING:
-    from nodeprov.tasks.torch_params import TorchParams, TorchState
+    from nodeprov.tasks.torch.params import TorchParams, TorchState
 
 REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
 

@@ -23,6 +23,10 @@ once the name is installed. torch itself is judged by its ``torch/version.py`` (
 CUDA), so a replaced or hand-edited torch is reinstalled. After installing, a final command
 imports torch and checks its version, CUDA, gloo, and that the NCCL it loads is the one torch
 pins (the same on every node with the same torch build).
+
+Beside the task: ``params`` (its parameters, and what the probe saw), ``choice`` (the build for
+one host, from every host's facts), ``install`` (the sources, the wheelhouse and its peers, uv
+or pip).
 """
 
 from __future__ import annotations
@@ -38,8 +42,9 @@ from nodeprov.tasks.base import (
     Run,
     TaskType,
 )
-from nodeprov.tasks.torch_install import install_actions, installed_with, local_dir, sources_for
-from nodeprov.tasks.torch_params import TorchParams, TorchState
+from nodeprov.tasks.torch.choice import choose_for_host
+from nodeprov.tasks.torch.install import install_actions, installed_with, local_dir, sources_for
+from nodeprov.tasks.torch.params import TorchParams, TorchState
 from nodeprov.tasks.venv import (
     marker_environment,
     node_python,
@@ -47,7 +52,6 @@ from nodeprov.tasks.venv import (
     parse_pyvenv_cfg,
     unsatisfied,
 )
-from nodeprov.torch_choice import choose_for_host
 from nodeprov.variants.choose import parse_torch_version_py, wheel_spec
 from nodeprov.wheels import installer, pipconfig
 from nodeprov.wheels.installer import parse_uv_line
