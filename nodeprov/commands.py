@@ -16,10 +16,10 @@ from nodeprov import jsonreport
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from nodeprov.inventory import Host, Inventory, load_inventory
 from nodeprov.inventory.extravars import parse_extra_vars
-from nodeprov.listing import print_listing
-from nodeprov.options import tag_set
 from nodeprov.outcome import HostResult, Interrupted, RunOutcome
-from nodeprov.playbook import JobSpec, default_playbook, load_playbook, selected
+from nodeprov.playbook import JobSpec, default_playbook, load_playbook
+from nodeprov.playbook.listing import print_listing
+from nodeprov.playbook.tags import selected, tag_set
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions

@@ -60,11 +60,3 @@ def resolve_inventory(given: Path | None) -> Path:
         return Path(os.environ["NODEPROV_INVENTORY"])
     raise InputError("no inventory: give a path, create ./inventory.yaml, or set "
                      "NODEPROV_INVENTORY")
-
-
-def tag_set(tags: str | None) -> frozenset[str]:
-    """
-    >>> sorted(tag_set("job, hosts,"))
-    ['hosts', 'job']
-    """
-    return frozenset(t.strip() for t in tags.split(",") if t.strip()) if tags else frozenset()

@@ -1,4 +1,4 @@
-"""Run a playbook play by play in the batches of each play's ``serial:`` (``nodeprov.serial``),
+"""Run a playbook play by play in the batches of each play's ``serial:`` (``playbook.serial``),
 stopping when a batch fails as ``max_fail_percentage:`` (or a wholly failed batch) says::
 
     rolled = run_rolling(playbook, inventory, targets, options, reporter, sessions)
@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from nodeprov.inventory import Host, Inventory
 from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome
-from nodeprov.playbook import Play, Playbook, selected
+from nodeprov.playbook import Play, Playbook
+from nodeprov.playbook.serial import split_batches, stop_reason
+from nodeprov.playbook.tags import selected
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
 from nodeprov.runner import RunOptions, run_playbook
-from nodeprov.serial import split_batches, stop_reason
 
 FAILED = ("failed", "unreachable")
 

@@ -31,7 +31,8 @@ from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.inventory import Host, Inventory
 from nodeprov.node_address import with_node_addresses
 from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome, TaskResult
-from nodeprov.playbook import Playbook, TaskSpec, selected
+from nodeprov.playbook import Playbook, TaskSpec
+from nodeprov.playbook.tags import selected
 from nodeprov.remote.actions import Probe
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from nodeprov.inventory import Host
-from nodeprov.playbook import Playbook, selected
+from nodeprov.playbook import Playbook
+from nodeprov.playbook.tags import selected
 
 
 def _tags(tags: Sequence[str]) -> str:

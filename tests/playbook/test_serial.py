@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeprov.serial import (
+from nodeprov.playbook.serial import (
     batch_size,
     parse_max_fail_percentage,
     parse_serial,

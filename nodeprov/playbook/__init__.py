@@ -9,6 +9,9 @@
 
 Parameters are Jinja2 templates rendered per host with its vars, ``inventory_hostname``,
 ``group_names`` and ``facts`` (the node's facts, known only once connected).
+
+Beside the loader: ``serial`` (a play's batches, ``serial:`` and ``max_fail_percentage:``),
+``tags`` (what --tags and --skip-tags select), ``listing`` (--list-hosts, --list-tasks).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from nodeprov import serial
 from nodeprov.errors import InputError
 from nodeprov.inventory import Host, Inventory
+from nodeprov.playbook import serial
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import ParamError, TaskType, param_names, parse_params
 from nodeprov.tasks.registry import REGISTRY
@@ -140,12 +143,6 @@ class JobSpec:
                                   host.become_password),
                              source=self.source, line=self.line,
                              field=f"{where} {error.field}") from None
-
-
-def selected(tags: Sequence[str], only: frozenset[str], skip: frozenset[str]) -> bool:
-    """Whether a task (or a play's job) with ``tags`` runs under --tags ``only`` and
-    --skip-tags ``skip``, as in Ansible: skip wins."""
-    return not (only and not only & set(tags)) and not skip & set(tags)
 
 
 @dataclass(frozen=True)
