@@ -13,10 +13,12 @@ from rich.table import Table
 from rich.text import Text
 
 from nodeprov import jsonreport
+from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
+from nodeprov.engine.rolling import Rolled, run_rolling
+from nodeprov.engine.runner import RunOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from nodeprov.inventory import Host, Inventory, load_inventory
 from nodeprov.inventory.extravars import parse_extra_vars
-from nodeprov.outcome import HostResult, Interrupted, RunOutcome
 from nodeprov.playbook import JobSpec, default_playbook, load_playbook
 from nodeprov.playbook.listing import print_listing
 from nodeprov.playbook.tags import selected, tag_set
@@ -25,8 +27,6 @@ from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
-from nodeprov.rolling import Rolled, run_rolling
-from nodeprov.runner import RunOptions
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
     return EXIT_OK if ok else EXIT_HOST_FAILED
 
 
-def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: RunOutcome,
+def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookOutcome,
            sessions: Mapping[str, Session], inventory: Inventory, check: bool) -> list[Proof]:
     """The play's verification job, when every one of its hosts came through the tasks."""
     # lazy: the job's modules load only for a playbook with a job: play

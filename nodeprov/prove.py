@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.inventory import Host
 from nodeprov.job.baseline import (
     Baseline,
@@ -34,7 +35,6 @@ from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.launch import JobOutcome, run_job
 from nodeprov.job.matrix import Matrix
 from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
-from nodeprov.node_address import with_node_addresses
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
 from nodeprov.util.validate import printable

@@ -14,11 +14,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nodeprov.outcome import HostResult, TaskResult
+from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
-    from nodeprov.rolling import Batch
+    from nodeprov.engine.rolling import Batch
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim",
           "unreachable": "bold red"}

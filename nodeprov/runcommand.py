@@ -8,10 +8,10 @@ from pathlib import Path
 from rich.console import Console
 
 from nodeprov import jsonreport
+from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
 from nodeprov.inventory import load_inventory
 from nodeprov.job.runargs import RunRequest
-from nodeprov.node_address import with_node_addresses
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
 from nodeprov.util.validate import printable

@@ -57,7 +57,7 @@ from nodeprov.util.fanout import DEFAULT_FORKS
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
-    from nodeprov.outcome import RunOutcome
+    from nodeprov.engine.outcome import PlaybookOutcome
     from nodeprov.prove import Proof
 
 __all__ = ["CheckResult", "Collector", "Outcome", "Verification", "run_checks", "run_verify"]
@@ -159,7 +159,7 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
     return Verification(tuple(results), time.monotonic() - started)
 
 
-def _gathered(outcome: RunOutcome) -> dict[str, Facts | str]:
+def _gathered(outcome: PlaybookOutcome) -> dict[str, Facts | str]:
     """Every inventory node's facts, or why there are none (what a check then fails with)."""
     errors = {result.name: result.error for result in outcome.results}
     return {name: facts if facts is not None else errors.get(name) or f"{name}: not reachable"

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from nodeprov.commands import apply_report, facts_report
+from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.job.baseline import load_baseline, record_baseline
 from nodeprov.job.launch import JobOutcome
 from nodeprov.job.matrix import Check, Matrix
 from nodeprov.job.results import parse_result, verdict
 from nodeprov.jsonreport import write_report
-from nodeprov.outcome import HostResult, TaskResult
 from nodeprov.prove import Proof
 from nodeprov.remote.facts import parse_facts, split_sections
 from nodeprov.verify import CheckResult, Verification, report_json

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     ("nodeprov.tasks", 6, None),
     ("nodeprov.tasks.textfiles", 6, (ERRORS, UTIL)),  # pure text edits, for every task
     ("nodeprov.playbook", 7, None),      # plays, tags, batches: read before any connection
+    ("nodeprov.engine", 8, None),        # the runner: the only code that acts on nodes
     ("nodeprov.job", 9, None),
     ("nodeprov.job.allreduce", 9, ()),   # runs on the nodes under torchrun
     ("nodeprov.checks", 9, None),

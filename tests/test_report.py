@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from nodeprov.commands import apply_report
-from nodeprov.outcome import HostResult, TaskResult
+from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts, split_sections
 from nodeprov.report import print_recap
 from tests.report_schema import assert_valid

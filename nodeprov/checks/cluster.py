@@ -21,9 +21,9 @@ import testinfra.host
 from testinfra.backend.base import BaseBackend, CommandResult
 
 from nodeprov.checks.fresh import Fresh
+from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.errors import HostError, InputError
 from nodeprov.inventory import Host, Inventory
-from nodeprov.node_address import with_node_addresses
 from nodeprov.playbook import Playbook, TaskSpec
 from nodeprov.remote.actions import Probe
 from nodeprov.remote.facts import Facts

@@ -201,7 +201,7 @@ def _check_unique(hosts: Iterable[Host], builder: _HostBuilder) -> None:
             raise builder.error(host.name, "ansible_host", f"{host.name} and {other} have the "
                                 f"same address {host.address}:{host.port or 22}; each host "
                                 "needs its own")
-        if not host.node_address:  # read from the node later (nodeprov.node_address)
+        if not host.node_address:  # read from the node later (nodeprov.engine.node_address)
             continue
         other = seen_node.setdefault(host.node_address, host.name)
         if other != host.name:

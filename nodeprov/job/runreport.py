@@ -41,7 +41,9 @@ class FirstFailure:
 
 
 @dataclass(frozen=True)
-class RunOutcome:
+class UserJobOutcome:
+    """How ``nodeprov run`` ended: each node's ranks, the diagnosis, the preflight matrix."""
+
     run_id: str
     nodes: Mapping[str, NodeRun]
     diagnosis: tuple[str, ...]

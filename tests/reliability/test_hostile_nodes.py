@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from nodeprov import commands
 from nodeprov.cli import app
-from nodeprov.outcome import HostResult, TaskResult
+from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts
 from nodeprov.report import LiveReporter, print_recap
 from nodeprov.tasks.hosts import manage_etc_hosts

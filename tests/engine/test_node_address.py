@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.inventory import Host
-from nodeprov.node_address import with_node_addresses
 from nodeprov.remote.facts import Interface
 from tests.tasks.kit import RECORDED, make_facts
 

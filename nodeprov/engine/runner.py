@@ -4,7 +4,7 @@
 
 Phase 1 opens one SSH connection per inventory host and reads facts and every task's probe in
 one round trip (hosts outside ``--limit`` give facts only: the hosts task lists every node;
-a later batch of a rolling run, ``nodeprov.rolling``, reads only its own hosts again).
+a later batch of a rolling run, ``nodeprov.engine.rolling``, reads only its own hosts again).
 Phase 2 walks each target host's tasks in order: plan, then (unless ``check``) execute; the
 facts and the remaining probes are read again in the round trip of a task's changes, right
 after them, so each plan sees what earlier tasks did. A failure stops that host's remaining
@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeprov.engine.node_address import with_node_addresses
+from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome, Reporter, TaskResult
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
 from nodeprov.inventory import Host, Inventory
-from nodeprov.node_address import with_node_addresses
-from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome, TaskResult
 from nodeprov.playbook import Playbook, TaskSpec
 from nodeprov.playbook.tags import selected
 from nodeprov.remote.actions import Probe
@@ -80,7 +80,7 @@ def host_tasks(playbook: Playbook, inventory: Inventory, targets: Sequence[Host]
 
 def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
                  options: RunOptions, reporter: Reporter, sessions: Mapping[str, Session],
-                 known: Mapping[str, Facts | None] | None = None) -> RunOutcome:
+                 known: Mapping[str, Facts | None] | None = None) -> PlaybookOutcome:
     """Run the tasks; ``sessions`` (one per inventory host, opened here) stay open for the
     caller, who closes them (the verification job reuses them). ``known``: what an earlier
     batch read (None: the host could not be read); those hosts are not read again unless
@@ -145,7 +145,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
     probed = {name: {spec.type.name: out for spec, out in reversed(list(zip(
         runs[name].specs, outputs, strict=True))) if out is not None}
         for name, outputs in observed.items() if name in runs}
-    outcome = RunOutcome([results[name] for name in runs],
+    outcome = PlaybookOutcome([results[name] for name in runs],
                          {name: result.facts for name, result in results.items()}, probed)
     if stop.is_set():
         raise Interrupted(outcome)

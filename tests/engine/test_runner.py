@@ -10,20 +10,20 @@ from typing import Any, cast
 
 import pytest
 
+from nodeprov.engine.outcome import TaskResult
+from nodeprov.engine.runner import RunOptions, run_playbook
 from nodeprov.inventory import Host, load_inventory
-from nodeprov.outcome import TaskResult
 from nodeprov.playbook import load_playbook
 from nodeprov.remote import reader
 from nodeprov.remote.actions import Action, Probe, Write
 from nodeprov.remote.facts import Facts, parse_facts, split_sections
 from nodeprov.remote.session import Session
-from nodeprov.runner import RunOptions, run_playbook
 from nodeprov.tasks.base import Context, Plan
 from nodeprov.tasks.registry import REGISTRY
 from nodeprov.tasks.textfiles import blocks
 
 FACTS = parse_facts(split_sections(
-    (Path(__file__).parent / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
+    (Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt").read_text(), "TOKEN123"))
 INVENTORY = """\
 all:
   vars: {node_subnet: 10.0.0.0/24}

@@ -15,14 +15,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome, Reporter
+from nodeprov.engine.runner import RunOptions, run_playbook
 from nodeprov.inventory import Host, Inventory
-from nodeprov.outcome import HostResult, Interrupted, Reporter, RunOutcome
 from nodeprov.playbook import Play, Playbook
 from nodeprov.playbook.serial import split_batches, stop_reason
 from nodeprov.playbook.tags import selected
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
-from nodeprov.runner import RunOptions, run_playbook
 
 FAILED = ("failed", "unreachable")
 
@@ -37,7 +37,7 @@ class Batch:
 
 @dataclass(frozen=True)
 class Rolled:
-    run: RunOutcome
+    run: PlaybookOutcome
     batches: tuple[Batch, ...]
     stopped: str | None = None  # why the run stopped before the last batch
 
@@ -67,7 +67,7 @@ def run_rolling(playbook: Playbook, inventory: Inventory, targets: Sequence[Host
                 run = run_playbook(single, inventory, batch, options, reporter, sessions, facts)
             except Interrupted as stopped:
                 _merge(merged, facts, stopped.outcome)
-                raise Interrupted(RunOutcome(list(merged.values()), facts)) from None
+                raise Interrupted(PlaybookOutcome(list(merged.values()), facts)) from None
             _merge(merged, facts, run)
             if not _has_tasks(play, options):
                 continue  # it ran for the facts only (a job: play)
@@ -78,9 +78,9 @@ def run_rolling(playbook: Playbook, inventory: Inventory, targets: Sequence[Host
                 unreachable=sum(merged[n].status == "unreachable" for n in failed),
                 max_fail_percentage=play.max_fail_percentage)
             if reason:
-                return Rolled(RunOutcome(list(merged.values()), facts), tuple(batches),
+                return Rolled(PlaybookOutcome(list(merged.values()), facts), tuple(batches),
                               f"play {play.name!r}, batch {number}: {reason}")
-    return Rolled(RunOutcome(list(merged.values()), facts), tuple(batches))
+    return Rolled(PlaybookOutcome(list(merged.values()), facts), tuple(batches))
 
 
 def _has_tasks(play: Play, options: RunOptions) -> bool:
@@ -88,7 +88,7 @@ def _has_tasks(play: Play, options: RunOptions) -> bool:
 
 
 def _merge(merged: dict[str, HostResult], facts: dict[str, Facts | None],
-           run: RunOutcome) -> None:
+           run: PlaybookOutcome) -> None:
     """One result per host over the plays and batches it ran in."""
     facts.update({name: found for name, found in run.facts.items()
                   if found is not None or name not in facts})

@@ -41,10 +41,11 @@ class HostResult:
 
 
 @dataclass(frozen=True)
-class RunOutcome:
-    """One result per target host (in order), and every inventory host's facts (None when it
-    could not be read), for what runs after the tasks; ``probed``: each target host's last
-    probe output per task type (its first task of that type), for verify's checks."""
+class PlaybookOutcome:
+    """A playbook's run (apply, or verify's plans; ``nodeprov run`` has UserJobOutcome): one
+    result per target host (in order), and every inventory host's facts (None when it could not
+    be read), for what runs after the tasks; ``probed``: each target host's last probe output
+    per task type (its first task of that type), for verify's checks."""
 
     results: list[HostResult]
     facts: dict[str, Facts | None]
@@ -57,7 +58,7 @@ class Interrupted(NodeprovError, KeyboardInterrupt):
 
     exit_code = EXIT_INTERRUPTED
 
-    def __init__(self, outcome: RunOutcome) -> None:
+    def __init__(self, outcome: PlaybookOutcome) -> None:
         super().__init__("interrupted (Ctrl-C): each node finished the command in flight; run "
                          "again to converge")
         self.outcome = outcome
