@@ -30,7 +30,7 @@ from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_re
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
-    from nodeprov.prove import Proof
+    from nodeprov.job.prove import Proof
 
 
 def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
@@ -100,7 +100,7 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookO
     """The play's verification job, when every one of its hosts came through the tasks."""
     # lazy: the job's modules load only for a playbook with a job: play
     from nodeprov.job.baseline import baseline_path
-    from nodeprov.prove import print_proof, prove_cluster
+    from nodeprov.job.prove import print_proof, prove_cluster
 
     if check:
         console.print("job: not run in check mode", markup=False, highlight=False)

@@ -58,7 +58,7 @@ from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.engine.outcome import PlaybookOutcome
-    from nodeprov.prove import Proof
+    from nodeprov.job.prove import Proof
 
 __all__ = ["CheckResult", "Collector", "Outcome", "Verification", "run_checks", "run_verify"]
 
@@ -248,7 +248,7 @@ def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | N
     # lazy: the job's modules load only when the job runs (not for --no-job)
     from nodeprov.job.baseline import baseline_path
     from nodeprov.job.matrix import Matrix
-    from nodeprov.prove import Proof, print_proof, prove_cluster
+    from nodeprov.job.prove import Proof, print_proof, prove_cluster
     from nodeprov.remote.hostkeys import SshFiles
 
     inventory = load_inventory(inventory_path, extra_vars=extra)

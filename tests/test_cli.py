@@ -75,7 +75,7 @@ def test_help_does_not_import_fabric() -> None:
 
 def test_apply_and_verify_load_the_job_modules_only_for_the_job() -> None:
     assert loaded_after("import nodeprov.commands, nodeprov.verify",
-                        ("nodeprov.job", "nodeprov.prove", "rich.live")) == []
+                        ("nodeprov.job", "nodeprov.job.prove", "rich.live")) == []
 
 
 # --- one meaning per option on every command ----------------------------------------------------

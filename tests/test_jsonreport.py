@@ -15,9 +15,9 @@ from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.job.baseline import load_baseline, record_baseline
 from nodeprov.job.launch import JobOutcome
 from nodeprov.job.matrix import Check, Matrix
+from nodeprov.job.prove import Proof
 from nodeprov.job.results import parse_result, verdict
 from nodeprov.jsonreport import write_report
-from nodeprov.prove import Proof
 from nodeprov.remote.facts import parse_facts, split_sections
 from nodeprov.verify import CheckResult, Verification, report_json
 from tests.report_schema import assert_valid
