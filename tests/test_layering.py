@@ -2,7 +2,7 @@
 
 - each module imports only its own room (its folder, sub-rooms included) and the rooms of the
   layers below it, or where ``LAYERS`` says ``only``, just the rooms named there;
-- only the CLI imports nodeprov.commands;
+- only the CLI imports nodeprov.commands, and only inside the commands (--help stays fast);
 - no two modules import each other, however indirectly, TYPE_CHECKING imports included;
 - every exception class nodeprov defines sits under NodeprovError (errors.py).
 """
@@ -16,28 +16,35 @@ from tests.sources import PACKAGE, Module, imported, imported_modules, package_m
 
 ERRORS, UTIL = "nodeprov.errors", "nodeprov.util"
 # (room, layer, only): a room is a module or a folder of them. A module may import its own room
-# and the rooms of lower layers; ``only`` narrows that to the rooms it names (() = none: the
-# standard library and, for the job, torch).
+# (sub-rooms included) and the rooms of lower layers; ``only`` narrows that to the rooms it
+# names (() = none: the standard library and, for the job, torch).
 LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
-    (ERRORS, 0, ()),
+    (ERRORS, 0, ()),                     # the error tree and exit codes
     ("nodeprov.nodeside", 0, ()),        # runs on the nodes: the standard library only
     (UTIL, 1, None),                     # validate, yamlfile, fanout, jinja
     ("nodeprov.jsonreport", 1, None),    # the report's schema and writer
-    ("nodeprov.gpu", 2, None),
+    ("nodeprov.gpu", 2, None),           # a node's GPUs, from what facts.sh reads
     ("nodeprov.variants", 2, None),      # choosing the torch variant
-    ("nodeprov.inventory", 3, (ERRORS, UTIL)),  # never remote/: it connects to nothing
-    ("nodeprov.remote", 4, (ERRORS, UTIL, "nodeprov.gpu", "nodeprov.inventory.model",
+    ("nodeprov.config", 2, None),        # ansible.cfg and ANSIBLE_* settings
+    ("nodeprov.htmlreport", 2, None),    # the JSON report as HTML (for commands/)
+    ("nodeprov.inventory", 3, (ERRORS, UTIL, "nodeprov.config")),  # connects to nothing
+    ("nodeprov.remote", 4, (ERRORS, UTIL, "nodeprov.gpu", "nodeprov.config",
+                            "nodeprov.inventory.model",
                             "nodeprov.inventory.sshconfigs")),  # the SSH layer
     ("nodeprov.wheels", 5, None),        # wheels to the nodes: sources, uv, seeds
-    ("nodeprov.tasks", 6, None),
+    ("nodeprov.tasks", 6, None),         # facts read, tasks decide
     ("nodeprov.tasks.textfiles", 6, (ERRORS, UTIL)),  # pure text edits, for every task
     ("nodeprov.playbook", 7, None),      # plays, tags, batches: read before any connection
     ("nodeprov.engine", 8, None),        # the runner: the only code that acts on nodes
-    ("nodeprov.job", 9, None),
+    ("nodeprov.job", 9, None),           # the torchrun jobs (never checks/)
     ("nodeprov.job.allreduce", 9, ()),   # runs on the nodes under torchrun
-    ("nodeprov.checks", 9, None),
+    ("nodeprov.checks", 9, None),        # verify's checks (never job/)
+    ("nodeprov.commands", 10, None),     # one module per subcommand
     ("nodeprov.testbed", 10, (ERRORS, UTIL)),  # a side room: only the CLI and tests use it
+    ("nodeprov.cli", 11, None),          # options, exit codes; commands imported lazily
+    ("nodeprov.__main__", 12, ("nodeprov.cli",)),
 )
+ROOT = "nodeprov"  # the package's __init__: its version, nothing to import
 
 
 def within(name: str, room: str) -> bool:
@@ -88,11 +95,22 @@ def nodeprov_names(module: Module) -> set[str]:
     return {name for name in imported(module) if within(name, "nodeprov")}
 
 
-def test_only_the_cli_imports_the_commands() -> None:
+def test_every_module_sits_in_a_room_of_the_table() -> None:
+    loose = [module.name for module in package_modules()
+             if module.name != ROOT and room_of(module.name) is None]
+    assert not loose, loose
+
+
+def test_only_the_cli_imports_the_commands_and_only_when_one_runs() -> None:
     importers = {module.name for module in package_modules()
-                 if any(target == "nodeprov.commands" or target.startswith("nodeprov.commands.")
-                        for target in nodeprov_names(module))}
-    assert importers <= {"nodeprov.cli"}, sorted(importers)
+                 if not within(module.name, "nodeprov.commands")
+                 and any(within(target, "nodeprov.commands") for target in nodeprov_names(module))}
+    assert importers and all(within(name, "nodeprov.cli") for name in importers), importers
+    eager = {f"{module.name} imports {target} at import time"
+             for module in package_modules() if within(module.name, "nodeprov.cli")
+             for target in imported(module, top_level_only=True)
+             if within(target, "nodeprov.commands")}
+    assert not eager, sorted(eager)
 
 
 def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:

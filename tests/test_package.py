@@ -3,7 +3,9 @@
 - every third-party module nodeprov imports (at any depth: lazy imports count) comes from a
   dependency pyproject.toml declares (the job's torch from the ``job`` extra), and each declared
   dependency is installed here in a version it allows;
-- no module is over 300 lines (STYLE: modules stay well under that).
+- no module is over 300 lines (STYLE: modules stay well under that);
+- at most 8 modules sit loose at the package root: every other one is in the folder of its
+  concern (tests/test_layering.py gives each folder its layer).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.sources import REPO, Module, imported, package_modules
+from tests.sources import PACKAGE, REPO, Module, imported, package_modules
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,6 +26,7 @@ else:
     import tomli as tomllib
 
 MAX_LINES = 300
+MAX_LOOSE = 8
 # the torchrun job runs in the nodes' venv, which the torch task fills: the ``job`` extra
 EXTRA_OF = {"nodeprov.job.allreduce": "job"}
 
@@ -94,3 +97,9 @@ def test_no_module_is_over_300_lines() -> None:
     long = {str(module.path.relative_to(REPO)): lines for module in package_modules()
             if (lines := len(module.path.read_text().splitlines())) > MAX_LINES}
     assert not long, long
+
+
+def test_at_most_8_modules_are_loose_at_the_package_root() -> None:
+    loose = sorted(module.path.name for module in package_modules()
+                   if module.path.parent == PACKAGE and not module.is_package)
+    assert len(loose) <= MAX_LOOSE, loose

@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 from test_runner import FakeNode, Quiet
 
+from nodeprov.commands.console import print_batches
 from nodeprov.engine.rolling import Batch, Rolled, run_rolling
 from nodeprov.engine.runner import RunOptions
 from nodeprov.errors import InputError, Unreachable
@@ -19,7 +20,6 @@ from nodeprov.inventory import load_inventory
 from nodeprov.playbook import load_playbook
 from nodeprov.remote.actions import Action, Probe
 from nodeprov.remote.session import Session
-from nodeprov.report import print_batches
 from nodeprov.tasks.base import TaskFailed
 from nodeprov.tasks.textfiles import blocks
 

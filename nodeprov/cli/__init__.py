@@ -1,5 +1,7 @@
-"""The nodeprov command line: thin wrappers over the library; the options are defined once in
-``nodeprov.options``, so each has one meaning on every command.
+"""The nodeprov command line (the ``nodeprov`` entry point is ``nodeprov.cli:app``): it parses
+the options, each defined once in ``cli.options`` so it has one meaning on every command, runs
+the command's module from ``nodeprov.commands`` (imported only then: ``--help`` stays fast) and
+maps its errors to the exit code in one place (``cli.exits``).
 
 Exit codes: 0 all good; 1 a host failed, was unreachable, or a check failed; 2 invalid input or
 usage (nothing was changed on any node).
@@ -7,14 +9,14 @@ usage (nothing was changed on any node).
 
 from __future__ import annotations
 
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
-from nodeprov.errors import InputError, NodeprovError
-from nodeprov.job.runargs import AfterDashDash
-from nodeprov.options import (
+from nodeprov.cli.exits import exit_on_error
+from nodeprov.cli.options import (
     AcceptKeysOpt,
+    AfterDashDash,
     ExtraVarsOpt,
     ForksOpt,
     InventoryArg,
@@ -25,11 +27,12 @@ from nodeprov.options import (
     PlaybookOpt,
     SkipTagsOpt,
     TagsOpt,
+    job_command,
     resolve_inventory,
 )
-from nodeprov.testbed.cli import app as testbed_app
+from nodeprov.cli.testbed import app as testbed_app
+from nodeprov.errors import InputError
 from nodeprov.util.fanout import DEFAULT_FORKS
-from nodeprov.util.validate import printable
 
 app = typer.Typer(
     help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "
@@ -40,11 +43,6 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(testbed_app, name="testbed")
-
-
-def fail(error: NodeprovError) -> NoReturn:
-    typer.echo(f"nodeprov: {printable(str(error))}", err=True)
-    raise typer.Exit(error.exit_code)
 
 
 @app.command()
@@ -68,16 +66,14 @@ def apply(
                                           "are in sync.")] = False,
 ) -> None:
     """Make every node match the playbook (default: the full nodeprov setup)."""
-    from nodeprov.commands import run_apply
+    from nodeprov.commands.apply import run_apply
 
-    try:
+    with exit_on_error():
         code = run_apply(resolve_inventory(inventory), playbook, check=check, diff=diff,
                          limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
                          forks=forks, accept_new_host_keys=accept_new_host_keys,
                          json_path=json_path, verbose=verbose, list_hosts=list_hosts,
                          list_tasks=list_tasks)
-    except NodeprovError as error:
-        fail(error)
     raise typer.Exit(code)
 
 
@@ -91,14 +87,12 @@ def facts(
     json_path: JsonOpt = None,
 ) -> None:
     """Show what nodeprov reads from each node (one SSH round trip per node)."""
-    from nodeprov.commands import run_facts
+    from nodeprov.commands.facts import run_facts
 
-    try:
+    with exit_on_error():
         code = run_facts(resolve_inventory(inventory), limit=limit, forks=forks,
                          accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                          extra_vars=extra_vars or ())
-    except NodeprovError as error:
-        fail(error)
     raise typer.Exit(code)
 
 
@@ -124,16 +118,14 @@ def verify(
     The checks a plan cannot see also run with pytest: pytest -p nodeprov.checks --pyargs
     nodeprov.checks --inventory INVENTORY
     """
-    from nodeprov.verify import run_verify
+    from nodeprov.commands.verify import run_verify
 
-    try:
+    with exit_on_error():
         if pairwise and not job:
             raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
         code = run_verify(resolve_inventory(inventory), playbook, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                           job=job, pairwise=pairwise, forks=forks, extra_vars=extra_vars or ())
-    except NodeprovError as error:
-        fail(error)
     raise typer.Exit(code)
 
 
@@ -150,14 +142,11 @@ def inventory_command(
     extra_vars: ExtraVarsOpt = None,
 ) -> None:
     """Show the inventory as nodeprov (and Ansible) resolve it; connects to nothing."""
-    from nodeprov.inventory.extravars import parse_extra_vars
-    from nodeprov.inventory.listing import show
+    from nodeprov.commands.inventory import show_inventory
 
-    try:
-        typer.echo(show(resolve_inventory(inventory), as_list=as_list, graph=graph, host=host,
-                        extra_vars=parse_extra_vars(extra_vars or (), checked=False)))
-    except NodeprovError as error:
-        fail(error)
+    with exit_on_error():
+        typer.echo(show_inventory(resolve_inventory(inventory), as_list=as_list, graph=graph,
+                                  host=host, extra_vars=extra_vars or ()))
 
 
 @app.command(cls=AfterDashDash, no_args_is_help=True)
@@ -187,14 +176,12 @@ def run(
     """Run your torchrun script on every node at once: nodeprov run [INVENTORY] [OPTIONS] --
     SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
     inventory; the first failure, Ctrl-C or the timeout stops every rank on every node."""
-    from nodeprov.job.runargs import job_command, parse_request
-    from nodeprov.runcommand import run_command
+    from nodeprov.commands.run import run_command
+    from nodeprov.job.runargs import parse_request
 
-    try:
+    with exit_on_error():
         request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
                                 env=env or [], timeout=timeout, preflight=preflight)
         code = run_command(resolve_inventory(inventory), request, limit=limit, forks=forks,
                            accept_new_host_keys=accept_new_host_keys, json_path=json_path)
-    except NodeprovError as error:
-        fail(error)
     raise typer.Exit(code)

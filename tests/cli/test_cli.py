@@ -74,7 +74,7 @@ def test_help_does_not_import_fabric() -> None:
 
 
 def test_apply_and_verify_load_the_job_modules_only_for_the_job() -> None:
-    assert loaded_after("import nodeprov.commands, nodeprov.verify",
+    assert loaded_after("import nodeprov.commands.apply, nodeprov.commands.verify",
                         ("nodeprov.job", "nodeprov.job.prove", "rich.live")) == []
 
 

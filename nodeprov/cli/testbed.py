@@ -6,30 +6,18 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from nodeprov.errors import NodeprovError
+from nodeprov.cli.exits import exit_on_error
 from nodeprov.testbed.layout import DEFAULT_DIR
 
 app = typer.Typer(help="A local test cluster of simulated nodes (needs root).",
                   no_args_is_help=True)
 
 DirOption = Annotated[Path, typer.Option("--dir", help="The testbed's state directory.")]
-
-
-@contextmanager
-def _reporting_errors() -> Iterator[None]:
-    """Print a NodeprovError as its one line and exit with its code, as `nodeprov` does."""
-    try:
-        yield
-    except NodeprovError as error:
-        typer.echo(f"nodeprov: {error}", err=True)
-        raise typer.Exit(error.exit_code) from None
 
 
 @app.command()
@@ -51,7 +39,7 @@ def up(
     from nodeprov.testbed.inventory_file import parse_vars
     from nodeprov.testbed.lifecycle import up as bring_up
 
-    with _reporting_errors():
+    with exit_on_error():
         started = time.monotonic()
         testbed = bring_up(directory, nodes, subnet, outsider, parse_vars(var or []))
     typer.echo(f"{len(testbed.nodes)} nodes up in {time.monotonic() - started:.1f} s "
@@ -68,7 +56,7 @@ def down(directory: DirOption = DEFAULT_DIR) -> None:
     """Remove everything `up` made in DIR (safe to run twice)."""
     from nodeprov.testbed.lifecycle import down as take_down
 
-    with _reporting_errors():
+    with exit_on_error():
         removed = take_down(directory)
     typer.echo(f"removed the testbed in {directory}" if removed else f"no testbed in {directory}")
 
@@ -78,7 +66,7 @@ def status(directory: DirOption = DEFAULT_DIR) -> None:
     """List the nodes and whether each sshd answers; exit 1 if any does not."""
     from nodeprov.testbed.cluster import Testbed
 
-    with _reporting_errors():
+    with exit_on_error():
         rows = Testbed.load(directory).status()
     for row in rows:
         sshd = "-" if row.sshd is None else ("sshd ok" if row.sshd else "sshd silent")
@@ -101,7 +89,7 @@ def exec_(
     from nodeprov.testbed.cluster import NODE_ENV, Testbed
     from nodeprov.testbed.environment import require
 
-    with _reporting_errors():
+    with exit_on_error():
         require()
         argv = Testbed.load(directory).exec_argv(node, command)
     sys.stdout.flush()

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from nodeprov.commands import apply_report
+from nodeprov.commands.apply import apply_report
+from nodeprov.commands.console import print_recap
 from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts, split_sections
-from nodeprov.report import print_recap
 from tests.report_schema import assert_valid
 
-FACTS_OUTPUT = Path(__file__).parent / "data" / "facts" / "debian12-vm.txt"
+FACTS_OUTPUT = Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt"
 
 
 def results() -> list[HostResult]:

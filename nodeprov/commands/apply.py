@@ -1,4 +1,9 @@
-"""What the CLI commands do, outside Typer: load, validate, run, report, pick the exit code."""
+"""``nodeprov apply``: load and check the inventory and playbook, run the plays (batch by batch
+where ``serial:`` says), prove the cluster with the job, report, pick the exit code::
+
+    code = run_apply(Path("inventory.yaml"), None, check=True, diff=True, limit=None, tags=None,
+                     forks=32, accept_new_host_keys=False, json_path=None, verbose=False)
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from nodeprov import jsonreport
+from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches, print_recap
 from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled, run_rolling
 from nodeprov.engine.runner import RunOptions
@@ -22,12 +26,8 @@ from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.playbook import JobSpec, default_playbook, load_playbook
 from nodeprov.playbook.listing import print_listing
 from nodeprov.playbook.tags import selected, tag_set
-from nodeprov.remote.connect import connect_all
-from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
-from nodeprov.report import LiveReporter, PlainReporter, print_batches, print_recap
-from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.job.prove import Proof
@@ -136,40 +136,3 @@ def apply_report(results: Sequence[HostResult], *, check: bool, proofs: Iterable
     return jsonreport.document("apply", ok, check=check,
                                hosts={result.name: host_json(result) for result in results},
                                proofs=[proof.to_json() for proof in proofs], **fields)
-
-
-def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
-              accept_new_host_keys: bool, json_path: str | None,
-              extra_vars: Sequence[str] = ()) -> int:
-    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
-
-    inventory = load_inventory(inventory_path, extra_vars=parse_extra_vars(extra_vars))
-    hosts = inventory.limited(limit)
-    sessions, facts, errors = connect_all(
-        hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
-        SshFiles(inventory.ssh_configs))
-    for session in sessions.values():
-        session.close()
-    report = facts_report([host.name for host in hosts], facts, errors)
-    if json_path:
-        jsonreport.write_report(report, json_path)
-    if json_path != "-":
-        console = Console(highlight=False)
-        table = Table("host", "fact", "value")
-        for name, entry in report["hosts"].items():
-            rows = list(entry["facts"].items()) if entry["facts"] else [("error", entry["error"])]
-            for index, (key, value) in enumerate(rows):
-                table.add_row(name if index == 0 else "", key, Text(printable(value)),
-                              end_section=index == len(rows) - 1)
-        console.print(table)
-    return EXIT_HOST_FAILED if errors else EXIT_OK
-
-
-def facts_report(names: Sequence[str], facts: Mapping[str, Facts],
-                 errors: Mapping[str, str]) -> dict[str, Any]:
-    """``nodeprov facts``: each host's facts (the one-line-per-fact summary), or its error."""
-    hosts = {name: {"status": "ok" if name in facts else "unreachable",
-                    "error": errors.get(name),
-                    "facts": facts[name].summary() if name in facts else None}
-             for name in names}
-    return jsonreport.document("facts", not errors, hosts=hosts)

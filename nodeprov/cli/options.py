@@ -5,18 +5,22 @@
               forks: ForksOpt = DEFAULT_FORKS, accept_new_host_keys: AcceptKeysOpt = False,
               json_path: JsonOpt = None) -> None:
 
-Typer ``Annotated`` aliases only; what an option does lives in the library.
+Typer ``Annotated`` aliases only; what an option does lives in the library. ``nodeprov run``
+keeps what follows ``--`` for the job (``AfterDashDash``, ``job_command``).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from nodeprov.errors import InputError
+
+COMMAND_KEY = "nodeprov.run.command"  # where AfterDashDash keeps the words after --
 
 InventoryArg = Annotated[Path | None, typer.Argument(
     help="Inventory (Ansible INI or YAML, a directory, a script, or ansible-inventory --list "
@@ -60,3 +64,19 @@ def resolve_inventory(given: Path | None) -> Path:
         return Path(os.environ["NODEPROV_INVENTORY"])
     raise InputError("no inventory: give a path, create ./inventory.yaml, or set "
                      "NODEPROV_INVENTORY")
+
+
+class AfterDashDash(TyperCommand):
+    """A command whose words after the first ``--`` stay out of nodeprov's parsing."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: Typer's click Context
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta[COMMAND_KEY] = args[at + 1:]
+            args = args[:at]
+        return super().parse_args(ctx, args)
+
+
+def job_command(ctx: typer.Context) -> list[str]:
+    """The words after ``--``: SCRIPT and its arguments."""
+    return list(ctx.meta.get(COMMAND_KEY, []))
