@@ -1,5 +1,5 @@
-"""The remote layer: everything that crosses SSH to a node. It imports nothing above it (tasks,
-commands, runner, verify, checks, job); they import from it.
+"""The remote layer: everything that crosses SSH to a node. It imports nothing above it (wheels,
+tasks, engine, job, checks, commands); they import from it.
 
     session = Session(host, SshOptions())                    # session.py, options.py
     facts, observed = session.gather([probe_a, probe_b])     # one round trip

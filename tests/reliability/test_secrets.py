@@ -1,9 +1,9 @@
 """Security defaults (issue #8): the sudo password works and is never shown; apply refuses
 unknown and changed host keys before changing anything.
 
-Elsewhere: ``facts`` and host keys in tests/test_commands.py
+Elsewhere: ``facts`` and host keys in tests/commands/test_apply_and_facts.py
 (test_host_keys_refused_then_accepted_then_changed_refused); the exact ufw rule set and the
-outsider kept off the data ports in tests/tasks/test_firewall.py
+outsider kept off the data ports in tests/tasks/firewall/test_firewall.py
 (test_firewall_on_the_shared_testbed).
 """
 

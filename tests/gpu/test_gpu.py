@@ -11,7 +11,7 @@ from nodeprov.gpu import Gpu, GpuInfo, parse_nvidia_smi, read_gpus
 from nodeprov.gpu.nvidia import parse_proc_version
 from nodeprov.gpu.pci import parse_pci_gpus
 
-DATA = Path(__file__).parent / "data" / "nvidia-smi"
+DATA = Path(__file__).parents[1] / "data" / "nvidia-smi"
 QUERY_PROMPT = ("$ nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version "
                 "--format=csv,noheader\n")
 
@@ -160,7 +160,7 @@ def test_unknown_output_is_refused_with_its_first_line() -> None:
 
 # --- the whole node: PCI bus, kernel module, ROCm (tests/data/gpu-node, sources in its README) --
 
-NODE = Path(__file__).parent / "data" / "gpu-node"
+NODE = Path(__file__).parents[1] / "data" / "gpu-node"
 _DMESG = re.compile(r"pci (\S+): \[([0-9a-f]{4}):([0-9a-f]{4})\] type 00 class (0x[0-9a-f]{6})")
 _LSPCI = re.compile(r"(\S+) .*\[([0-9a-f]{4})\]: .*\[([0-9a-f]{4}):([0-9a-f]{4})\]")
 _JSON = re.compile(r'"pci_address":"(\S+)",\s+"vendor_id":"(\w+)",\s+"device_id":"(\w+)",\s+'
