@@ -16,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
+CODE_MAP = ROOT / "docs" / "where-things-are.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
@@ -87,3 +88,20 @@ def test_a_module_a_page_runs_exists(page: str, module: str) -> None:
     path = ROOT / module.replace(".", "/")
     assert path.with_suffix(".py").is_file() or (path / "__main__.py").is_file(), (
         f"{page} runs python -m {module}: no such module")
+
+
+def mapped() -> list[str]:
+    """What the code map must name: every folder and file of the package, every folder of tests/."""
+    found = [path.relative_to(ROOT) for top in ("nodeprov", "tests")
+             for path in (ROOT / top).rglob("*") if "__pycache__" not in path.parts]
+    folder = {path: (ROOT / path).is_dir() for path in found}
+    return sorted(f"{path}/" if folder[path] else str(path) for path in found
+                  if path.parts[0] == "nodeprov" or (len(path.parts) == 2 and folder[path]))
+
+
+@pytest.mark.parametrize("path", mapped())
+def test_the_code_map_names_every_folder_and_module(path: str) -> None:
+    """docs/where-things-are.md names each folder by its path, each file by its name or path."""
+    name = path if path.endswith("/") else path.rpartition("/")[2]
+    assert re.search(rf"[`/]{re.escape(name)}`", CODE_MAP.read_text()), (
+        f"docs/where-things-are.md does not name {path}")
