@@ -1,6 +1,6 @@
 """nodeprov's own inventory vars: default, validator and meaning, in one table.
 
-README's variable reference is this table; the inventory loader applies the defaults and
+docs/variables.md is this table; the inventory loader applies the defaults and
 validates every value before any connection.
 
     >>> VARIABLES["rdzv_port"].default
