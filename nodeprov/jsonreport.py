@@ -1,5 +1,5 @@
 """The ``--json PATH`` report of every command, one schema: ``report.schema.json`` beside this
-module (README's "JSON report")::
+module (docs/json-report.md)::
 
     report = document("facts", ok=True, hosts=hosts)  # each command builds its own
     write_report(report, "-")      # '-': stdout, where nothing else then goes; else a path

@@ -71,7 +71,7 @@ class Proof:
         return lines + ([self.bandwidth_problem] if self.bandwidth_problem else [])
 
     def to_json(self) -> dict[str, Any]:
-        """README's "JSON report": the matrix and the job as data, numbers in base units."""
+        """docs/json-report.md: the matrix and the job as data, numbers in base units."""
         return {
             "ok": self.ok, "verdict": self.verdict, "failures": self.failures(),
             "connectivity": self.matrix.to_json(),
