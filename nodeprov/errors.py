@@ -9,6 +9,8 @@
     │   └── CommandFailed         a remote command exited non-zero
     ├── TaskFailed                a task's plan: the node cannot get there (exit 1; tasks.base)
     ├── UnknownHostKey            a host key not in known_hosts (remote.hostkeys)
+    ├── ProxyCommandFailed        a ProxyCommand did not start or ended (remote.proxycommand;
+    │                             remote.dial turns it into Unreachable)
     ├── NotStarted                Ctrl-C came before this host's work (util.fanout)
     ├── Interrupted               Ctrl-C stopped a run (exit 130; engine.outcome; a
     │                             KeyboardInterrupt too)

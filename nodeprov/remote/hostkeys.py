@@ -7,11 +7,14 @@ for every jump host: nodeprov builds the ProxyJump chain itself (Fabric's own ch
 key), from ``Host.proxy_jump`` or ssh_config's ProxyJump; a ProxyCommand (``Host.proxy_command``
 or ssh_config's) runs only when connecting, and the final host's key is checked through it.
 
+A ProxyCommand that fails is said in one line with its exit status and stderr
+(``ProxyCommandFailed``); ``dial.connect`` tries again where sshd turned a connection away.
+
 The connections of one run share one ``SshFiles``, so each ssh_config and known_hosts file is
 read once per run, not once per host:
 
     files = SshFiles(inventory.ssh_configs)
-    connection = connect(host, SshOptions(), files)
+    connection = open_once(host, SshOptions(), files, timeout=10)
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from paramiko.pkey import PKey
 
 from nodeprov.errors import NodeprovError, Unreachable
 from nodeprov.inventory.sshconfigs import SshConfigs
+from nodeprov.remote.proxycommand import ProxyCommandFailed, ProxyProcess
 from nodeprov.util import validate
 
 if TYPE_CHECKING:
@@ -136,6 +140,18 @@ class _Connection(Connection):  # type: ignore[misc]
     leaves them open, paramiko's ProxyCommand only signals its process), also after a refused
     host key (Fabric's close does nothing then)."""
 
+    def open_gateway(self) -> Any:
+        if not isinstance(self.gateway, str):
+            return super().open_gateway()
+        # as Fabric does: a one-host ssh_config expands %h, %p and the other tokens
+        config = SSHConfig.from_text(f"Host {self.host}\n    ProxyCommand {self.gateway}")
+        return ProxyProcess.start(config.lookup(self.host)["proxycommand"])
+
+    def proxy_exited(self) -> ProxyCommandFailed | None:
+        """Why the ProxyCommand ended by itself, if it did (before ``close`` ends it)."""
+        proxy = getattr(self.client.get_transport(), "sock", None)
+        return proxy.exited() if isinstance(proxy, ProxyProcess) else None
+
     def close(self) -> None:
         transport = self.client.get_transport()
         proxy = getattr(transport, "sock", None)
@@ -179,13 +195,15 @@ def jump_hops(spec: str) -> list[tuple[str | None, str, int | None]]:
     return hops
 
 
-def prepare(host: Host, options: SshOptions, files: SshFiles) -> Any:
+def prepare(host: Host, options: SshOptions, files: SshFiles,
+            timeout: float | None = None) -> Any:
     """``host``'s Fabric Connection, not yet open: its ssh_config applied, its recorded keys
     loaded, an unknown key refused or recorded as ``options`` say; through its jump hosts
-    (each checked the same way) or its ProxyCommand."""
+    (each checked the same way) or its ProxyCommand. Each step waits ``timeout`` s at most
+    (default: the connect timeout)."""
     address = validate.address(host.address)  # again where used: a ProxyCommand's %h
-    connect_kwargs: dict[str, Any] = {"banner_timeout": options.connect_timeout,
-                                      "auth_timeout": options.connect_timeout}
+    timeout = timeout or options.connect_timeout
+    connect_kwargs: dict[str, Any] = {"banner_timeout": timeout, "auth_timeout": timeout}
     if host.key_file:
         connect_kwargs.update(key_filename=[host.key_file], look_for_keys=False)
     config = files.config(host.vars.get("ssh_config_file"))
@@ -199,12 +217,12 @@ def prepare(host: Host, options: SshOptions, files: SshFiles) -> Any:
             gateway = _checked(_Connection(
                 hop_address, user=user, port=port, gateway=gateway,
                 config=files.config(host.vars.get("ssh_config_file")),
-                connect_timeout=int(options.connect_timeout), connect_kwargs=dict(hop_kwargs)),
+                connect_timeout=max(1, round(timeout)), connect_kwargs=dict(hop_kwargs)),
                 options, files)
     elif host.proxy_command or "proxycommand" in settings:
         gateway = host.proxy_command or settings["proxycommand"]  # runs only in open()
     return _checked(_Connection(address, user=host.user, port=host.port, config=config,
-                                gateway=gateway, connect_timeout=int(options.connect_timeout),
+                                gateway=gateway, connect_timeout=max(1, round(timeout)),
                                 connect_kwargs=connect_kwargs), options, files)
 
 
@@ -216,10 +234,12 @@ def _checked(connection: Any, options: SshOptions, files: SshFiles) -> Any:
     return connection
 
 
-def connect(host: Host, options: SshOptions, files: SshFiles) -> Any:
-    """An open Fabric Connection to ``host`` honouring its ssh_config and known_hosts."""
+def open_once(host: Host, options: SshOptions, files: SshFiles, timeout: float) -> Any:
+    """One try at an open Fabric Connection to ``host`` honouring its ssh_config and
+    known_hosts (``dial.connect`` tries again while sshd turns it away). A ProxyCommand that
+    ended by itself raises ProxyCommandFailed, the transport's error as its cause."""
     try:
-        connection = prepare(host, options, files)
+        connection = prepare(host, options, files, timeout)
     except ValueError as error:
         raise Unreachable(host.name, "", str(error)) from None
     try:
@@ -228,6 +248,7 @@ def connect(host: Host, options: SshOptions, files: SshFiles) -> Any:
         connection.close()
         raise Unreachable(host.name, "", str(error)) from None
     except Exception as error:
+        proxy = connection.proxy_exited()
         connection.close()
         if type(error).__name__ == "BadHostKeyException":
             raise Unreachable(host.name, "", f"host key for {error.hostname} CHANGED (expected "  # type: ignore[attr-defined]
@@ -235,6 +256,8 @@ def connect(host: Host, options: SshOptions, files: SshFiles) -> Any:
                               f"{error.key.fingerprint}); refusing to connect",  # type: ignore[attr-defined]
                               hint="if the node was reinstalled, remove its old line from "
                               "known_hosts") from None
+        if proxy is not None:
+            raise proxy from error
         raise
     connection.transport.set_keepalive(15)
     return connection

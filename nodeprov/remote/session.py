@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from nodeprov.errors import CommandFailed, HostError, Unreachable
+from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 from nodeprov.remote.batch import batch_script, batches, failed_step
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
@@ -62,17 +62,11 @@ class Session:
 
     # --- connection -----------------------------------------------------------------------------
     def open(self) -> None:
-        from nodeprov.remote.hostkeys import SshFiles, connect  # lazy: Fabric is slow to import
+        from nodeprov.remote.dial import connect  # lazy: Fabric is slow to import
+        from nodeprov.remote.hostkeys import SshFiles
 
         self.files = self.files or SshFiles()
-        try:
-            self._connection = connect(self.host, self.options, self.files)
-        except HostError:
-            raise
-        except Exception as error:  # paramiko/socket raise many kinds; all mean unreachable
-            raise Unreachable(self.host.name, "", f"cannot connect to {self.host.address}:"
-                              f"{self.host.port or 22}: {describe(error)}",
-                              hint="is sshd running and the address right?") from None
+        self._connection = connect(self.host, self.options, self.files)  # Unreachable: why
         self.connections += 1
         # the port ssh_config gave (resolved only now, when connecting): the firewall keeps it
         self.host = dataclasses.replace(self.host, port=self._connection.port)

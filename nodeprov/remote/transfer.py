@@ -55,7 +55,15 @@ def run_local(node: str, task: str, action: Local, timeout: float) -> None:
 
 
 def describe(error: BaseException) -> str:
-    """One line for a transport error (a socket timeout says nothing by itself)."""
+    """One line for a transport error: a socket timeout says nothing by itself, and invoke's
+    ThreadException spells out its threads' tracebacks (the first one's error is the line).
+
+    >>> describe(OSError("Socket is closed\\nTraceback (most recent call last): ..."))
+    'Socket is closed'
+    """
+    inner = getattr(error, "exceptions", None)  # invoke's ThreadException
+    if inner and isinstance(getattr(inner[0], "value", None), BaseException):
+        return describe(inner[0].value)
     if isinstance(error, socket.timeout):
         return "timed out"
-    return str(error) or type(error).__name__
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]

@@ -11,11 +11,11 @@ from paramiko import Ed25519Key, HostKeys, SSHClient, SSHConfig
 
 from nodeprov.errors import Unreachable
 from nodeprov.inventory import Host, SshConfigs
+from nodeprov.remote.dial import connect
 from nodeprov.remote.hostkeys import (
     OpenSshPolicy,
     SshFiles,
     UnknownHostKey,
-    connect,
     jump_hops,
     prepare,
 )
