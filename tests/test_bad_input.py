@@ -119,6 +119,13 @@ CASES: list[tuple[str, str | bytes, str | None, list[str]]] = [
     ("block-line-separator", inventory_with("    motd: \"a\\u2028b\""), playbook_with_task("    - name: t\n      block: {path: /a, lines: ['{{ motd }}']}\n"), ["newline or control character"]),
     ("block-line-escape", inventory_with("    motd: \"\\e]0;owned\\a\\e[2J\""), playbook_with_task("    - name: t\n      block: {path: /a, lines: ['{{ motd }}']}\n"), ["newline or control character", "\\x1b"]),
     ("env-value-c1-escape", inventory_with("    nccl_env: {NCCL_DEBUG: \"\\x9b2J\"}"), None, ["nccl_env", "control character"]),
+    # issue #23: host names are ASCII (RFC 1123); an address is never a number in disguise
+    ("hostname-non-ascii", GOOD_INVENTORY.replace("node2:", "n\u00f6de2:"), None, [":6:", "n\u00f6de2", "ASCII letters"]),
+    ("hostname-cyrillic-o", GOOD_INVENTORY.replace("node2:", "n\u043ede2:"), None, [":6:", "ASCII letters"]),
+    ("hostname-leading-zeros", GOOD_INVENTORY.replace("    node2: {ansible_host: 10.0.0.12}", "    012.0.0.012: {}"), None, [":6:", "'012.0.0.012' is no host name", "the address 10.0.0.10"]),
+    ("address-leading-zeros", GOOD_INVENTORY.replace("10.0.0.12", "012.99.0.011"), None, [":6:", "ansible_host", "the address 10.99.0.9", "without leading zeros"]),
+    ("address-hex", GOOD_INVENTORY.replace("10.0.0.12", "0x0a00000c"), None, [":6:", "ansible_host", "the address 10.0.0.12"]),
+    ("address-number-label", GOOD_INVENTORY.replace("10.0.0.12", "gpu.rack.12"), None, [":6:", "ansible_host", "last label is a number"]),
 ]
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from nodeprov.util import validate
 
 KNOWN = frozenset(VARIABLES) | connection.CONNECTION_NAMES
 # what Ansible's names are made of (ranges already expanded, host:port split off)
-_SAFE_NAME = re.compile(r"[\w.:@][\w.:@-]*")
 
 
 class _HostBuilder:
@@ -76,12 +74,12 @@ class _HostBuilder:
             raise self.error(host, var, f"template error: {error}") from None
 
     def build(self, name: str) -> Host:
-        if not _SAFE_NAME.fullmatch(name):
+        try:
+            validate.inventory_name(name)
+        except ValueError as error:
             origin = self.resolved.data.hosts[name].origin
-            raise InputError(f"inventory name {name!r} is not a valid host name for nodeprov (it "
-                             "reaches /etc/hosts and logs); use letters, digits and _ . : @ - "
-                             "(not starting with -)",
-                             source=origin.source, line=origin.line, field=name)
+            raise InputError(f"inventory name {error}", source=origin.source, line=origin.line,
+                             field=name) from None
         raw = self.resolved.hostvars[name]
         values = self._rendered(name, raw)
         written = {var: values[var] for var in raw}

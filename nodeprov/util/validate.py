@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from collections.abc import Callable
 from typing import Any
 
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_INVENTORY_NAME = re.compile(r"[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]*")
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.:@][A-Za-z0-9_.:@-]{0,14}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -38,8 +40,60 @@ def matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], str]:
     return check
 
 
-hostname = matching(_HOSTNAME, "a valid host name (letters, digits, '-' and '.', labels not "
-                     "starting or ending with '-')")
+_hostname_shape = matching(_HOSTNAME, "a valid host name (ASCII letters, digits, '-' and '.', "
+                           "labels not starting or ending with '-')")
+# a label inet_aton (and so getaddrinfo) reads as a number: "012" is octal 10, "0x0a" hex 10
+_NUMBER = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
+
+
+def hostname(value: Any) -> str:
+    """A host name as RFC 1123 has it, ASCII letters, digits and '-' in dot-separated labels,
+    and never one a resolver reads as an IPv4 address (its last label a number).
+
+    >>> hostname("node1.cluster.local")
+    'node1.cluster.local'
+    >>> hostname("012.99.0.011")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: '012.99.0.011' is no host name, and resolvers read it as the address 10.99.0.9 ...
+    """
+    text = _hostname_shape(value)
+    if _NUMBER.fullmatch(text.rsplit(".", 1)[-1]):
+        raise ValueError(numeric_name(text))
+    return text
+
+
+def numeric_name(text: str) -> str:
+    """Why ``text``, a name whose last label is a number, is neither a name nor an address."""
+    try:
+        read = socket.inet_ntoa(socket.inet_aton(text))
+    except OSError:
+        return (f"{text!r} is no host name: its last label is a number, which resolvers may "
+                "read as an address")
+    return (f"{text!r} is no host name, and resolvers read it as the address {read} (a leading "
+            "0 is octal, 0x hex): write an IPv4 address as four decimal numbers without leading "
+            "zeros")
+
+
+def inventory_name(value: Any) -> str:
+    """A host's name in the inventory: ASCII letters, digits and ``_ . : @ -``, not starting
+    with '-' (it reaches /etc/hosts, logs and terminals), and if it is an address, a canonical
+    one.
+
+    >>> inventory_name("gpu_01")
+    'gpu_01'
+    """
+    text = str(value)
+    if not _INVENTORY_NAME.fullmatch(text):
+        raise ValueError(f"{text!r} is not a valid host name for nodeprov (it reaches /etc/hosts "
+                         "and logs); use ASCII letters, digits and _ . : @ - (not starting with "
+                         "-)")
+    if _NUMBER.fullmatch(text.rsplit(".", 1)[-1]):
+        try:
+            _parsed_ip(text)  # leading zeros refused: "012.99.0.011" is not read as octal here
+        except ValueError:
+            raise ValueError(numeric_name(text)) from None
+    return text
 interface_name = matching(_INTERFACE, "an interface name (1-15 of A-Z a-z 0-9 _ . - : @, not "
                            "starting with -)")
 user_name = matching(_USER, "a user name (lowercase letters, digits, _ . -)")
@@ -72,6 +126,8 @@ def address(value: Any) -> str:
         return _parsed_ip(text)
     except ValueError:
         pass
+    if _NUMBER.fullmatch(text.rsplit(".", 1)[-1]):
+        raise ValueError(numeric_name(text))
     try:
         return hostname(text)
     except ValueError:

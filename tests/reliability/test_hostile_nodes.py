@@ -44,6 +44,8 @@ def test_good_facts_pass() -> None:
     ("python", "/usr/bin/python3; reboot\nPython 3.11.2", "python path"),
     ("hostname", "node1;reboot", "hostname"),
     ("hostname", "node1\x1b]0;owned\x07", "hostname"),
+    ("hostname", "n\u043ede1", "hostname"),
+    ("fqdn", "node1.0x7f", "fqdn"),
     ("fqdn", "$(reboot).example", "fqdn"),
     ("kernel", "6.1.0 $(id)", "kernel"),
     ("os_release", 'ID="debian;x"', "os id"),
