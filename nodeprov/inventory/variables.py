@@ -108,6 +108,10 @@ def _fraction(value: Any) -> float:
     return number
 
 
+def _domain(value: Any) -> str:
+    return "" if value in (None, "") else validate.hostname(value)
+
+
 def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda value: None if value is None else check(value)
 
@@ -156,6 +160,9 @@ VARIABLES: dict[str, Variable] = {
                                 "the firewall task changes nothing there."),
     "hosts_fix_conflicts": Variable(True, validate.boolean,
                                     "Comment out /etc/hosts lines mapping a node name elsewhere."),
+    "hosts_domain": Variable("", _domain,
+                             "The domain under which a node's FQDN is listed in /etc/hosts "
+                             "(e.g. cluster.local); none: FQDNs are not listed."),
     "job_backend": Variable("auto", _choice("auto", "nccl", "gloo"),
                             "Backend of the verification job: nccl when every node has GPUs."),
     "job_timeout": Variable(120, validate.positive_int,

@@ -1,14 +1,16 @@
 """``hosts``: every inventory node in /etc/hosts under its subnet address, on every node.
 
     - name: Cluster names
-      hosts: {fix_conflicts: "{{ hosts_fix_conflicts }}"}
+      hosts: {fix_conflicts: "{{ hosts_fix_conflicts }}", domain: "{{ hosts_domain }}"}
 
 The block has one line per inventory host, hosts outside ``--limit`` included: its subnet address,
-the FQDN the node reports (first, so ``hostname -f`` keeps answering it), its hostname and its
-inventory name. A line elsewhere that maps one of those names to another address (Debian's
-``127.0.1.1 node1``, which makes gloo bind to loopback) is commented out with ``# nodeprov: ``
-(to revert, remove that prefix and the line nodeprov added under it with the other names), or
-kept with a warning when ``fix_conflicts`` is false.
+the FQDN the node reports when it lies under ``domain`` (first, so ``hostname -f`` keeps
+answering it), its hostname and its inventory name; what a node reports is listed only where it
+redirects no one (``tasks.hostnames``). A line elsewhere that maps an inventory name to another
+address (Debian's ``127.0.1.1 node1``, which makes gloo bind to loopback), or on a node its own
+hostname, is commented out with ``# nodeprov: `` (to revert, remove that prefix and the line
+nodeprov added under it with the other names), or kept with a warning when ``fix_conflicts`` is
+false; a line mapping another node's own hostname elsewhere is kept, and that name left out.
 
 Where cloud-init's ``manage_etc_hosts`` would rewrite the file at every boot, a drop-in
 (CLOUD_DROPIN) turns that off: the file then stays as nodeprov and the user wrote it.
@@ -17,7 +19,7 @@ Where cloud-init's ``manage_etc_hosts`` would rewrite the file at every boot, a 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,13 +36,13 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
+from nodeprov.tasks.hostnames import Entry, cluster_names
 from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate
 from nodeprov.util.yamlfile import load_limited
 
 if TYPE_CHECKING:
-    from nodeprov.inventory import Host
-    from nodeprov.remote.facts import Facts
+    pass
 
 BLOCK = "hosts"
 DEFAULT_PATH = "/etc/hosts"
@@ -52,16 +54,19 @@ CLOUD_DROPIN_TEXT = ("# Written by nodeprov: /etc/hosts lists the cluster's node
 # cloud-init's translate_bool(addons=["template"]), plus "localhost", which edits the file too.
 _CLOUD_MANAGES = ("true", "1", "on", "yes", "template", "localhost")
 
-Entry = tuple[str, tuple[str, ...]]  # (address, names)
+Line = tuple[str, tuple[str, ...]]  # (address, names): a line of the block
 
 
 @dataclass(frozen=True)
 class HostsParams:
     path: str = DEFAULT_PATH
     fix_conflicts: bool = True
+    domain: str = ""  # a node's FQDN is listed only under it (hosts_domain)
 
     def __post_init__(self) -> None:
         checked("path", validate.absolute_path, self.path)
+        if self.domain:
+            checked("domain", validate.hostname, self.domain)
 
 
 def probe(params: HostsParams) -> Probe:
@@ -71,9 +76,17 @@ def probe(params: HostsParams) -> Probe:
 def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
     found = reader.observed_files(observed)
     old = found.get(params.path)
-    entries, warnings = cluster_entries(ctx, blocks.block_lines(old or "", BLOCK) or [])
-    lines = [f"{address} {' '.join(names)}" for address, names in entries]
-    fixed, conflicts = comment_out_conflicts(old or "", entries, comment=params.fix_conflicts)
+    names = cluster_names(ctx, blocks.block_lines(old or "", BLOCK) or [], params.domain)
+    if names.refused:
+        raise TaskFailed(names.refused)
+    entries, shadowed = _unshadowed(ctx, names.entries, old or "", params.path)
+    warnings = [*names.warnings, *shadowed]
+    lines = [f"{address} {' '.join(listed)}" for address, listed in entries]
+    # a name a node reports displaces another line only on that node itself
+    displacing = [(entry.address, tuple(name for name in entry.names if entry.host ==
+                                        ctx.host.name or name.lower() not in entry.reported))
+                  for entry in names.entries]
+    fixed, conflicts = comment_out_conflicts(old or "", displacing, comment=params.fix_conflicts)
     new = blocks.replace_block(fixed, BLOCK, lines)
     changes = []
     if new != old:
@@ -99,75 +112,43 @@ def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
     return Plan.noop(*notes, warnings=warnings)
 
 
-# --- the block -----------------------------------------------------------------------------------
-
-def cluster_entries(ctx: Context, previous: Sequence[str]) -> tuple[list[Entry], list[str]]:
-    """One entry per inventory host, in inventory order; TaskFailed when two share a name.
-
-    An unreachable host keeps the names the block already had for its address, else only its
-    inventory name: one node being down must not stop the others (the runner never lets one
-    host's failure stop another's run), nor make them forget names they resolved before.
-    """
-    known = {fields[0]: fields[1:] for fields in (line.split() for line in previous) if fields}
-    entries: list[Entry] = []
-    warnings = []
-    for name, (host, facts) in ctx.cluster.items():
-        facts = ctx.facts if name == ctx.host.name else facts
-        address = host.node_address or _listed_address(name, known)
-        if not address:
-            warnings.append(f"{name} is not listed: its address in node_subnet comes from the "
-                            "node, which could not tell it (run again once it can)")
-            continue
-        if facts is None or not host.node_address:
-            names = _unique([*known.get(address, []), name])
-            warnings.append(f"{name} is unreachable: listed as {' '.join(names)} "
-                            "(run again once it is up to list its own hostname)")
-        else:
-            names = _unique(node_names(host, facts))
-        entries.append((address, names))
-    owners: dict[str, str] = {}
-    for address, names in entries:
-        for hostname in names:
-            other = owners.setdefault(hostname.lower(), address)
-            if other != address:
-                raise TaskFailed(f"the name {hostname!r} belongs to both {other} and {address}; "
-                                 "give every node its own hostname (hostnamectl set-hostname)")
-    return entries, warnings
-
-
-def _listed_address(name: str, known: Mapping[str, Sequence[str]]) -> str:
-    """The address the block already lists ``name`` under: a node whose address only it can
-    tell keeps its line while it is down."""
-    return next((address for address, names in known.items() if name in names), "")
-
-
-def node_names(host: Host, facts: Facts) -> list[str]:
-    """The node's FQDN (when it really is one of its hostname), hostname and inventory name."""
-    try:
-        hostname = validate.hostname(facts.hostname)
-    except ValueError:
-        raise TaskFailed(f"{host.name} reports the hostname {facts.hostname!r}, which /etc/hosts "
-                         "cannot hold; give it a valid one (hostnamectl set-hostname)") from None
-    short = hostname.split(".")[0].lower()
-    # `hostname -f` answers "localhost" when the hostname sits on the 127.0.0.1 line: not a name
-    fqdn = facts.fqdn if facts.fqdn.lower().startswith(f"{short}.") else hostname
-    try:
-        validate.hostname(fqdn)
-    except ValueError:
-        fqdn = hostname
-    return [fqdn, hostname, host.name]
-
-
-def _unique(names: Iterable[str]) -> tuple[str, ...]:
-    seen: dict[str, str] = {}
-    for name in names:
-        seen.setdefault(name.lower(), name)
-    return tuple(seen.values())
-
-
 # --- lines outside the block ---------------------------------------------------------------------
 
-def comment_out_conflicts(text: str, entries: Sequence[Entry], *,
+def _unshadowed(ctx: Context, entries: Sequence[Entry], text: str, path: str
+                ) -> tuple[list[Line], list[str]]:
+    """Each entry's (address, names), less the names another node reported that a line outside
+    the block maps elsewhere: that line stays (a node's word never displaces another address
+    on other nodes), said in a warning."""
+    wanted = {name.lower(): (entry.address, entry.host) for entry in entries
+              if entry.host != ctx.host.name for name in entry.names
+              if name.lower() in entry.reported}
+    shadowed: dict[str, str] = {}
+    for line, fields in _outside_block(text):
+        for name in fields[1:]:
+            target = wanted.get(name.lower())
+            if target and not _same_address(fields[0], target[0]):
+                shadowed.setdefault(name.lower(), line.strip())
+    listed, warnings = [], []
+    for entry in entries:
+        hidden = [name for name in entry.names if name.lower() in shadowed
+                  and wanted.get(name.lower(), ("", ""))[1] == entry.host]
+        warnings += [f"{path}: {shadowed[name.lower()]!r} maps {entry.host}'s name {name!r} "
+                     f"elsewhere: kept, and {name!r} not listed for {entry.host} (only "
+                     "inventory names displace a line; remove it if it is stale)"
+                     for name in hidden]
+        listed.append((entry.address, tuple(name for name in entry.names if name not in hidden)))
+    return listed, warnings
+
+
+def _outside_block(text: str) -> Iterator[tuple[str, list[str]]]:
+    """Each line outside the block, with its fields (a comment cut off)."""
+    block = blocks.find_block(text, BLOCK)
+    for index, line in enumerate(text.splitlines(keepends=True)):
+        if block is None or not block[0] <= index <= block[1]:
+            yield line, line.split("#", 1)[0].split()
+
+
+def comment_out_conflicts(text: str, entries: Sequence[Line], *,
                   comment: bool) -> tuple[str, list[str]]:
     """Lines outside the block that map a node name to another address, commented out when
     ``comment`` (other names on such a line stay, on a new line after it): (text, lines)."""

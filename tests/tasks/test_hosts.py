@@ -48,7 +48,7 @@ def probe_output(found: dict[str, str | None]) -> str:
     return reader.files_output(found)
 
 
-DEFAULTS = HostsParams()
+DEFAULTS = HostsParams(domain="cluster.local")  # node1 reports node1.cluster.local
 
 
 def run(hosts: str | None, *, ctx: Context | None = None, params: HostsParams = DEFAULTS,
@@ -106,10 +106,10 @@ def test_missing_file_is_created() -> None:
 
 def test_conflicts_kept_with_a_warning_when_not_fixing() -> None:
     old = (DATA / "hosts-debian.txt").read_text()
-    result = run(old, params=HostsParams(fix_conflicts=False))
+    result = run(old, params=HostsParams(fix_conflicts=False, domain="cluster.local"))
     assert [change.summary for change in result.changes] == ["/etc/hosts: list 3 nodes"]
     assert written(result) == blocks.replace_block(old, "hosts", BLOCK_LINES)
-    kept = run(written(result), params=HostsParams(fix_conflicts=False))
+    kept = run(written(result), params=HostsParams(fix_conflicts=False, domain="cluster.local"))
     assert kept.in_sync and kept.notes == ("/etc/hosts lists the 3 nodes",)
     assert kept.warnings == result.warnings == (
         "/etc/hosts: '127.0.1.1\\tnode1.cluster.local\\tnode1' maps a node name to another "
@@ -122,19 +122,98 @@ def test_every_node_gets_the_same_block() -> None:
 
 
 def test_unreachable_node_keeps_its_known_names() -> None:
-    old = blocks.replace_block("", "hosts", ["10.0.0.13 node3.lab node3"])
+    old = blocks.replace_block("", "hosts", ["10.0.0.13 node3.cluster.local node3"])
     result = run(old, ctx=context(unreachable=("node3",)))
-    assert block(result)[2] == "10.0.0.13 node3.lab node3"
-    assert result.warnings == ("node3 is unreachable: listed as node3.lab node3 (run again "
-                               "once it is up to list its own hostname)",)
+    assert block(result)[2] == "10.0.0.13 node3.cluster.local node3"
+    assert result.warnings == ("node3 is unreachable: listed as node3.cluster.local node3 (run "
+                               "again once it is up to list its own hostname)",)
     first_run = run(None, ctx=context(unreachable=("node3",)))
     assert block(first_run)[2] == "10.0.0.13 node3"
 
 
-def test_two_nodes_with_one_hostname_fail() -> None:
-    nodes = [("node1", "10.0.0.11", "debian", "debian"), ("node2", "10.0.0.12", "debian", "")]
-    with pytest.raises(TaskFailed, match="'debian' belongs to both 10.0.0.11 and 10.0.0.12"):
-        run(None, ctx=context(nodes=nodes))
+def test_two_nodes_with_one_hostname_fail_and_neither_gets_it() -> None:
+    nodes = [("node1", "10.0.0.11", "debian", "debian"), ("node2", "10.0.0.12", "debian", ""),
+             ("node3", "10.0.0.13", "node3", "")]
+    for node, other in (("node1", "node2"), ("node2", "node1")):
+        with pytest.raises(TaskFailed, match=f"{node} and {other} both report the hostname "
+                                             "'debian': listed for neither"):
+            run(None, ctx=context(node, nodes))
+    assert names_of(run(None, ctx=context("node3", nodes))) == {
+        "10.0.0.11": ["node1"], "10.0.0.12": ["node2"], "10.0.0.13": ["node3"]}
+
+
+def names_of(result: Plan) -> dict[str, list[str]]:
+    return {line.split()[0]: line.split()[1:] for line in block(result)}
+
+
+def test_fqdns_are_listed_first_only_under_hosts_domain() -> None:
+    assert block(run(None)) == BLOCK_LINES
+    result = run(None, params=HostsParams())
+    assert block(result) == ["10.0.0.11 node1", "10.0.0.12 gpu2 node2", "10.0.0.13 node3"]
+    assert result.warnings == ("node1 reports the FQDN 'node1.cluster.local', which /etc/hosts "
+                               "does not list: a name with dots is listed only under a domain "
+                               "set as hosts_domain",)
+
+
+def test_a_node_naming_itself_after_a_public_name_is_listed_nowhere_under_it() -> None:
+    nodes = [("node1", "10.0.0.11", "node1", "node1"),
+             ("node2", "10.0.0.12", "download", "download.pytorch.org")]
+    for node in ("node1", "node2"):
+        assert names_of(run(None, ctx=context(node, nodes)))["10.0.0.12"] == [
+            "download", "node2"]
+    assert "'download.pytorch.org'" in run(None, ctx=context("node2", nodes)).warnings[0]
+    dotted = [("node1", "10.0.0.11", "download.pytorch.org", "download.pytorch.org")]
+    assert names_of(run(None, ctx=context("node1", dotted)))["10.0.0.11"] == [
+        "download", "node1"]
+
+
+@pytest.mark.parametrize("hostname", ["localhost", "ip6-loopback", "LOCALHOST",
+                                      "localhost.localdomain"])
+def test_a_node_naming_itself_localhost_fails_and_the_others_keep_localhost(
+        hostname: str) -> None:
+    nodes = [("node1", "10.0.0.11", "node1", "node1"), ("node2", "10.0.0.12", hostname, "")]
+    with pytest.raises(TaskFailed, match="node2 reports the hostname"):
+        run(None, ctx=context("node2", nodes))
+    old = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
+    result = run(old, ctx=context("node1", nodes))
+    assert written(result).startswith(old)  # nothing commented out
+    assert names_of(result)["10.0.0.12"] == ["node2"]
+
+
+@pytest.mark.parametrize("claimed", ["node1", "NODE1", "gpu-a.lab"])
+def test_a_node_claiming_another_hosts_inventory_name_or_address_fails_naming_both(
+        claimed: str) -> None:
+    nodes = [("node1", "10.0.0.11", "node1", "node1"), ("node2", "10.0.0.12", "node2", "")]
+    ctx = context("node2", nodes)
+    cluster = {"node1": (Host("node1", "gpu-a.lab", "10.0.0.11"), ctx.cluster["node1"][1]),
+               "node2": (ctx.cluster["node2"][0], node_facts(claimed.split(".")[0], claimed))}
+    domain = HostsParams(domain="lab")
+    with pytest.raises(TaskFailed, match=f"node2 reports the (hostname|FQDN) '{claimed}', which "
+                                         "names the inventory host node1: listed for node1 only"):
+        run(None, ctx=Context(cluster["node2"][0], cluster["node2"][1], cluster), params=domain)
+    on_node1 = run(None, ctx=Context(cluster["node1"][0], context().facts, cluster),
+                   params=domain)
+    assert "gpu-a.lab" not in block(on_node1)[1] and block(on_node1)[0].startswith("10.0.0.11 ")
+
+
+def test_a_line_mapping_another_nodes_own_name_elsewhere_stays() -> None:
+    """node2 calls itself 'pypi': node1's line for its mirror must not be commented out."""
+    nodes = [("node1", "10.0.0.11", "node1", ""), ("node2", "10.0.0.12", "pypi", "")]
+    old = "127.0.0.1 localhost\n10.1.1.1 pypi\n"
+    result = run(old, ctx=context("node1", nodes))
+    assert "\n10.1.1.1 pypi\n" in written(result)
+    assert names_of(result)["10.0.0.12"] == ["node2"]
+    assert ("/etc/hosts: '10.1.1.1 pypi' maps node2's name 'pypi' elsewhere: kept, and 'pypi' "
+            "not listed for node2") in result.warnings[0]
+    on_node2 = run(old, ctx=context("node2", nodes))  # its own name, on itself
+    assert "# nodeprov: 10.1.1.1 pypi" in written(on_node2)
+    inventory_name = run(old.replace("pypi", "node2"), ctx=context("node1", nodes))
+    assert "# nodeprov: 10.1.1.1 node2" in written(inventory_name)
+
+
+def test_names_listed_before_for_a_host_now_down_are_checked_again() -> None:
+    old = blocks.replace_block("", "hosts", ["10.0.0.13 download.pytorch.org localhost node3"])
+    assert block(run(old, ctx=context(unreachable=("node3",))))[2] == "10.0.0.13 node3"
 
 
 def test_fqdn_that_is_not_the_hosts_own_is_ignored() -> None:
@@ -316,8 +395,8 @@ def test_a_node_whose_address_only_it_can_tell_keeps_its_line_while_down() -> No
     cluster = dict(context().cluster)
     cluster["node3"] = (Host("node3", "node3.example.org", ""), None)
     ctx = Context(cluster["node1"][0], context().facts, cluster)
-    old = blocks.replace_block("", "hosts", ["10.0.0.13 node3.lab node3"])
-    assert block(run(old, ctx=ctx))[2] == "10.0.0.13 node3.lab node3"
+    old = blocks.replace_block("", "hosts", ["10.0.0.13 node3.cluster.local node3"])
+    assert block(run(old, ctx=ctx))[2] == "10.0.0.13 node3.cluster.local node3"
     first_run = run(None, ctx=ctx)
     assert block(first_run) == BLOCK_LINES[:2]
     assert first_run.warnings == ("node3 is not listed: its address in node_subnet comes from "
