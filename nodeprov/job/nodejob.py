@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
-from nodeprov.remote.nodelock import STATE_DIR
+from nodeprov.remote.nodelock import JOB_LOCK, LOCK_DIR_READY, STATE_DIR
 from nodeprov.remote.session import Result
 from nodeprov.util.fanout import on_every_name
 
@@ -33,18 +33,18 @@ JOB_DIR = f"{STATE_DIR}/job"
 KILL_AFTER = 5  # seconds between timeout's TERM and KILL: LAUNCH's --kill-after
 TIMED_OUT = (124, 128 + 9)  # timeout(1): the deadline passed; the command needed a KILL
 NO_DEADLINE_WAIT = 365 * 24 * 3600  # how long this side waits for a job without a deadline
-JOB_LOCK = "/run/lock/nodeprov-job.lock"  # one job per node: a second would share its ports
 # argv: lock run_dir workdir seconds run_id command... The run dir is gone when the launcher
 # already stopped this run (Ctrl-C right after the start): then nothing starts. An empty workdir
 # means the login's home. The job lock's fd passes down to every process of the job, so the lock
 # is free only once the last one is gone. The pid file holds the process group (timeout is its
 # leader); the marker finds the workers, which torchrun puts in sessions of their own. A deadline
 # of 0 seconds is none (timeout(1) then just runs the command).
-LAUNCH = r"""[ -d "$2" ] || exit 125
+LAUNCH = LOCK_DIR_READY + r"""[ -d "$2" ] || exit 125
+ready_lock_dir "${1%/*}" "$1" || exit 125
 cd -- "${3:-$HOME}" || exit 125
 exec 8>>"$1"
 if ! flock -n 8; then
-  echo "another nodeprov job is running on this node ($(cat -- "$1"))" >&2; exit 75
+  echo "another nodeprov job is running on this node ($(head -c 200 -- "$1"))" >&2; exit 75
 fi
 echo "run $5 since $(date -u +%FT%TZ) from ${SSH_CLIENT%% *}" > "$1"
 export NODEPROV_JOB_RUN="$5"

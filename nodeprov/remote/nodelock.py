@@ -1,4 +1,9 @@
-"""The node's two locks, and the keepalive watchdog that frees them when nodeprov goes away.
+"""The node's locks, and the keepalive watchdog that frees them when nodeprov goes away.
+
+Every lock lives in ``LOCK_DIR``, root's own folder of mode 0700, checked before each use and
+never followed through a symlink: in a world-writable folder (/run/lock) any user could make
+root write through a planted symlink, block every run by holding the lock, or put escape codes
+on the admin's terminal through the "held by" text. That text is shown cut short and escaped.
 
 - The **run lock** (``RUN_LOCK``) is held by an apply for its whole run, by a holder script on
   an SSH channel of its own: two applies never interleave their edits on a node. The holder
@@ -25,10 +30,25 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nodeprov.errors import CommandFailed, HostError
+from nodeprov.util.validate import printable
 
 STATE_DIR = "/var/lib/nodeprov"
-LOCK_PATH = f"{STATE_DIR}/lock"  # the batch lock
-RUN_LOCK = "/run/lock/nodeprov.lock"  # says whose run holds it
+LOCK_DIR = "/run/nodeprov"  # root's own, 0700
+LOCK_PATH = f"{LOCK_DIR}/batch.lock"  # the batch lock
+RUN_LOCK = f"{LOCK_DIR}/run.lock"  # says whose run holds it
+JOB_LOCK = f"{LOCK_DIR}/job.lock"  # one job per node (job.nodejob): a second would share its ports
+# `ready_lock_dir DIR [FILE...]`: DIR made (0700) if missing, then it must be a folder of the
+# user's own (root's), not a symlink, nor any FILE; shell builtins only, no program started.
+LOCK_DIR_READY = r"""ready_lock_dir() {
+  [ -d "$1" ] || mkdir -m 700 -- "$1" 2>/dev/null
+  if [ -L "$1" ] || [ ! -d "$1" ] || [ ! -O "$1" ]; then
+    echo "$1 is not a folder of root's own: remove it (nodeprov makes it)" >&2; return 1
+  fi
+  for file do
+    [ ! -L "$file" ] || { echo "$file is a symlink: remove it" >&2; return 1; }
+  done
+}
+"""
 # for sudo to check the password (PAM, LDAP) and start the command: a last resort (a refused
 # password is seen at once), so generous enough for a node or machine saturated by a big run
 SUDO_SECONDS = 120.0
@@ -36,14 +56,13 @@ SUDO_SECONDS = 120.0
 # still running, within $wait s), then runs the read script given after it (the facts), fd 9
 # closed and no stdin; held, it keeps the lock until the channel's EOF or $quiet s without a
 # heartbeat byte. Programs are few on purpose: each costs the node ~1 ms per run.
-_HOLDER_START = r"""lock=$1 wait=$2 quiet=$3 batches=$4; shift 4
+_HOLDER_START = LOCK_DIR_READY + r"""dir=$1 lock=$2 wait=$3 quiet=$4 batches=$5; shift 5
 echo started
-[ -d "${lock%/*}" ] && [ -d "${batches%/*}" ] || mkdir -p -- "${lock%/*}" "${batches%/*}" \
-  || exit 1
+ready_lock_dir "$dir" "$lock" "$batches" && chmod 700 -- "$dir" || exit 1
 exec 9>>"$lock"
 held=
 if ! flock -w "$wait" 9; then
-  echo "busy: another nodeprov run holds this node ($(cat -- "$lock"))"
+  echo "busy: another nodeprov run holds this node ($(head -c 200 -- "$lock"))"
 # had and freed at once (closing fd 8): only waits for a batch that is running
 elif ! { exec 8>>"$batches" && flock -w "$wait" 8; }; then
   echo "busy: a command of an interrupted nodeprov run still runs"
@@ -59,10 +78,11 @@ _HOLDER_END = r"""
 [ -n "$held" ] || exit 0
 while beat=$(timeout "$quiet" head -c 1 9>&-) && [ -n "$beat" ]; do :; done
 """
-# Runs argv under the batch lock; -o: its fd must not leak into detached children (the
-# firewall's revert guard).
-_UNDER_BATCH_LOCK = r"""[ -d "$1" ] || mkdir -p -- "$1" || exit 1
-lock=$2; shift 2
+# Runs argv under the batch lock (STATE_DIR made first: batches write there); -o: its fd must not
+# leak into detached children (the firewall's revert guard).
+_UNDER_BATCH_LOCK = LOCK_DIR_READY + r"""[ -d "$1" ] || mkdir -p -- "$1" || exit 1
+ready_lock_dir "$2" "$3" || exit 1
+lock=$3; shift 3
 exec flock -o -w 600 "$lock" "$@"
 """
 
@@ -70,13 +90,13 @@ exec flock -o -w 600 "$lock" "$@"
 def holder_argv(read_script: str, token: str, wait: float, quiet: float) -> list[str]:
     """sh argv of the holder: the run lock within ``wait`` s, then ``read_script`` (a fixed
     script reading its token as $1) in the holder's own shell, saving a program start."""
-    return ["sh", "-c", _HOLDER_START + read_script + _HOLDER_END, "nodeprov-facts", RUN_LOCK,
-            f"{wait:g}", f"{quiet:g}", LOCK_PATH, token]
+    return ["sh", "-c", _HOLDER_START + read_script + _HOLDER_END, "nodeprov-facts", LOCK_DIR,
+            RUN_LOCK, f"{wait:g}", f"{quiet:g}", LOCK_PATH, token]
 
 
 def under_batch_lock(argv: Sequence[str]) -> list[str]:
     """``argv`` run under the batch lock, within 600 s."""
-    return ["sh", "-c", _UNDER_BATCH_LOCK, "nodeprov-lock", STATE_DIR, LOCK_PATH, *argv]
+    return ["sh", "-c", _UNDER_BATCH_LOCK, "nodeprov-lock", STATE_DIR, LOCK_DIR, LOCK_PATH, *argv]
 
 
 class RunLock:
@@ -135,9 +155,10 @@ class RunLock:
             channel.settimeout(None)
             return read
         channel.close()
-        if wait:
-            raise HostError(self.host, "lock", f"{state.removeprefix('busy: ')}, after "
-                            f"{wait:g} s", hint="wait for it to end, or stop it, and run again")
+        if wait:  # the holder's text is the node's: escaped, and cut short
+            raise HostError(self.host, "lock", f"{printable(state.removeprefix('busy: '))[:300]}, "
+                            f"after {wait:g} s", hint="wait for it to end, or stop it, and run "
+                            "again")
         return read
 
     def beat(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from nodeprov.remote.nodelock import LOCK_PATH
 from nodeprov.testbed.cluster import Testbed
 from tests.report_schema import assert_valid
 
@@ -113,4 +114,4 @@ def nodeprov_processes(bed: Testbed, node: str) -> str:
 
 def wait_for_batches(bed: Testbed, node: str) -> None:
     """Until no batch of actions runs on the node (one a killed run left goes on to its end)."""
-    bed.exec(node, "flock", "-w", "60", "/var/lib/nodeprov/lock", "true", timeout=90)
+    bed.exec(node, "flock", "-w", "60", LOCK_PATH, "true", timeout=90)

@@ -13,7 +13,7 @@ import pytest
 
 from nodeprov.errors import HostError
 from nodeprov.inventory import load_inventory
-from nodeprov.remote.nodelock import LOCK_PATH, RUN_LOCK
+from nodeprov.remote.nodelock import LOCK_DIR, LOCK_PATH, RUN_LOCK
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.tasks.textfiles import blocks
@@ -61,7 +61,7 @@ def test_a_held_lock_fails_clearly_naming_its_holder(make_testbed: MakeTestbed) 
     bed = make_testbed(nodes=1)
     owner = "pid 4242 since 2026-01-01T00:00:00Z from 10.9.9.9"
     holder = subprocess.Popen(bed.exec_argv("node1", [
-        "sh", "-c", 'mkdir -p /run/lock && echo "$1" > "$2" && exec flock "$2" sleep 30',
+        "sh", "-c", 'mkdir -p -m 700 "${2%/*}" && echo "$1" > "$2" && exec flock "$2" sleep 30',
         "hold", owner, RUN_LOCK]))
     host = load_inventory(bed.inventory_path).hosts[0]
     try:
@@ -85,7 +85,7 @@ def test_a_held_lock_fails_clearly_naming_its_holder(make_testbed: MakeTestbed) 
 def test_a_rerun_waits_for_a_command_a_killed_run_left_running(make_testbed: MakeTestbed,
                                                                tmp_path: Path) -> None:
     bed = make_testbed(nodes=1)
-    bed.exec("node1", "mkdir", "-p", "/var/lib/nodeprov", check=True)
+    bed.exec("node1", "mkdir", "-p", "-m", "700", LOCK_DIR, check=True)
     # What a killed run's batch looks like on the node: it holds the batch lock while it runs.
     # This one writes the file the apply edits, 2 s after the apply has read it.
     orphan = subprocess.Popen(bed.exec_argv("node1", [

@@ -13,6 +13,7 @@ from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
 from nodeprov.remote import reader
 from nodeprov.remote.actions import Local, Probe, Run, Upload, Write
+from nodeprov.remote.nodelock import LOCK_DIR, STATE_DIR
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 
@@ -44,7 +45,8 @@ class LocalShell:
         if argv[:2] == ["sudo", "-S"]:
             argv = argv[5:]
             stdin = stdin.split("\n", 1)[1] if stdin else stdin
-        argv = [arg.replace("/var/lib/nodeprov", f"{self.root}/state") for arg in argv]
+        argv = [arg.replace(STATE_DIR, f"{self.root}/state").replace(LOCK_DIR, f"{self.root}/run")
+                for arg in argv]
         done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30,
                               check=False)
         return Completed(done.stdout, done.stderr, done.returncode)
