@@ -11,6 +11,8 @@
     ├── UnknownHostKey            a host key not in known_hosts (remote.hostkeys)
     ├── ProxyCommandFailed        a ProxyCommand did not start or ended (remote.proxycommand;
     │                             remote.dial turns it into Unreachable)
+    ├── ReportNotWritten          a report file could not be written after the run
+    │                             (util.reportfile; its path was checked before the run)
     ├── NotStarted                Ctrl-C came before this host's work (util.fanout)
     ├── Interrupted               Ctrl-C stopped a run (exit 130; engine.outcome; a
     │                             KeyboardInterrupt too)

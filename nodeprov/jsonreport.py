@@ -14,8 +14,9 @@ import json
 import sys
 from collections.abc import Mapping
 from importlib import resources
-from pathlib import Path
 from typing import Any
+
+from nodeprov.util import reportfile
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "report.schema.json"
@@ -34,10 +35,12 @@ def document(command: str, ok: bool, **fields: Any) -> dict[str, Any]:
 
 
 def write_report(report: Mapping[str, Any], json_path: str) -> None:
-    """To ``json_path``, or stdout for ``-``; every command writes its report through here
-    (called as ``jsonreport.write_report``, so the tests check every report they produce)."""
+    """To ``json_path`` (``util.reportfile``: private, atomic, never through a symlink; the
+    CLI checked the path before the run), or stdout for ``-``; every command writes its report
+    through here (called as ``jsonreport.write_report``, so the tests check every report they
+    produce)."""
     text = json.dumps(report, indent=2) + "\n"
-    if json_path == "-":
+    if json_path == reportfile.STDOUT:
         sys.stdout.write(text)
     else:
-        Path(json_path).write_text(text, encoding="utf-8")
+        reportfile.write_private(json_path, text)

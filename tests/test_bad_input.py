@@ -272,3 +272,52 @@ def _fill(path: Path, size: int) -> None:
             pipe.write(b"# padding\n" * (size // 10))
     except BrokenPipeError:
         pass  # the reader stopped at its limit
+
+
+# --- report paths (issue #23 point 7): checked before any connection, written privately -------
+
+@pytest.mark.parametrize("command", ["apply", "facts", "verify", "run"])
+@pytest.mark.parametrize("report", ["symlink", "missing-folder", "folder"])
+def test_a_report_path_that_cannot_take_the_report_is_exit_2_before_any_connection(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, report: str) -> None:
+    connections: list[str] = []
+    monkeypatch.setattr(Session, "open", lambda self: connections.append(self.host.name))
+    (tmp_path / "inventory.yaml").write_text(GOOD_INVENTORY)
+    victim = tmp_path / "root-only"
+    victim.write_text("precious\n")
+    path = {"symlink": tmp_path / "report.json", "missing-folder": tmp_path / "no" / "r.json",
+            "folder": tmp_path}[report]
+    if report == "symlink":
+        path.symlink_to(victim)
+    job = ["--", "train.py"] if command == "run" else []
+    result = CliRunner().invoke(app, [command, str(tmp_path / "inventory.yaml"), "--json",
+                                      str(path), *job])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    assert f"--json: {path}" in result.stderr or f"--json: cannot write {path}" in result.stderr
+    assert connections == [] and victim.read_text() == "precious\n"
+
+
+def test_the_report_is_written_privately_and_replaces_a_symlink_made_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodeprov.commands import facts as facts_command
+    from nodeprov.remote.facts import parse_facts
+    from tests.reliability.test_hostile_nodes import GOOD
+
+    (tmp_path / "inventory.yaml").write_text(GOOD_INVENTORY)
+    report, victim = tmp_path / "facts.json", tmp_path / "root-only"
+    victim.write_text("precious\n")
+
+    def connect_all(hosts: Any, *args: Any) -> Any:
+        report.symlink_to(victim)  # planted after the check, while the run goes on
+        return {}, {host.name: parse_facts(GOOD) for host in hosts}, {}
+
+    monkeypatch.setattr(facts_command, "connect_all", connect_all)
+    result = CliRunner().invoke(app, ["facts", str(tmp_path / "inventory.yaml"), "--json",
+                                      str(report)])
+    assert result.exit_code == 0, result.output
+    assert not report.is_symlink() and json.loads(report.read_text())["command"] == "facts"
+    assert report.stat().st_mode & 0o777 == 0o600
+    assert victim.read_text() == "precious\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "facts.json", "inventory.yaml", "root-only"]  # no temporary file left

@@ -12,13 +12,16 @@ keeps what follows ``--`` for the job (``AfterDashDash``, ``job_command``).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
+from nodeprov.cli.exits import exit_on_error
 from nodeprov.errors import InputError
+from nodeprov.util import reportfile
 
 COMMAND_KEY = "nodeprov.run.command"  # where AfterDashDash keeps the words after --
 
@@ -36,8 +39,25 @@ ForksOpt = Annotated[int, typer.Option("--forks", "-f", help="Hosts handled in p
 AcceptKeysOpt = Annotated[bool, typer.Option(
     "--accept-new-host-keys", help="Trust and record unknown SSH host keys (changed keys are "
     "always refused).")]
+def report_path_option(option: str) -> Callable[[str | None], str | None]:
+    """A Typer callback checking a report option's PATH as the command line is read, before
+    anything runs (``util.reportfile``): a symlink, a folder or an unwritable place is exit 2
+    then, not a traceback after the whole run.
+
+        HtmlOpt = Annotated[str | None, typer.Option("--html", callback=report_path_option(
+            "--html"))]
+    """
+    def checked(value: str | None) -> str | None:
+        if value is None:
+            return None
+        with exit_on_error():
+            return reportfile.checked_target(value, option=option)
+    return checked
+
+
 JsonOpt = Annotated[str | None, typer.Option(
-    "--json", help="Write the JSON report (report.schema.json) to PATH ('-' for stdout, then "
+    "--json", callback=report_path_option("--json"),
+    help="Write the JSON report (report.schema.json) to PATH ('-' for stdout, then "
     "nothing else goes to stdout).", metavar="PATH")]
 TagsOpt = Annotated[str | None, typer.Option(
     "--tags", "-t", help="Only tasks (and the job) with one of these tags (comma-separated).")]
