@@ -321,3 +321,28 @@ def test_the_report_is_written_privately_and_replaces_a_symlink_made_meanwhile(
     assert victim.read_text() == "precious\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "facts.json", "inventory.yaml", "root-only"]  # no temporary file left
+
+
+# --- inventories that never end or nest without end (issue #23 point 7) ---------------------
+
+ENDLESS_SCRIPT = "#!/bin/sh\n[ \"$1\" = --list ] && exec yes '{\"all\": {\"hosts\": [\"x\"]}}'\n"
+DEEP_TOML = "[all.vars]\nx = " + "[" * 3000 + "]" * 3000 + "\n"
+
+
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("inventory.sh", ENDLESS_SCRIPT, "inventory.sh --list: inventory script printed over "
+                                     "4194304 bytes; an inventory must be under 4 MiB"),
+    ("inventory.toml", DEEP_TOML, "inventory.toml: nested too deeply to read; flatten the file"),
+])
+def test_an_inventory_without_end_is_one_line_and_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str, said: str) -> None:
+    connections: list[str] = []
+    monkeypatch.setattr(Session, "open", lambda self: connections.append(self.host.name))
+    inventory = tmp_path / name
+    inventory.write_text(text)
+    inventory.chmod(0o755)
+    for command in (["apply", str(inventory)], ["inventory", str(inventory), "--list"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert result.stderr == f"nodeprov: {tmp_path}/{said}\n"
+    assert connections == []

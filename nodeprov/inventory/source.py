@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,7 +25,8 @@ from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.ini import parse_ini
 from nodeprov.inventory.vault import check_vault
 from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml, script_group
-from nodeprov.util.yamlfile import kind_of, load_yaml_text, read_text
+from nodeprov.util.bounded import run_bounded
+from nodeprov.util.yamlfile import MAX_BYTES, kind_of, load_yaml_text, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -119,6 +119,8 @@ def _toml(text: str, source: str) -> dict[str, Any]:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"TOML syntax error: {error}; fix the TOML", source=source) from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise InputError("nested too deeply to read; flatten the file", source=source) from None
     if not document:
         raise InputError("file is empty; expected an inventory", source=source)
     for name, group in document.items():
@@ -166,17 +168,28 @@ def _run_script(path: Path) -> Mapping[str, Any]:
 
 
 def _script_json(path: Path, args: list[str]) -> Mapping[str, Any]:
+    """What the script prints, read as a file is: at most MAX_BYTES (a script printing without
+    end filled the memory), within SCRIPT_TIMEOUT."""
     source = f"{path} {' '.join(args)}"
     try:
-        done = subprocess.run([str(path.resolve()), *args], capture_output=True, text=True,
-                              timeout=SCRIPT_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise InputError(f"inventory script failed to run: {error}", source=source) from None
+        done = run_bounded([str(path.resolve()), *args], limit=MAX_BYTES,
+                           timeout=SCRIPT_TIMEOUT)
+    except OSError as error:
+        raise InputError(f"inventory script failed to run: {error.strerror or error}",
+                         source=source) from None
+    if done.over_limit:
+        raise StricterThanAnsible(f"inventory script printed over {MAX_BYTES} bytes; an "
+                                  f"inventory must be under {MAX_BYTES // (1024 * 1024)} MiB",
+                                  source=source)
+    if done.timed_out:
+        raise InputError(f"inventory script still ran after {SCRIPT_TIMEOUT:g} s; make it "
+                         "answer faster", source=source)
     if done.returncode != 0:
-        tail = " ".join(done.stderr.strip().splitlines()[-2:])[-300:]
+        said = done.stderr_tail.decode(errors="replace")
+        tail = " ".join(said.strip().splitlines()[-2:])[-300:]
         raise InputError(f"inventory script exited {done.returncode}: {tail}", source=source)
     try:
-        document = json.loads(done.stdout or "{}")
+        document = json.loads(done.stdout or b"{}")
     except (ValueError, RecursionError) as error:
         raise InputError(f"inventory script printed no valid JSON ({error})",
                          source=source) from None
