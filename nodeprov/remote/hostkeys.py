@@ -32,6 +32,7 @@ from paramiko.pkey import PKey
 
 from nodeprov.errors import NodeprovError, Unreachable
 from nodeprov.inventory.sshconfigs import SshConfigs
+from nodeprov.remote.capture import BoundedRemote
 from nodeprov.remote.proxycommand import ProxyCommandFailed, ProxyProcess
 from nodeprov.util import validate
 
@@ -63,7 +64,8 @@ class SshFiles:
             key = ssh_config_file or ""
             if key not in self._parsed:
                 self._parsed[key] = self._parse(ssh_config_file)
-            return Config(ssh_config=self._parsed[key])
+            return Config(ssh_config=self._parsed[key],
+                          overrides={"runners": {"remote": BoundedRemote}})
 
     def _parse(self, ssh_config_file: str | None) -> SSHConfig:
         if not ssh_config_file:

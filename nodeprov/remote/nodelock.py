@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nodeprov.errors import CommandFailed, HostError
+from nodeprov.remote.options import OUTPUT_LIMIT
 from nodeprov.util.validate import printable
 
 STATE_DIR = "/var/lib/nodeprov"
@@ -123,7 +124,8 @@ class RunLock:
         channel.settimeout(1.0)
         # a sudo that never starts the command (a refused password) is given up on
         sudo_deadline = time.monotonic() + SUDO_SECONDS
-        while end not in output and not lost() and (
+        ended = False
+        while not ended and not lost() and (
                 output.startswith(started) or time.monotonic() < sudo_deadline):
             while channel.recv_stderr_ready():
                 errors += channel.recv_stderr(65536)
@@ -139,7 +141,13 @@ class RunLock:
             if not chunk:
                 break
             output += chunk
-        if end not in output:
+            ended = end in output[-len(chunk) - len(end):]  # not the whole output each time
+            if max(len(output), len(errors)) > OUTPUT_LIMIT:
+                channel.close()
+                raise HostError(self.host, "facts", f"the facts printed over {OUTPUT_LIMIT} "
+                                "characters, more than nodeprov reads from a node",
+                                hint="is a file it reads that large?")
+        if not ended:
             channel.close()
             if lost():
                 raise ConnectionError("connection dropped")

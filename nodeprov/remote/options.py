@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+OUTPUT_LIMIT = 16 * 1024 * 1024  # characters a node may print per stream of one round trip
+
 
 @dataclass(frozen=True)
 class SshOptions:

@@ -30,7 +30,7 @@ from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, 
 from nodeprov.remote.batch import batch_script, batches, failed_step
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.remote.nodelock import RunLock, holder_argv, keepalive, under_batch_lock
-from nodeprov.remote.options import SshOptions
+from nodeprov.remote.options import OUTPUT_LIMIT, SshOptions
 from nodeprov.remote.sudo import SUDO_PROMPT, as_root, sudo_responders
 from nodeprov.remote.transfer import describe, run_local, stage, upload
 
@@ -128,6 +128,10 @@ class Session:
             raise self._broken(task, what, describe(error)) from None
         if self._lost:
             raise self._broken(task, what, "")
+        if getattr(result, "over_limit", False):
+            raise HostError(self.host.name, task, f"{what} printed over {OUTPUT_LIMIT} "
+                            "characters, more than nodeprov reads from a node",
+                            hint="is a file it reads that large?")
         # No exit status: sshd's end was killed (a node restarting), unless the connection
         # still stands: then the command died by a signal (sshd sends exit-signal, paramiko -1),
         # as a job's processes do when their deadline or the stop step kills them.

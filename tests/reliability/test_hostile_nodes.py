@@ -20,6 +20,8 @@ from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts
 from nodeprov.tasks.hosts import manage_etc_hosts
 from nodeprov.wheels import wheelhouse
+from tests.conftest import MakeTestbed
+from tests.reliability.helpers import apply, apply_args
 from tests.test_bad_input import GOOD_INVENTORY
 
 GOOD = {
@@ -124,3 +126,29 @@ def test_the_live_table_shows_a_task_name_as_written() -> None:
     shown = out.getvalue()
     assert "notice [/] [bold]x\\x1b[2J" in shown and "\x1b[2J" not in shown.replace(
         "\\x1b[2J", "")
+
+
+HOSTS_PLAYBOOK = """\
+- name: names
+  hosts: all
+  tasks:
+    - name: hosts
+      hosts: {fix_conflicts: true}
+"""
+
+
+@pytest.mark.integration
+def test_a_node_printing_without_end_fails_alone_in_one_line(make_testbed: MakeTestbed,
+                                                             tmp_path: Path) -> None:
+    """Issue #23 point 7: what a node prints is read with a limit (a 20 MB /etc/hosts of one
+    line was read whole into memory, as anything a node printed)."""
+    bed = make_testbed(nodes=2)
+    bed.exec("node2", "sh", "-c", "head -c 20000000 /dev/zero | tr '\\0' '#' >> /etc/hosts",
+             check=True)
+    args = apply_args(bed, tmp_path, HOSTS_PLAYBOOK)
+    for mode in (["--check"], []):  # the facts read as they are (check), under the run lock
+        done = apply(*args, *mode)
+        assert done.code == 1 and done.statuses() == {"node1": "changed", "node2": "failed"}
+        error = done.report["hosts"]["node2"]["error"]
+        assert "printed over 16777216 characters, more than nodeprov reads" in error
+        assert "\n" not in error and "Traceback" not in done.stderr
