@@ -28,6 +28,7 @@ import pytest
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.environment import problems
 from nodeprov.testbed.lifecycle import temporary
+from tests.mirrors import LOCAL_MIRRORS
 
 MakeTestbed = Callable[..., Testbed]
 
@@ -98,16 +99,19 @@ def _sigterm_runs_cleanup() -> Iterator[None]:
 def testbed() -> Iterator[Testbed]:
     """3 nodes and the outsider, shared by the whole session; always taken down at its end."""
     _skip_without_testbed()
-    with _sigterm_runs_cleanup(), temporary(nodes=3, outsider=True) as shared:
+    with _sigterm_runs_cleanup(), temporary(nodes=3, outsider=True,
+                                            shared=LOCAL_MIRRORS) as shared:
         yield shared
 
 
 @pytest.fixture
 def make_testbed() -> Iterator[MakeTestbed]:
-    """``make_testbed(nodes=2, outsider=False)``: fresh testbeds, taken down after the test."""
+    """``make_testbed(nodes=2, outsider=False)``: fresh testbeds, taken down after the test;
+    ``shared=()`` for nodes that see no mirror, ``sshd_settings={"MaxStartups": "2:100:2"}``."""
     _skip_without_testbed()
     with _sigterm_runs_cleanup(), ExitStack() as made:
         def make(nodes: int = 2, outsider: bool = False, **options: Any) -> Testbed:
+            options.setdefault("shared", LOCAL_MIRRORS)
             return made.enter_context(temporary(nodes=nodes, outsider=outsider, **options))
 
         yield make

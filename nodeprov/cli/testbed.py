@@ -31,21 +31,29 @@ def up(
     )] = False,
     var: Annotated[list[str] | None, typer.Option(
         help="Extra inventory var KEY=VALUE (VALUE is YAML); repeatable.")] = None,
+    share: Annotated[list[str] | None, typer.Option(
+        help="A folder of this machine every node sees read-only at the same path (a mirror); "
+        "repeatable. Nodes see nothing else of this machine's but its system trees.",
+        metavar="PATH")] = None,
 ) -> None:
     """Create the nodes and write DIR/inventory.yaml and DIR/ssh_config.
 
     nodeprov testbed up --nodes 3 --outsider && ssh -F /srv/nodeprov-testbed/ssh_config node1
+    nodeprov testbed up --share /opt/wheels --var 'pip_find_links=[/opt/wheels]'
     """
     from nodeprov.testbed.inventory_file import parse_vars
     from nodeprov.testbed.lifecycle import up as bring_up
 
     with exit_on_error():
         started = time.monotonic()
-        testbed = bring_up(directory, nodes, subnet, outsider, parse_vars(var or []))
+        testbed = bring_up(directory, nodes, subnet, outsider, parse_vars(var or []),
+                           shared=share or [])
     typer.echo(f"{len(testbed.nodes)} nodes up in {time.monotonic() - started:.1f} s "
                f"on {testbed.subnet}")
     typer.echo(f"inventory: {testbed.inventory_path}")
     typer.echo(f"ssh:       ssh -F {testbed.ssh_config_path} {testbed.nodes[0]}")
+    if testbed.state.shared:
+        typer.echo(f"shared:    {', '.join(testbed.state.shared)} (read-only on every node)")
     if testbed.state.outsider:
         typer.echo(f"outsider:  {testbed.address('outsider')} "
                    f"(nodeprov testbed exec --dir {testbed.dir} outsider -- CMD)")

@@ -80,8 +80,10 @@ class Testbed:
             raise NodeprovError(f"{name}: testbed: the node is not running (its PID 1 is gone); "
                                 f"recreate the testbed: nodeprov testbed down --dir {self.dir}, "
                                 "then up")
+        # --wd: the node's working folder (/root, nodeinit's); a path given would be opened in
+        # this machine's tree, which the node no longer sees
         return ["nsenter", f"--target={member.init.pid}", "--net", "--mount", "--uts", "--ipc",
-                "--pid", "--wd=/root", "--", *argv]
+                "--pid", "--wd", "--", *argv]
 
     def exec(self, name: str, *argv: str, check: bool = False, input: str | None = None,
              timeout: float | None = None) -> subprocess.CompletedProcess[str]:

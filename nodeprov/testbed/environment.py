@@ -63,6 +63,10 @@ def problems() -> list[str]:
     found = []
     if os.geteuid() != 0:
         found.append("root is needed (run it with sudo)")
+    sshd = sshd_path()
+    if sshd and not os.path.realpath(sshd).startswith("/usr/"):
+        found.append(f"sshd is {os.path.realpath(sshd)}, outside /usr, the one tree of this "
+                     "machine's programs the nodes see (apt-get install openssh-server)")
     missing = _missing_tools()
     if missing:
         packages = sorted({TOOLS[tool] for tool in missing})

@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from nodeprov.errors import InputError
+from nodeprov.util import validate
 
 DEFAULT_DIR = Path("/srv/nodeprov-testbed")
 # Trees a node sees privately (overlays and tmpfs); its own upper directories and the files its
@@ -40,6 +42,32 @@ def checked_dir(path: Path) -> Path:
         raise InputError(f"{resolved} contains {''.join(unsafe)!r}, which overlayfs mount "
                          "options cannot hold; choose a plainer path", field="--dir")
     return resolved
+
+
+def checked_shared(paths: Sequence[str], testbed_dir: Path) -> list[str]:
+    """The folders a testbed shares read-only with its nodes: existing folders given by their
+    real path (no symlink in it), neither holding nor inside the testbed's own directory (its
+    client key), nor a tree every node mounts afresh. InputError names the one that is not.
+
+    >>> checked_shared(["/usr/share"], Path("/srv/tb"))
+    ['/usr/share']
+    """
+    checked = []
+    for given in paths:
+        try:
+            path = validate.absolute_path(given)
+        except ValueError as error:
+            raise InputError(str(error), field="--share") from None
+        real = Path(path).resolve()
+        if not real.is_dir() or str(real) != path:
+            raise InputError(f"{path} is not a folder (give an existing one by its real path, "
+                             "without a symlink in it)", field="--share")
+        if real == Path("/") or real.is_relative_to(testbed_dir) or testbed_dir.is_relative_to(
+                real) or any(real.is_relative_to(tree) for tree in ("/proc", "/sys", "/dev")):
+            raise InputError(f"{path} cannot be shared: it is /, holds or lies in the testbed's "
+                             "directory, or is under /proc, /sys or /dev", field="--share")
+        checked.append(path)
+    return checked
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Bring a testbed up and take it down; `up` undoes its own work when it fails or is interrupted.
 
-    testbed = up(Path("/srv/tb"), nodes=3, outsider=True)
+    testbed = up(Path("/srv/tb"), nodes=3, outsider=True, shared=["/opt/wheels"])
     down(Path("/srv/tb"))   # True if there was a testbed to remove; safe to run again
 
     with temporary(nodes=2) as testbed:   # in a fresh directory under /srv, always removed
@@ -13,7 +13,7 @@ import atexit
 import functools
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from nodeprov.testbed import boot, environment, network, probe
 from nodeprov.testbed.addressing import chosen_subnet, free_subnet, plan_addresses, routed_subnets
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.inventory_file import inventory, render
-from nodeprov.testbed.layout import DEFAULT_DIR, Layout, checked_dir
+from nodeprov.testbed.layout import DEFAULT_DIR, Layout, checked_dir, checked_shared
 from nodeprov.testbed.naming import MAX_NODES, OUTSIDER, Names, node_names
 from nodeprov.testbed.processes import kill_and_wait
 from nodeprov.testbed.sshfiles import generate_keys, known_hosts, ssh_config
@@ -33,10 +33,12 @@ START_TIMEOUT = 30.0  # per phase: node inits ready, then every sshd greeting
 TEMPORARY_PARENT = Path("/srv")
 
 
-def plan(layout: Layout, count: int, subnet: str | None, outsider: bool) -> State:
+def plan(layout: Layout, count: int, subnet: str | None, outsider: bool,
+         shared: Sequence[str] = ()) -> State:
     """Names and addresses for a new testbed, clashing with nothing on the machine."""
     if not 1 <= count <= MAX_NODES:
         raise InputError(f"{count} nodes: give 1 to {MAX_NODES}", field="--nodes")
+    folders = checked_shared(shared, layout.dir)
     names = Names.for_dir(layout.dir)
     taken = routed_subnets()
     node_subnet = chosen_subnet(subnet, taken) if subnet else free_subnet(str(layout.dir), taken)
@@ -45,7 +47,7 @@ def plan(layout: Layout, count: int, subnet: str | None, outsider: bool) -> Stat
                   subnet=str(node_subnet), bridge=names.bridge,
                   bridge_address=str(bridge_address),
                   nodes=[Member(name, str(address), names.netns(name), names.veth(name))
-                         for name, address in addresses.items()])
+                         for name, address in addresses.items()], shared=folders)
     if outsider:
         outsider_subnet = free_subnet(f"{layout.dir}/{OUTSIDER}", [*taken, node_subnet])
         address = plan_addresses(outsider_subnet, [OUTSIDER])[1][OUTSIDER]
@@ -56,8 +58,10 @@ def plan(layout: Layout, count: int, subnet: str | None, outsider: bool) -> Stat
 
 
 def up(directory: Path = DEFAULT_DIR, nodes: int = 3, subnet: str | None = None,
-       outsider: bool = False, extra_vars: Mapping[str, Any] | None = None) -> Testbed:
-    """Create the testbed and wait until every node accepts an SSH login with the key."""
+       outsider: bool = False, extra_vars: Mapping[str, Any] | None = None,
+       shared: Sequence[str] = (), sshd_settings: Mapping[str, str] | None = None) -> Testbed:
+    """Create the testbed and wait until every node accepts an SSH login with the key; the
+    nodes see the ``shared`` folders read-only, their sshd runs with ``sshd_settings``."""
     environment.require()
     layout = Layout(checked_dir(directory))
     present = [path for path in (layout.state_file, *layout.files, layout.nodes_dir)
@@ -65,7 +69,7 @@ def up(directory: Path = DEFAULT_DIR, nodes: int = 3, subnet: str | None = None,
     if present:
         raise InputError(f"{present[0]} exists: run `nodeprov testbed down --dir {layout.dir}` "
                          "first, or choose another directory", field="--dir")
-    state = plan(layout, nodes, subnet, outsider)
+    state = plan(layout, nodes, subnet, outsider, shared)
     links, namespaces = network.existing(state)
     if links or namespaces:
         raise EnvironmentProblem(
@@ -77,7 +81,7 @@ def up(directory: Path = DEFAULT_DIR, nodes: int = 3, subnet: str | None = None,
     layout.dir.mkdir(parents=True, exist_ok=True)
     state.save(layout.state_file)  # before making anything: `down` must find all of it
     try:
-        _build(state, layout)
+        _build(state, layout, sshd_settings)
         layout.inventory.write_text(render(inventory_data, layout))
     except BaseException:
         _teardown(state, layout)
@@ -85,7 +89,7 @@ def up(directory: Path = DEFAULT_DIR, nodes: int = 3, subnet: str | None = None,
     return Testbed(state)
 
 
-def _build(state: State, layout: Layout) -> None:
+def _build(state: State, layout: Layout, sshd_settings: Mapping[str, str] | None) -> None:
     sshd = environment.sshd_path()
     assert sshd is not None  # environment.require() checked it
     host_keys = {node.name: layout.node_dir(node.name) / "ssh_host_ed25519_key"
@@ -97,7 +101,7 @@ def _build(state: State, layout: Layout) -> None:
     authorized_key = layout.client_public_key.read_text()
     for node in state.nodes:
         boot.prepare(layout.node_dir(node.name), node.name, node.ip, authorized_key,
-                      host_keys[node.name])
+                     host_keys[node.name], sshd_settings)
     network.create(state)
     _start_nodes(state, layout, sshd)
     layout.known_hosts.write_text(known_hosts(
@@ -117,7 +121,7 @@ def _start_nodes(state: State, layout: Layout, sshd: str) -> None:
     pipes = {}
     try:
         for node in state.nodes:
-            pipes[node.name] = boot.launch(node, layout.node_dir(node.name), sshd)
+            pipes[node.name] = boot.launch(node, layout.node_dir(node.name), sshd, state.shared)
     finally:
         try:
             boot.await_started(pipes, {node.name: node for node in state.nodes},
@@ -156,15 +160,17 @@ def _teardown(state: State, layout: Layout) -> None:
 @contextmanager
 def temporary(nodes: int = 3, outsider: bool = False, subnet: str | None = None,
               extra_vars: Mapping[str, Any] | None = None,
-              parent: Path = TEMPORARY_PARENT) -> Iterator[Testbed]:
+              parent: Path = TEMPORARY_PARENT, shared: Sequence[str] = (),
+              sshd_settings: Mapping[str, str] | None = None) -> Iterator[Testbed]:
     """A testbed in a fresh directory under ``parent``, taken down and removed on leaving (and at
-    interpreter exit, should the leaving never happen)."""
+    interpreter exit, should the leaving never happen); ``shared`` and ``sshd_settings`` as
+    ``up`` takes them."""
     parent.mkdir(parents=True, exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix="nodeprov-testbed-", dir=parent))
     cleanup = functools.partial(_remove_temporary, directory)
     atexit.register(cleanup)
     try:
-        yield up(directory, nodes, subnet, outsider, extra_vars)
+        yield up(directory, nodes, subnet, outsider, extra_vars, shared, sshd_settings)
     finally:
         atexit.unregister(cleanup)
         cleanup()

@@ -1,4 +1,4 @@
-"""PID 1 of a testbed node: private mounts and hostname, then ``exec sshd``.
+"""PID 1 of a testbed node: its own root and hostname, then ``exec sshd``.
 
 Runs inside fresh mount, UTS, IPC and PID namespaces (made by ``unshare``) within the node's
 network namespace, from a plan written by :mod:`nodeprov.testbed.boot`::
@@ -6,10 +6,10 @@ network namespace, from a plan written by :mod:`nodeprov.testbed.boot`::
     nsenter --net=/run/netns/NS unshare --mount --uts --ipc --pid --fork --kill-child -- \\
         python3 -I -S nodeinit.py '{"hostname": "node1", "overlays": [...], "sshd": [...]}'
 
-It prints its own and its parent's PID as the machine sees them, then ``ready`` once every mount
-is in place, and becomes sshd, which reaps orphans as a PID 1 must. Standard library only, and
-everything is imported before the mounts hide this interpreter's own files (it may live under
-/root).
+It prints its own and its parent's PID as the machine sees them, builds the node's tree in a
+fresh tmpfs (``set_up_root``), pivots into it and lets the machine's tree go, prints ``ready``
+and becomes sshd, which reaps orphans as a PID 1 must. Standard library only, and everything is
+imported before the pivot hides this interpreter's own files.
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 import socket
 import sys
-from errno import EINVAL, ENOENT
 from typing import Any
 
 MS_RDONLY = 1
@@ -37,8 +35,6 @@ MNT_DETACH = 2
 READ_ONLY_PROC = ("/proc/sys", "/proc/sysrq-trigger")
 WRITABLE_PROC = ("/proc/sys/net",)
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Trees the node mounts its own filesystems on, besides its overlays.
-FRESH_TREES = ("/tmp", "/dev/shm", "/run", "/proc", "/sys")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -59,53 +55,57 @@ def bind(path: str, *, read_only: bool) -> None:
     mount("none", path, "", flags | (MS_RDONLY if read_only else 0))
 
 
-def mount_points(mountinfo: str) -> list[str]:
-    """The mount points listed in a /proc/PID/mountinfo text (octal escapes decoded)."""
-    return [re.sub(r"\\([0-7]{3})", lambda code: chr(int(code[1], 8)), line.split()[4])
-            for line in mountinfo.splitlines()]
-
-
-def detach_below(trees: list[str]) -> None:
-    """Unmount, in this namespace only, every mount below ``trees``, deepest first.
-
-    The node's own mounts would hide them anyway; detaching keeps the node's mount table honest
-    (no bind-mounted /etc/hosts of the machine's) and drops the references its copies hold, such
-    as /run/netns/NAME mounts that keep other testbeds' network namespaces alive.
-    """
-    with open("/proc/self/mountinfo") as mountinfo:
-        points = set(mount_points(mountinfo.read()))
-    below = [point for point in points if any(point.startswith(tree + "/") for tree in trees)]
-    for point in sorted(below, key=lambda point: point.count("/"), reverse=True):
-        if _libc.umount2(point.encode(), MNT_DETACH) != 0:
-            errno = ctypes.get_errno()
-            if errno not in (EINVAL, ENOENT):  # already gone with a mount above it
-                raise OSError(errno, f"umount {point}: {os.strerror(errno)}")
-
-
-def set_up_mounts(plan: dict[str, Any]) -> None:
-    """Everything the node sees privately; ``plan`` comes from ``boot.init_plan``."""
+def set_up_root(plan: dict[str, Any]) -> None:
+    """Build the node's whole tree in ``plan["root"]`` and make it the root: nothing of the
+    machine's is left but what the plan names (system trees under overlays, shared folders
+    read-only, /dev)."""
     mount("none", "/", "", MS_REC | MS_PRIVATE)  # nothing below may ever reach the machine
-    detach_below([layer["target"] for layer in plan["overlays"]] + list(FRESH_TREES))
-    # redirect_dir lets a node rename a directory that exists only below; volatile skips syncing
-    # the upper layer, which a throwaway node does not need and which made teardown slow.
-    for layer in plan["overlays"]:
-        mount("overlay", layer["target"], "overlay", 0,
-              f"lowerdir={layer['lower']},upperdir={layer['upper']},workdir={layer['work']},"
-              "redirect_dir=on,index=off,metacopy=off,volatile")
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=755")
-    os.mkdir("/run/sshd", 0o755)
-    os.mkdir("/run/lock")
-    os.chmod("/run/lock", 0o1777)  # mkdir's mode would pass through the umask
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    root = plan["root"]
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755")
+    build_tree(root, plan)
+    os.chdir(root)
+    # pivot_root(".", "."): the machine's tree ends stacked on the node's, and is let go
+    if _libc.pivot_root(b".", b".") != 0 or _libc.umount2(b".", MNT_DETACH) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"pivot_root to {root}: {os.strerror(errno)}")
+    os.chdir("/")
     for path in READ_ONLY_PROC:
         if os.path.exists(path):  # sysrq-trigger exists only with CONFIG_MAGIC_SYSRQ
             bind(path, read_only=True)
     for path in WRITABLE_PROC:
         bind(path, read_only=False)
+
+
+def build_tree(root: str, plan: dict[str, Any]) -> None:
+    """The node's tree under ``root``, made from this machine's before the pivot."""
+    for name, target in plan["links"].items():
+        os.symlink(target, root + name)
+    for layer in plan["overlays"]:
+        os.makedirs(root + layer["target"])
+        # redirect_dir lets a node rename a directory that exists only below; volatile skips
+        # syncing the upper layer, which a throwaway node does not need (teardown was slow)
+        mount("overlay", root + layer["target"], "overlay", 0,
+              f"lowerdir={layer['lower']},upperdir={layer['upper']},workdir={layer['work']},"
+              "redirect_dir=on,index=off,metacopy=off,volatile")
+    for target, source in plan["private"].items():
+        os.makedirs(root + target)
+        mount(source, root + target, "", MS_BIND)
+    for tree in ("/tmp", "/run", "/proc", "/sys", "/dev"):
+        os.makedirs(root + tree, exist_ok=True)
+    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    mount("tmpfs", root + "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=755")
+    os.mkdir(root + "/run/sshd", 0o755)
+    os.mkdir(root + "/run/lock")
+    os.chmod(root + "/run/lock", 0o1777)  # as Debian has it; mkdir's mode passes the umask
+    mount("/dev", root + "/dev", "", MS_BIND | MS_REC)  # devices (a GPU test's too)
+    mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     # A sysfs mounted from inside the network namespace lists only the node's own interfaces.
-    mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount("sysfs", root + "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for path in plan["shared"]:  # read-only, without the mounts below it
+        os.makedirs(root + path, exist_ok=True)
+        mount(path, root + path, "", MS_BIND)
+        mount("none", root + path, "", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def parent_pid(status: str) -> str:
@@ -119,9 +119,9 @@ def main(argv: list[str]) -> None:
     # waits on it as the machine sees them, which `testbed down` kills and `exec` enters.
     with open("/proc/self/status") as status:
         print(os.readlink("/proc/self"), parent_pid(status.read()), flush=True)
-    set_up_mounts(plan)
+    set_up_root(plan)
     socket.sethostname(plan["hostname"])
-    os.chdir("/")
+    os.chdir("/root")  # what `nodeprov testbed exec` starts in (nsenter --wd)
     print("ready", flush=True)
     os.dup2(2, 1)
     os.execve(plan["sshd"][0], plan["sshd"], {"PATH": CLEAN_PATH, "LANG": "C.UTF-8"})

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nodeprov.errors import NodeprovError
 from nodeprov.testbed.layout import Layout
+from nodeprov.util import validate
 
 # OpenSSH's default hybrid post-quantum key exchange costs ~70 ms of client CPU per connection;
 # the testbed's nodes offer only curve25519, which is enough for a local test cluster.
@@ -35,29 +36,34 @@ def generate_keys(keys: Mapping[Path, str]) -> None:
         raise NodeprovError("testbed: ssh-keygen failed: " + "; ".join(failures))
 
 
-def sshd_config(address: str, host_key: Path) -> str:
-    """A node's sshd: key-only root login on port 22 of its address; PAM reads /etc/environment."""
-    return "\n".join([
-        "# written by `nodeprov testbed up`",
-        f"ListenAddress {address}:22",
-        f"HostKey {host_key}",
-        "PidFile none",
-        "PermitRootLogin prohibit-password",
-        "PubkeyAuthentication yes",
-        "AuthorizedKeysFile .ssh/authorized_keys",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "UsePAM yes",
-        "PrintMotd no",
-        "X11Forwarding no",
-        "AcceptEnv LANG LC_*",
-        "Subsystem sftp internal-sftp",
-        f"KexAlgorithms {KEX_ALGORITHMS}",
+def sshd_config(address: str, host_key: Path, settings: Mapping[str, str] | None = None) -> str:
+    """A node's sshd: key-only root login on port 22 of its address; PAM reads /etc/environment.
+    ``settings`` replace the defaults of the same keyword (a test's ``MaxStartups``)."""
+    lines = {
+        "ListenAddress": f"{address}:22",
+        "HostKey": str(host_key),
+        "PidFile": "none",
+        "PermitRootLogin": "prohibit-password",
+        "PubkeyAuthentication": "yes",
+        "AuthorizedKeysFile": ".ssh/authorized_keys",
+        "PasswordAuthentication": "no",
+        "KbdInteractiveAuthentication": "no",
+        "UsePAM": "yes",
+        "PrintMotd": "no",
+        "X11Forwarding": "no",
+        "AcceptEnv": "LANG LC_*",
+        "Subsystem": "sftp internal-sftp",
+        "KexAlgorithms": KEX_ALGORITHMS,
         # A test may open many sessions to one node at once.
-        "MaxStartups 100:30:200",
-        "MaxSessions 100",
-        "",
-    ])
+        "MaxStartups": "100:30:200",
+        "MaxSessions": "100",
+    }
+    for keyword, value in (settings or {}).items():
+        if not keyword.isalpha():
+            raise ValueError(f"{keyword!r} is not an sshd_config keyword")
+        lines[keyword] = validate.text_value(value)
+    return "\n".join(["# written by `nodeprov testbed up`",
+                      *(f"{keyword} {value}" for keyword, value in lines.items()), ""])
 
 
 def ssh_config(layout: Layout, nodes: Sequence[tuple[str, str]]) -> str:

@@ -54,6 +54,7 @@ class State:
     nodes: list[Member] = field(default_factory=list)
     outsider: Member | None = None
     outsider_subnet: str | None = None
+    shared: list[str] = field(default_factory=list)  # folders every node sees read-only
     version: int = FORMAT_VERSION
 
     @property

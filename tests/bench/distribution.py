@@ -43,6 +43,7 @@ from nodeprov.testbed.lifecycle import temporary
 from nodeprov.wheels import installer, wheelhouse
 from nodeprov.wheels.peer_exec import execute
 from nodeprov.wheels.peers import Distribution
+from tests.mirrors import LOCAL_MIRRORS
 
 REMOTE = "/var/cache/nodeprov/wheelhouse/bench-torch-2.13.0"
 SOURCES = ("--find-links", "/opt/wheels", "--index-url", "file:///opt/pypi/simple")
@@ -166,7 +167,7 @@ def download(cluster: Testbed, url: str, names: list[str], once: bool
 
 def measure_download(nodes: int, rate: str, cache: Path) -> None:
     """Each node downloading from the index, then download_once, behind the same link."""
-    with temporary(nodes=nodes) as cluster:
+    with temporary(nodes=nodes, shared=LOCAL_MIRRORS) as cluster:
         local = fill_wheelhouse(cluster, cache)
         names = sorted(p.name for p in local.iterdir() if not p.name.startswith("."))
         size = sum((local / name).stat().st_size for name in names)
@@ -202,7 +203,7 @@ def load() -> str:
 
 def measure(nodes: int, rate: str, cache: Path, upload_each: bool, with_apply: bool
             ) -> float:
-    with temporary(nodes=nodes) as cluster:
+    with temporary(nodes=nodes, shared=LOCAL_MIRRORS) as cluster:
         local = fill_wheelhouse(cluster, cache)
         size = sum(p.stat().st_size for p in local.iterdir() if not p.name.startswith("."))
         how = "upload to each node" if upload_each else "one upload, peers fetch"

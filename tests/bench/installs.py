@@ -25,6 +25,7 @@ from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import down, up
 from nodeprov.wheels import installer
 from nodeprov.wheels.wheelhouse import fetch, manylinux_platforms
+from tests.mirrors import LOCAL_MIRRORS
 
 SOURCES = ("--find-links", "/opt/wheels", "--index-url", "file:///opt/pypi/simple")
 SPEC = "torch==2.13.0+cpu"
@@ -93,7 +94,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--dir", type=Path, default=Path("/srv/nodeprov-bench-installs"))
     options = parser.parse_args(argv)
     down(options.dir)
-    bed = up(options.dir, nodes=1)
+    bed = up(options.dir, nodes=1, shared=LOCAL_MIRRORS)
     try:
         push = put_uv(bed, Path("/tmp/nodeprov-bench-uv"))
         rounds = [one_round(bed) for _ in range(options.reps)]

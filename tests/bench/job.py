@@ -24,6 +24,7 @@ from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import up
+from tests.mirrors import LOCAL_MIRRORS
 
 VENV = "/opt/nodeprov/venv"
 RDZV_PORT = 29500
@@ -37,7 +38,7 @@ IPERF_SECONDS = 5
 def provision(directory: Path, nodes: int) -> tuple[Testbed, float]:
     """A testbed with nodeprov's full default playbook applied (torch included); the seconds
     `nodeprov apply` took. The caller takes the testbed down."""
-    bed = up(directory, nodes=nodes, extra_vars=MIRROR_VARS)
+    bed = up(directory, nodes=nodes, extra_vars=MIRROR_VARS, shared=LOCAL_MIRRORS)
     started = time.perf_counter()
     applied = subprocess.run([str(Path(sys.executable).with_name("nodeprov")), "apply",
                               str(bed.inventory_path)], capture_output=True, text=True,

@@ -42,6 +42,7 @@ from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from tests.ctrl_c import ctrl_c_raises
 from tests.gpu.test_gpu import as_sysfs, node_text
+from tests.mirrors import LOCAL_MIRRORS
 
 RESULT_JSON = (Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text()
 GLOO_TIMEOUT = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
@@ -480,7 +481,7 @@ def job_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     shared testbed stays unconfigured for the tasks' own tests)."""
     from nodeprov.cli import app
 
-    with temporary(nodes=3, outsider=False) as bed:
+    with temporary(nodes=3, outsider=False, shared=LOCAL_MIRRORS) as bed:
         playbook = tmp_path_factory.mktemp("job") / "playbook.yaml"
         playbook.write_text(PLAYBOOK)
         applied = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook)])

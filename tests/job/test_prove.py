@@ -13,6 +13,7 @@ from nodeprov.cli import app
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from tests.conftest import requires_root_namespaces
+from tests.mirrors import LOCAL_MIRRORS
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +29,7 @@ def cluster() -> Iterator[Testbed]:
     reason = requires_root_namespaces()
     if reason:
         pytest.skip(reason)
-    with temporary(nodes=3, extra_vars=CLUSTER_VARS) as bed:
+    with temporary(nodes=3, extra_vars=CLUSTER_VARS, shared=LOCAL_MIRRORS) as bed:
         yield bed
 
 

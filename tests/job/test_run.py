@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 from nodeprov.job.nodejob import JOB_DIR, JOB_LOCK
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
+from tests.mirrors import LOCAL_MIRRORS
 from tests.report_schema import assert_valid
 
 SCRIPT = Path(__file__).parent / "ddp" / "train.py"
@@ -39,7 +40,7 @@ def run_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     """A private 3-node testbed with names, socket env and a torch venv on every node."""
     from nodeprov.cli import app
 
-    with temporary(nodes=3, outsider=False) as bed:
+    with temporary(nodes=3, outsider=False, shared=LOCAL_MIRRORS) as bed:
         playbook = tmp_path_factory.mktemp("run") / "playbook.yaml"
         playbook.write_text(PLAYBOOK)
         applied = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook)])

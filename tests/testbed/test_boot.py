@@ -9,13 +9,14 @@ import pytest
 
 from nodeprov.errors import NodeprovError
 from nodeprov.testbed import boot
-from nodeprov.testbed.nodeinit import mount_points, parent_pid
+from nodeprov.testbed.nodeinit import parent_pid
 from nodeprov.testbed.state import Member
 
 
 def test_prepare_seeds_the_upper_layers(tmp_path: Path) -> None:
+    (tmp_path / "host_key").write_text("PRIVATE KEY\n")
     boot.prepare(tmp_path, "node2", "10.77.3.3", "ssh-ed25519 AAAA testbed\n",
-                  tmp_path / "host_key")
+                 tmp_path / "host_key", {"MaxStartups": "2:100:2"})
     hosts = (tmp_path / "upper/etc/hosts").read_text()
     assert "127.0.1.1\tnode2\n" in hosts and hosts.startswith("127.0.0.1\tlocalhost\n")
     assert "10.77.3.3" not in hosts  # nodeprov, not the testbed, lists the nodes
@@ -24,18 +25,32 @@ def test_prepare_seeds_the_upper_layers(tmp_path: Path) -> None:
     root = tmp_path / "upper/root"
     assert root.stat().st_mode & 0o777 == 0o700
     assert (root / ".ssh/authorized_keys").stat().st_mode & 0o777 == 0o600
-    assert "ListenAddress 10.77.3.3:22" in (tmp_path / "sshd_config").read_text()
-    assert sorted(path.name for path in (tmp_path / "work").iterdir()) == [
-        "etc", "home", "opt", "root", "usr", "var"]
+    sshd = tmp_path / "upper/etc/ssh/nodeprov-testbed"  # the node sees no testbed directory
+    config = (sshd / "sshd_config").read_text()
+    assert "ListenAddress 10.77.3.3:22\n" in config and "\nMaxStartups 2:100:2\n" in config
+    assert "HostKey /etc/ssh/nodeprov-testbed/host_key\n" in config
+    assert (sshd / "host_key").read_text() == "PRIVATE KEY\n"
+    assert (sshd / "host_key").stat().st_mode & 0o777 == 0o600
+    assert sorted(path.name for path in (tmp_path / "private").iterdir()) == [
+        "home", "media", "mnt", "opt", "srv"]
+    assert {path.name for path in (tmp_path / "work").iterdir()} == {
+        tree.strip("/") for tree in boot.system_trees()[1]}  # one per overlay
 
 
-def test_init_plan_overlays_root_on_etc_skel_and_keeps_state_outside(tmp_path: Path) -> None:
-    plan = boot.init_plan(tmp_path, "node1", "/usr/sbin/sshd")
+def test_init_plan_shows_the_system_trees_and_shares_nothing_else_writable(
+        tmp_path: Path) -> None:
+    plan = boot.init_plan(tmp_path, "node1", "/usr/sbin/sshd", ["/opt/wheels"])
     lower = {layer["target"]: layer["lower"] for layer in plan["overlays"]}
-    assert lower == {"/etc": "/etc", "/opt": "/opt", "/home": "/home", "/var": "/var",
-                     "/usr": "/usr", "/root": "/etc/skel"}
+    assert {"/etc": "/etc", "/var": "/var", "/usr": "/usr", "/root": "/etc/skel"}.items() <= (
+        lower.items())
+    assert set(lower) - {"/etc", "/var", "/usr", "/root"} <= set(boot.SYSTEM_LINKS)
+    assert set(plan["links"]) | set(lower) >= {"/bin", "/lib"}  # a link or an overlay each
     assert all(layer["upper"].startswith(str(tmp_path)) for layer in plan["overlays"])
-    assert plan["sshd"] == ["/usr/sbin/sshd", "-D", "-e", "-f", str(tmp_path / "sshd_config")]
+    assert plan["private"] == {tree: str(tmp_path / "private" / tree[1:])
+                               for tree in ("/opt", "/home", "/srv", "/mnt", "/media")}
+    assert plan["shared"] == ["/opt/wheels"] and plan["root"] == str(tmp_path / "root")
+    assert plan["sshd"] == ["/usr/sbin/sshd", "-D", "-e", "-f",
+                            "/etc/ssh/nodeprov-testbed/sshd_config"]
 
 
 READY = ("import os, time; print(os.getpid(), os.getppid()); print('ready', flush=True); "
@@ -97,9 +112,3 @@ def test_await_started_times_out(tmp_path: Path) -> None:
 
 def test_parent_pid_reads_proc_status() -> None:
     assert parent_pid("Name:\tsshd\nPid:\t14038\nPPid:\t14033\n") == "14033"
-
-
-def test_mount_points_decodes_mountinfo_escapes() -> None:
-    mountinfo = ("560 540 254:0 /run/netns /run/netns rw,relatime - ext4 /dev/vda rw\n"
-                 "561 560 0:4 net:[4026532178] /run/netns/a\\040b rw - nsfs nsfs rw\n")
-    assert mount_points(mountinfo) == ["/run/netns", "/run/netns/a b"]

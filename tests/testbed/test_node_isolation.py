@@ -15,10 +15,13 @@ pytestmark = pytest.mark.integration
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+SHARED = Path(__file__).parent  # a folder of this machine's a test shares with the nodes
+
+
 @pytest.fixture(scope="module")
 def bed() -> Iterator[Testbed]:
     """Nodes no other test touches, so their files are as `up` made them."""
-    with temporary(nodes=2, outsider=True) as made:
+    with temporary(nodes=2, outsider=True, shared=[str(SHARED)]) as made:
         yield made
 
 
@@ -109,3 +112,34 @@ def test_each_node_has_its_own_processes_tmp_and_interfaces(bed: Testbed) -> Non
 def test_name_lookups_fail_fast_inside_a_node(bed: Testbed) -> None:
     lookup = bed.exec("node1", "getent", "hosts", "example.com", timeout=5)
     assert lookup.returncode == 2  # not found, answered locally
+
+
+def test_a_node_shares_nothing_writable_with_this_machine(bed: Testbed, tmp_path: Path) -> None:
+    """Issue #22 point 8: a node saw this machine's /srv, /home, /work..., so a file one rank
+    wrote there showed on every node, and `--sync /srv/train` found everything already there."""
+    top = set(bed.exec("node1", "ls", "-A", "/", check=True).stdout.split())
+    top.discard(SHARED.parts[1])  # the way to the shared folder: only that one is in it
+    assert bed.exec("node1", "ls", "-A", str(SHARED.parent)).stdout.split() == [SHARED.name]
+    assert top <= {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "var", "root",
+                   "opt", "home", "srv", "mnt", "media", "tmp", "run", "proc", "sys", "dev"}
+    mine = Path("/srv") / f"nodeprov-isolation-{tmp_path.name}"
+    mine.mkdir()
+    try:
+        assert bed.exec("node2", "ls", "-A", "/srv", "/home", "/opt", "/mnt", "/media",
+                        check=True).stdout.split() == [
+            "/home:", "/media:", "/mnt:", "/opt:", "/srv:"]  # empty, though this machine's are not
+        assert bed.exec("node2", "test", "-e", str(mine)).returncode == 1
+        assert bed.exec("node2", "test", "-e", str(bed.dir)).returncode == 1  # nor its keys
+        bed.exec("node2", "sh", "-c", "echo rank0 > /srv/checkpoint", check=True)
+        assert bed.exec("node1", "test", "-e", "/srv/checkpoint").returncode == 1
+        assert not Path("/srv/checkpoint").exists()
+    finally:
+        mine.rmdir()
+
+
+def test_a_shared_folder_is_seen_read_only_at_its_path(bed: Testbed) -> None:
+    listed = bed.exec("node2", "ls", str(SHARED), check=True).stdout.split()
+    assert Path(__file__).name in listed
+    refused = bed.exec("node2", "touch", str(SHARED / "written-by-a-node"))
+    assert refused.returncode != 0 and "Read-only file system" in refused.stderr
+    assert not (SHARED / "written-by-a-node").exists()
