@@ -114,15 +114,19 @@ def log_path(node_dir: Path) -> Path:
     return node_dir / "node.log"
 
 
-def launch(member: Member, node_dir: Path, sshd: str, shared: Sequence[str] = ()) -> IO[bytes]:
-    """Start the node detached from us (its own session) and return the pipe it reports on."""
+def launch(member: Member, node_dir: Path, sshd: str, marker: str,
+           shared: Sequence[str] = ()) -> IO[bytes]:
+    """Start the node detached from us (its own session) and return the pipe it reports on;
+    its launcher carries ``marker`` (``Names.marker``) in its environment, by which `down` and
+    `exec` know it."""
     argv = ["setsid", "--fork", "nsenter", f"--net=/run/netns/{member.netns}",
             "unshare", "--mount", "--uts", "--ipc", "--pid", "--fork", "--kill-child", "--",
             sys.executable, "-I", "-S", str(NODEINIT),
             json.dumps(init_plan(node_dir, member.name, sshd, shared))]
+    name, _, value = marker.partition("=")
     with log_path(node_dir).open("ab") as log:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=log)
+                                   stderr=log, env={**os.environ, name: value})
     # `setsid --fork` returns at once; the node lives on without us as its parent.
     if process.wait() != 0:
         if process.stdout:

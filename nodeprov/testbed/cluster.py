@@ -17,7 +17,9 @@ from typing import Any
 from nodeprov.errors import NodeprovError
 from nodeprov.testbed import probe
 from nodeprov.testbed.layout import Layout, checked_dir
+from nodeprov.testbed.naming import Names
 from nodeprov.testbed.nodeinit import CLEAN_PATH
+from nodeprov.testbed.processes import node_processes
 from nodeprov.testbed.state import Member, State
 
 # `exec` must not carry the caller's environment (pyenv, a venv, VIRTUAL_ENV) into a node.
@@ -76,7 +78,7 @@ class Testbed:
         member = self.state.member(name)
         if member is self.state.outsider:
             return ["nsenter", f"--net=/run/netns/{member.netns}", "--", *argv]
-        if member.init is None or not member.init.alive():
+        if member.init is None or not self.running(member):
             raise NodeprovError(f"{name}: testbed: the node is not running (its PID 1 is gone); "
                                 f"recreate the testbed: nodeprov testbed down --dir {self.dir}, "
                                 "then up")
@@ -99,12 +101,19 @@ class Testbed:
         return subprocess.run(command, **_stdin(input), capture_output=True, text=True,
                               check=check, timeout=timeout)
 
+    def running(self, member: Member) -> bool:
+        """Is the member's PID 1 running, and the testbed's own (``node_processes``)?"""
+        return member.init is not None and member.init in node_processes(
+            member.init, member.launcher, Names.for_dir(self.dir).marker)
+
     def status(self) -> list[MemberStatus]:
         """Every member: is its PID 1 running, does its sshd greet (checked all at once)?"""
         greeted = probe.banners([node.ip for node in self.state.nodes])
-        rows = [_row(node, sshd) for node, sshd in zip(self.state.nodes, greeted, strict=True)]
+        rows = [_row(node, self.running(node), sshd)
+                for node, sshd in zip(self.state.nodes, greeted, strict=True)]
         if self.state.outsider:
-            rows.append(_row(self.state.outsider, None))
+            outsider = self.state.outsider
+            rows.append(_row(outsider, Path("/run/netns", outsider.netns).exists(), None))
         return rows
 
 
@@ -113,10 +122,6 @@ def _stdin(text: str | None) -> dict[str, Any]:
     return {"stdin": subprocess.DEVNULL} if text is None else {"input": text}
 
 
-def _row(member: Member, sshd: bool | None) -> MemberStatus:
-    if sshd is None:  # the outsider: only a network namespace
-        running = Path("/run/netns", member.netns).exists()
-    else:
-        running = member.init is not None and member.init.alive()
+def _row(member: Member, running: bool, sshd: bool | None) -> MemberStatus:
     return MemberStatus(member.name, member.ip, member.init.pid if member.init else None,
                         running, sshd)

@@ -25,7 +25,7 @@ from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.inventory_file import inventory, render
 from nodeprov.testbed.layout import DEFAULT_DIR, Layout, checked_dir, checked_shared
 from nodeprov.testbed.naming import MAX_NODES, OUTSIDER, Names, node_names
-from nodeprov.testbed.processes import kill_and_wait
+from nodeprov.testbed.processes import kill_and_wait, node_processes
 from nodeprov.testbed.sshfiles import generate_keys, known_hosts, ssh_config
 from nodeprov.testbed.state import Member, State
 
@@ -121,7 +121,8 @@ def _start_nodes(state: State, layout: Layout, sshd: str) -> None:
     pipes = {}
     try:
         for node in state.nodes:
-            pipes[node.name] = boot.launch(node, layout.node_dir(node.name), sshd, state.shared)
+            pipes[node.name] = boot.launch(node, layout.node_dir(node.name), sshd,
+                                           Names.for_dir(layout.dir).marker, state.shared)
     finally:
         try:
             boot.await_started(pipes, {node.name: node for node in state.nodes},
@@ -142,8 +143,9 @@ def down(directory: Path = DEFAULT_DIR) -> bool:
 
 def _teardown(state: State, layout: Layout) -> None:
     """Kill the nodes (by recorded PID and start time), then delete links, namespaces, files."""
+    marker = Names.for_dir(layout.dir).marker
     survivors = kill_and_wait([process for node in state.nodes
-                               for process in (node.init, node.launcher) if process])
+                               for process in node_processes(node.init, node.launcher, marker)])
     if survivors:
         # Their mounts may still use the node directories: keep those, and the state file.
         raise NodeprovError("testbed: PIDs " + ", ".join(str(p.pid) for p in survivors)

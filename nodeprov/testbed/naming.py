@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 OUTSIDER = "outsider"
+MARKER = "NODEPROV_TESTBED"  # in the environment of a node's processes: NODEPROV_TESTBED=<prefix>
 NODE_PREFIX = "node"
 MAX_NODES = 250  # a /24 holds the bridge and 253 hosts; 250 keeps veth names at 12 characters
 IFNAMSIZ = 15  # Linux's limit on interface names, without the trailing NUL
@@ -39,6 +40,12 @@ class Names:
     @property
     def bridge(self) -> str:
         return f"{self.prefix}br"
+
+    @property
+    def marker(self) -> str:
+        """The variable every node process of this testbed carries: `down` and `exec` act on a
+        process only with it (a PID from a state file could name any process)."""
+        return f"{MARKER}={self.prefix}"
 
     def netns(self, member: str) -> str:
         """The network namespace of a node or of the outsider (``ip netns`` lists it)."""

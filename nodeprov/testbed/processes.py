@@ -47,6 +47,24 @@ class ProcessId:
         stat = _read_stat(self.pid)
         return stat is not None and stat[1] == self.start_time and stat[0] not in ("Z", "X")
 
+    def parent(self) -> int | None:
+        """The parent's PID, None when the process is gone."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as stat:
+                text = stat.read()
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+        return int(text[text.rindex(")") + 2:].split()[1])
+
+    def carries(self, marker: str) -> bool:
+        """True when the process was started with ``marker`` (``NAME=value``) in its
+        environment: one of the testbed's own, not any process a PID might name."""
+        try:
+            with open(f"/proc/{self.pid}/environ", "rb") as environ:
+                return marker.encode() in environ.read().split(b"\0")
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            return False
+
     def kill(self) -> None:
         """SIGKILL this process if it still runs; killing a namespace's PID 1 ends all in it."""
         if self.alive():
@@ -64,3 +82,14 @@ def kill_and_wait(processes: Iterable[ProcessId], timeout: float = 10.0) -> list
         time.sleep(0.01)
         pending = [process for process in pending if process.alive()]
     return pending
+
+
+def node_processes(init: ProcessId | None, launcher: ProcessId | None,
+                   marker: str) -> list[ProcessId]:
+    """A node's PID 1 and its launcher as they run now, when they are a testbed's: the launcher
+    carries ``marker`` and the PID 1 is its child (sshd's process title overwrites its own
+    environment). Anything else a state file names is left alone."""
+    if launcher is None or not launcher.alive() or not launcher.carries(marker):
+        return []
+    return [launcher, *([init] if init is not None and init.alive()
+                        and init.parent() == launcher.pid else [])]

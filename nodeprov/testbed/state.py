@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nodeprov.errors import InputError
+from nodeprov.testbed.naming import Names
 from nodeprov.testbed.processes import ProcessId
 
 FORMAT_VERSION = 1
@@ -77,7 +80,12 @@ class State:
 
     @classmethod
     def load(cls, path: Path) -> State:
+        """The state of the testbed in ``path``'s folder, trusted only as root's own file in
+        root's own folder (neither writable by others), and naming only the links, namespaces
+        and marker of that folder (``Names.for_dir``): what it says, `down` deletes and kills."""
         try:
+            _trusted(path.parent, directory=True)
+            _trusted(path, directory=False)
             data = json.loads(path.read_text())
         except FileNotFoundError:
             raise InputError(f"no testbed at {path.parent} (no {path.name}); create one with "
@@ -89,6 +97,39 @@ class State:
                              f"reads {FORMAT_VERSION}")
         outsider = data.pop("outsider")
         nodes = data.pop("nodes")
-        return cls(**data, nodes=[Member.from_json(node) for node in nodes],
-                   outsider=Member.from_json(outsider) if outsider else None)
+        state = cls(**data, nodes=[Member.from_json(node) for node in nodes],
+                    outsider=Member.from_json(outsider) if outsider else None)
+        _check_names(state, path)
+        return state
+
+
+def _trusted(path: Path, *, directory: bool) -> None:
+    """``path`` is root's own, writable by root alone, and no symlink."""
+    found = os.lstat(path)
+    kind = "folder" if directory else "file"
+    if stat.S_ISLNK(found.st_mode) or stat.S_ISDIR(found.st_mode) != directory:
+        raise InputError(f"{path} is not a {kind} (a symlink?): a testbed's state is trusted "
+                         "only in root's own files")
+    if found.st_uid != 0 or found.st_mode & 0o022:
+        raise InputError(f"{path} is owned by uid {found.st_uid} with mode "
+                         f"{found.st_mode & 0o7777:o}: a testbed's state is trusted only when "
+                         f"root owns its {kind} and no one else may write it")
+
+
+def _check_names(state: State, path: Path) -> None:
+    """Every link and namespace the state names is this folder's (its prefix): a state file
+    copied from elsewhere or edited never sends `down` after anything else."""
+    names = Names.for_dir(path.parent)
+    if state.dir != str(path.parent):
+        raise InputError(f"{path}: made for {state.dir!r}, not this folder")
+    wanted = [(state.bridge, names.bridge)]
+    for member in state.members:
+        if not re.fullmatch(r"node[1-9][0-9]{0,2}|outsider", member.name):
+            raise InputError(f"{path}: {member.name!r} is no testbed node's name")
+        wanted += [(member.netns, names.netns(member.name)),
+                   (member.veth, names.veth(member.name))]
+    for found, expected in wanted:
+        if found != expected:
+            raise InputError(f"{path}: {found!r} is none of this testbed's (expected "
+                             f"{expected!r}); remove the testbed by hand")
 

@@ -95,3 +95,50 @@ def test_status_without_a_testbed_says_how_to_make_one(directory: Path) -> None:
     result = CliRunner().invoke(app, ["testbed", "status", "--dir", str(directory)])
     assert result.exit_code == 2
     assert f"nodeprov testbed up --dir {directory}" in result.stderr
+
+
+@pytest.fixture
+def victims(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
+    """A link, a network namespace and a process that are none of any testbed's."""
+    tag = tmp_path.name[-6:].replace("_", "")
+    link, netns = f"npv{tag}a", f"nodeprov-victim-{tag}"
+    subprocess.run(["ip", "link", "add", link, "type", "veth", "peer", "name", f"npv{tag}b"],
+                   check=True)
+    subprocess.run(["ip", "netns", "add", netns], check=True)
+    process = subprocess.Popen(["sleep", "300"])
+    try:
+        yield link, netns, process
+    finally:
+        process.kill()
+        process.wait()
+        subprocess.run(["ip", "link", "del", link], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
+
+
+def test_a_forged_state_file_removes_and_kills_nothing_of_anyone_elses(
+        directory: Path, victims: tuple[str, str, subprocess.Popen[bytes]]) -> None:
+    """Issue #23 point 9: `testbed down` deleted the link and namespace and killed the process
+    a forged DIR/state.json named."""
+    from nodeprov.testbed.naming import Names
+    from nodeprov.testbed.processes import ProcessId
+    from nodeprov.testbed.state import Member, State
+
+    link, netns, process = victims
+    names = Names.for_dir(directory)
+    target = ProcessId.of(process.pid)
+    own = State(dir=str(directory), created_dir=False, subnet="10.250.0.0/24",
+                bridge=names.bridge, bridge_address="10.250.0.1/24",
+                nodes=[Member("node1", "10.250.0.2/24", names.netns("node1"),
+                              names.veth("node1"), init=target)])
+    for state, code in ((State(**{**own.__dict__, "bridge": link}), 2),
+                        (State(**{**own.__dict__, "nodes": [Member(
+                            "node1", "10.250.0.2/24", netns, names.veth("node1"))]}), 2),
+                        (own, 0)):  # its own names, but the process carries no marker
+        state.save(directory / "state.json")
+        done = run_cli("down", "--dir", str(directory))
+        assert done.returncode == code, done.stderr
+        assert code == 0 or "none of this testbed's" in done.stderr
+        assert subprocess.run(["ip", "link", "show", link], capture_output=True).returncode == 0
+        assert netns in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                       text=True).stdout
+        assert process.poll() is None
