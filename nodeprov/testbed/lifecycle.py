@@ -27,7 +27,7 @@ from nodeprov.testbed.layout import DEFAULT_DIR, Layout, checked_dir, checked_sh
 from nodeprov.testbed.naming import MAX_NODES, OUTSIDER, Names, node_names
 from nodeprov.testbed.processes import kill_and_wait, node_processes
 from nodeprov.testbed.sshfiles import generate_keys, known_hosts, ssh_config
-from nodeprov.testbed.state import Member, State
+from nodeprov.testbed.state import Member, State, trusted
 
 START_TIMEOUT = 30.0  # per phase: node inits ready, then every sshd greeting
 TEMPORARY_PARENT = Path("/srv")
@@ -79,6 +79,7 @@ def up(directory: Path = DEFAULT_DIR, nodes: int = 3, subnet: str | None = None,
     inventory_data = inventory(state.subnet, layout, {node.name: node.ip for node in state.nodes},
                                extra_vars or {})
     layout.dir.mkdir(parents=True, exist_ok=True)
+    trusted(layout.dir, directory=True)  # else `down` would refuse the state written there
     state.save(layout.state_file)  # before making anything: `down` must find all of it
     try:
         _build(state, layout, sshd_settings)

@@ -84,8 +84,8 @@ class State:
         root's own folder (neither writable by others), and naming only the links, namespaces
         and marker of that folder (``Names.for_dir``): what it says, `down` deletes and kills."""
         try:
-            _trusted(path.parent, directory=True)
-            _trusted(path, directory=False)
+            trusted(path.parent, directory=True)
+            trusted(path, directory=False)
             data = json.loads(path.read_text())
         except FileNotFoundError:
             raise InputError(f"no testbed at {path.parent} (no {path.name}); create one with "
@@ -103,7 +103,7 @@ class State:
         return state
 
 
-def _trusted(path: Path, *, directory: bool) -> None:
+def trusted(path: Path, *, directory: bool) -> None:
     """``path`` is root's own, writable by root alone, and no symlink."""
     found = os.lstat(path)
     kind = "folder" if directory else "file"
