@@ -174,3 +174,38 @@ def test_free_form_values_reach_the_node_as_literal_text_and_run_nothing(
         planted = bed.exec(node, "sh", "-c", 'ls -d "$1"-* 2>/dev/null', "look", canary).stdout
         assert planted == "", f"{node} ran a value: {planted}"
     assert list(Path("/tmp").glob(Path(canary).name + "-*")) == [], "this machine ran a value"
+
+
+def test_a_proxy_command_runs_only_where_nodeprov_connects(tmp_path: Path) -> None:
+    """Issue #23: ssh_config's ProxyCommand runs for a real connection only: never for a listing
+    or a refused input; facts and --check connect to the hosts they read (facts: the hosts of
+    --limit; apply: every inventory host, whose names the hosts task lists), and its failure is
+    one line."""
+    marks = tmp_path / "ran"
+    marks.mkdir()
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host *\n  ProxyCommand sh -c 'touch {marks}/proxy-%h; echo no way >&2; "
+                      "exit 127'\n")
+    inventory = inventory_with(f"    ssh_config_file: {config}")
+    (tmp_path / "inventory.yaml").write_text(inventory)
+    (tmp_path / "bad.yaml").write_text(inventory_with(f"    ssh_config_file: {config}\n"
+                                                      "    rdzv_port: 0"))
+    (tmp_path / "playbook.yaml").write_text(GOOD_PLAYBOOK)
+    path = str(tmp_path / "inventory.yaml")
+    for command in (["apply", path, "--list-hosts"], ["apply", path, "--list-tasks"],
+                    ["inventory", path, "--list"], ["inventory", path, "--graph", "all"],
+                    ["inventory", path, "--host", "node1"],
+                    ["apply", str(tmp_path / "bad.yaml")]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code in (0, 2), result.output
+        assert list(marks.iterdir()) == [], f"{command} ran ssh_config's commands"
+    for command, reached in ((["facts", path, "--limit", "node1"], ["proxy-10.0.0.11"]),
+                             (["apply", path, "-p", str(tmp_path / "playbook.yaml"), "--check",
+                               "--limit", "node1"], ["proxy-10.0.0.11", "proxy-10.0.0.12"])):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        shown = " ".join(result.output.replace("│", " ").split())
+        assert "ProxyCommand" in shown and "exited 127: no way" in shown, shown
+        assert sorted(path.name for path in marks.iterdir()) == reached
+        for mark in marks.iterdir():
+            mark.unlink()
