@@ -152,3 +152,23 @@ def test_a_node_printing_without_end_fails_alone_in_one_line(make_testbed: MakeT
         error = done.report["hosts"]["node2"]["error"]
         assert "printed over 16777216 characters, more than nodeprov reads" in error
         assert "\n" not in error and "Traceback" not in done.stderr
+
+
+@pytest.mark.integration
+def test_a_node_naming_itself_after_others_redirects_no_one(make_testbed: MakeTestbed,
+                                                            tmp_path: Path) -> None:
+    """Issue #23 point 2: a node's hostname went into every node's /etc/hosts: one naming
+    itself download.pytorch.org, or node1, drew that name's traffic on every node."""
+    bed = make_testbed(nodes=3)
+    bed.exec("node2", "hostname", "download.pytorch.org", check=True)
+    bed.exec("node3", "hostname", "node1", check=True)
+    done = apply(*apply_args(bed, tmp_path, HOSTS_PLAYBOOK))
+    assert done.code == 1
+    assert done.statuses() == {"node1": "changed", "node2": "changed", "node3": "failed"}
+    assert "node3 reports the hostname 'node1', which names the inventory host node1: listed " \
+           "for node1 only" in done.report["hosts"]["node3"]["error"]
+    for node in ("node1", "node2"):
+        for name, owner in (("node1", "node1"), ("node3", "node3"), ("download", "node2")):
+            assert bed.exec(node, "getent", "hosts", name).stdout.split()[0] == (
+                bed.address(owner))
+        assert bed.exec(node, "getent", "hosts", "download.pytorch.org").returncode == 2
