@@ -1,6 +1,5 @@
 """The all-reduce sweep as a chart: busbw and algbw against the message size (log2), the
-baseline run's busbw beside them and the link's speed where the report knows it, so a drop
-shows (``sweep.svg`` draws it)::
+baseline run's busbw beside them, so a drop shows (``sweep.svg`` draws it)::
 
     plot = sweep_plot(report["proofs"][0])     # None: the job produced no sweep
     [point.label for point in plot.series[0].points][-1]
@@ -18,7 +17,6 @@ from nodeprov.job.results import human_bytes
 
 WIDTH, HEIGHT = 760, 380
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 20, 50  # margins around the plotting area, in pixels
-LINK_SHOWN_UP_TO = 4.0  # the link's speed gets its line when within 4x of the highest curve
 TICK_ROOM = 44  # pixels between the size labels
 UNITS = ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s"))
 
@@ -49,8 +47,6 @@ class SweepPlot:
     x_ticks: tuple[Tick, ...]
     y_ticks: tuple[Tick, ...]
     unit: str
-    link_y: float | None  # where the link's line goes; None: unknown or far above the curves
-    link_label: str
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
@@ -89,13 +85,10 @@ def sweep_plot(proof: Mapping[str, Any]) -> SweepPlot | None:
     if not rows:
         return None
     baseline = [row for row in (proof.get("baseline") or {}).get("sizes", []) if row["bytes"] > 0]
-    link: float | None = proof.get("link_bytes_per_s")
     curves = [r[k] for r in rows for k in ("busbw_bytes_per_s", "algbw_bytes_per_s")]
     highest = max(curves + [row["busbw_bytes_per_s"] for row in baseline])
-    link_shown = link is not None and link <= LINK_SHOWN_UP_TO * max(highest, 1.0)
-    top = max(highest, link) if link is not None and link_shown else highest
-    unit = unit_for(top)
-    ticks = round_ticks(top / unit[0])
+    unit = unit_for(highest)
+    ticks = round_ticks(highest / unit[0])
     sizes = sorted({row["bytes"] for row in rows + baseline})
     x = Scale(sizes[0], sizes[-1], LEFT, WIDTH - RIGHT, log=True)
     y = Scale(0, ticks[-1] * unit[0], HEIGHT - BOTTOM, TOP)
@@ -111,11 +104,8 @@ def sweep_plot(proof: Mapping[str, Any]) -> SweepPlot | None:
     if baseline:  # drawn first, under this run's curves
         drawn.insert(0, series("baseline", f"baseline busbw ({proof['baseline']['recorded']})",
                                "busbw_bytes_per_s", baseline))
-    link_label = "" if link is None else (
-        f"link {speed(link, unit if link_shown else unit_for(link))} ({link * 8 / 1e9:.3g} Gb/s)"
-        + ("" if link_shown else ": far above the curves, not drawn"))
     return SweepPlot(
         tuple(drawn),
         _spaced([Tick(x(size), human_bytes(size)) for size in sizes]),
         tuple(Tick(y(tick * unit[0]), f"{tick:g}") for tick in ticks),
-        unit[1], y(link) if link is not None and link_shown else None, link_label)
+        unit[1])

@@ -1,10 +1,8 @@
-"""The sweep's chart: this run's busbw and algbw, the baseline under them, the link's speed."""
+"""The sweep's chart: this run's busbw and algbw, the baseline under them."""
 
 from __future__ import annotations
 
 import itertools
-
-import pytest
 
 from nodeprov.htmlreport.sweep import TICK_ROOM, sweep_plot
 from tests.htmlreport.reports import recorded
@@ -30,18 +28,3 @@ def test_the_points_are_the_sweep_and_the_baseline_is_drawn_first() -> None:
 
 def test_no_job_no_chart() -> None:
     assert sweep_plot(recorded("verify-3-drift")["proofs"][0]) is None
-
-
-@pytest.mark.parametrize(("link", "drawn", "label"), [
-    (0.3e9, True, "link 300 MB/s (2.4 Gb/s)"),
-    (12.5e9, False, "link 12.5 GB/s (100 Gb/s): far above the curves, not drawn"),
-])
-def test_the_links_speed_is_a_line_when_near_the_curves(link: float, drawn: bool,
-                                                        label: str) -> None:
-    proof = recorded("apply-3")["proofs"][0]
-    proof["link_bytes_per_s"] = link
-    plot = sweep_plot(proof)
-    assert plot is not None
-    assert (plot.link_y is not None, plot.link_label) == (drawn, label)
-    if drawn:
-        assert plot.link_y == plot.top  # the highest value sets the top of the axis
