@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeprov.htmlreport.scale import Scale, Tick, round_ticks
-from nodeprov.job.results import human_bytes
+from nodeprov.util.units import human_bytes
 
 WIDTH, HEIGHT = 760, 380
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 20, 50  # margins around the plotting area, in pixels

@@ -5,7 +5,7 @@ reports of any size generated from them::
     big_apply(128)                       # 128 hosts, their tasks, the matrix, the sweep
     big_verify(128)                      # drift on some nodes, a broken matrix (no job)
 
-The generated matrices are made by nodeprov's own code (``Matrix``, ``matrix_json``), so each
+The generated matrices are made by nodeprov's own code (``Matrix.to_json``), so each
 problem line says what nodeprov would say; each generated report follows the schema.
 """
 
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.job.matrix import Check, Matrix
-from nodeprov.jsonreport import matrix_json
 
 DATA = Path(__file__).parent / "data"
 SUBNET = "10.1.{}.{}"
@@ -51,7 +50,7 @@ def matrix(nodes: list[str], blocked: str | None = None,
             checks.append(Check(source, target, "eph", "ok", f"{address(index)}:40001"))
             rdzv = "timeout" if target == blocked and source != target else "ok"
             checks.append(Check(source, target, "rdzv", rdzv, f"{address(index)}:29500"))
-    return matrix_json(Matrix(tuple(nodes), tuple(checks), duration_s=2.5))
+    return Matrix(tuple(nodes), tuple(checks), duration_s=2.5).to_json()
 
 
 def big_apply(count: int) -> dict[str, Any]:

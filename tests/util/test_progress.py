@@ -7,7 +7,7 @@ import threading
 
 from rich.console import Console
 
-from nodeprov.progress import ALL, Advance, Transfers
+from nodeprov.util.progress import ALL, Advance, Transfers
 
 
 def test_a_log_gets_one_line_per_node_at_start_and_at_end_however_often_it_advances() -> None:

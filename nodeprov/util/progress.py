@@ -33,7 +33,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from nodeprov.validate import printable
+from nodeprov.util.validate import printable
 
 Unit = Literal["bytes", "files"]
 Advance = Callable[[int, int], None]
