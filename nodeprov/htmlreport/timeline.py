@@ -65,7 +65,8 @@ def timeline(hosts: Mapping[str, Mapping[str, Any]]) -> Timeline:
     for name, host in hosts.items():
         clock, starts[name] = 0.0, []
         for task in host.get("tasks", []):
-            start = task.get("start_s", clock)
+            start = task.get("start_s")
+            start = clock if start is None else start
             starts[name].append(start)
             clock = start + task["duration"]
         end = max(end, clock, host.get("duration", 0.0))

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.skipif(
     "chromium package (apt-get install chromium)")
 
 REPORTS: dict[str, Callable[[], dict[str, Any]]] = {
-    "apply-3": lambda: recorded("apply-3"), "verify-3-drift": lambda: recorded("verify-3-drift"),
+    "apply-3": lambda: recorded("apply-3"), "apply-3-again": lambda: recorded("apply-3-again"),
+    "verify-3-drift": lambda: recorded("verify-3-drift"),
     "verify-3": lambda: recorded("verify-3"), "run-3-fail": lambda: recorded("run-3-fail"),
     "facts-3": lambda: recorded("facts-3"),
     "apply-128": lambda: big_apply(128), "verify-128": lambda: big_verify(128),
@@ -92,7 +93,7 @@ def test_every_failed_pair_is_a_red_cell_saying_check_cause_and_fix(name: str,
         assert "fix: nodeprov apply --limit" in cell.title, cell.title
 
 
-@pytest.mark.parametrize("name", ["apply-3", "verify-3", "apply-128"])
+@pytest.mark.parametrize("name", ["apply-3", "apply-3-again", "verify-3", "apply-128"])
 def test_the_curve_has_every_point_of_the_sweep(name: str, pages: Any) -> None:
     report, _, seen = pages[name]
     dom = Dom.of(seen.dom)

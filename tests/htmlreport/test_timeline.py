@@ -32,3 +32,14 @@ def test_a_failed_task_stays_visible_among_128_nodes() -> None:
     assert len(failed) == 1 and failed[0].width >= 5
     assert [row.status for row in line.rows].count("failed") == 1
     assert line.row_height == 10
+
+
+def test_a_recorded_apply_with_start_times_starts_after_connecting() -> None:
+    hosts = recorded("apply-3-again")["hosts"]
+    line = timeline(hosts)
+    for row in line.rows:
+        tasks = hosts[row.node]["tasks"]
+        starts = [task["start_s"] for task in tasks]
+        assert starts == sorted(starts) and starts[0] > 0  # facts were read first
+        assert row.bars[0].x > line.left
+        assert f"from {starts[0]:.1f} s" in row.bars[0].title
