@@ -29,6 +29,7 @@ from nodeprov.playbook.listing import print_listing
 from nodeprov.playbook.tags import selected, tag_set
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
+from nodeprov.util.progress import Transfers
 
 if TYPE_CHECKING:
     from nodeprov.job.prove import Proof
@@ -55,7 +56,10 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
                       only=options.tags, skip=options.skip_tags)
         return EXIT_OK
     files = SshFiles(inventory.ssh_configs)
-    sessions = {host.name: Session(host, options.ssh, files) for host in inventory.hosts}
+    # torch's wheels sent to the nodes: bars on a terminal, a line per node at start and end
+    transfers = Transfers(console, live=console.is_terminal)
+    sessions = {host.name: Session(host, options.ssh, files, transfers)
+                for host in inventory.hosts}
     proofs: list[Proof] = []
     interrupted = False
     with ExitStack() as stack:
@@ -64,7 +68,8 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
         with ExitStack() as live:
             if console.is_terminal:
                 reporter: PlainReporter = live.enter_context(
-                    LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose))
+                    LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose,
+                                 transfers=transfers))
             else:
                 reporter = PlainReporter(console, diff=diff, verbose=verbose)
             try:
