@@ -47,6 +47,7 @@ class Transfers:
         self._lock = threading.Lock()
         self._started: dict[str, tuple[str, Unit, float]] = {}  # node: what, unit, since
         self._done: dict[str, tuple[int, int]] = {}  # node: done, total
+        self._ended: set[str] = set()
         self._bars: dict[Unit, Progress] = {}
         self._ids: dict[str, TaskID] = {}
         self._overall: dict[Unit, TaskID] = {}
@@ -61,9 +62,11 @@ class Transfers:
         with self._lock:
             self._started[node] = (what, unit, time.monotonic())
             self._done[node] = (0, total)
+            self._ended.discard(node)
             if self.live:
                 bars = self._bars.get(unit) or self._new_bars(unit)
                 self._ids[node] = bars.add_task(printable(f"{node}: {what}"), total=total)
+                bars.update(self._overall[unit], visible=True)
                 self._sum(unit)
             else:
                 self.console.print(printable(f"{node} | {what} | {_amount(total, unit)} to send"),
@@ -74,8 +77,14 @@ class Transfers:
         with self._lock:
             what, unit, since = self._started[node]
             done, _ = self._done[node]
+            self._ended.add(node)
             if self.live:
-                self._bars[unit].update(self._ids[node], visible=False)
+                bars = self._bars[unit]
+                bars.update(self._ids[node], visible=False)
+                # the bar for all: while a transfer goes on (the run goes on after them)
+                bars.update(self._overall[unit], visible=any(
+                    started[1] == unit and name not in self._ended
+                    for name, started in self._started.items()))
                 return
             seconds = time.monotonic() - since
             rate = f", {decimal(int(done / seconds))}/s" if unit == "bytes" and seconds else ""

@@ -59,3 +59,17 @@ def test_a_hostile_node_name_cannot_move_the_cursor() -> None:
     transfers = Transfers(Console(file=out, width=200), live=False)
     transfers.start("node\x1b[2J", "sync", total=1, unit="files")
     assert "\x1b" not in out.getvalue()
+
+
+def test_the_bar_for_all_goes_when_the_last_transfer_ends() -> None:
+    transfers = Transfers(Console(file=io.StringIO(), force_terminal=True), live=True)
+    transfers.start("node1", "torch wheels", total=10)(10, 10)
+    transfers.start("node2", "torch wheels", total=10)
+    (bars,) = transfers.renderable
+    overall = next(task for task in bars.tasks if task.description == ALL)
+    transfers.end("node1")
+    assert overall.visible
+    transfers.end("node2")
+    assert not overall.visible
+    transfers.start("node3", "torch wheels", total=10)
+    assert overall.visible
