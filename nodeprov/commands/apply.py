@@ -29,7 +29,6 @@ from nodeprov.playbook.listing import print_listing
 from nodeprov.playbook.tags import selected, tag_set
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
-from nodeprov.util.progress import Transfers
 
 if TYPE_CHECKING:
     from nodeprov.job.prove import Proof
@@ -42,6 +41,7 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
               extra_vars: Sequence[str] = (), list_hosts: bool = False,
               list_tasks: bool = False) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.util.progress import Transfers  # lazy: rich's live display with it
 
     extra = parse_extra_vars(extra_vars)
     inventory = load_inventory(inventory_path, playbook_path.parent if playbook_path else None,
