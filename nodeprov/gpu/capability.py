@@ -115,20 +115,36 @@ def pci_capability(device_id: str) -> Capability | None:
 def with_capabilities(info: GpuInfo, probe: CudaProbe | None,
                       pci: Sequence[PciGpu]) -> GpuInfo:
     """``info`` with each unknown capability filled in from the probe, else from the PCI ids;
-    what neither tells stays unknown. Both list GPUs in PCI bus order, as nvidia-smi does, so a
-    list of the same length maps one to one; one of another length (MIG devices, a GPU the
-    driver does not drive) only serves when all its entries agree."""
+    what neither tells stays unknown, and ``capability_note`` says why. Both list GPUs in PCI
+    bus order, as nvidia-smi does, so a list of the same length maps one to one; one of another
+    length (MIG devices, a GPU the driver does not drive) only serves when all its entries
+    agree."""
     if all(gpu.compute_capability is not None for gpu in info.gpus):
         return info
+    nvidia = sorted((gpu for gpu in pci if gpu.vendor == "nvidia"), key=_slot)
     for source in (probe.capabilities if probe else (),
-                   tuple(pci_capability(gpu.device_id) for gpu in sorted(pci, key=_slot)
-                         if gpu.vendor == "nvidia")):
+                   tuple(pci_capability(gpu.device_id) for gpu in nvidia)):
         chosen = _per_gpu(source, info.count)
         if chosen is not None:
             gpus = tuple(gpu if gpu.compute_capability else replace(gpu, compute_capability=found)
                          for gpu, found in zip(info.gpus, chosen, strict=True))
             return replace(info, gpus=gpus)
-    return info
+    return replace(info, capability_note=_why_unknown(info, probe, nvidia))
+
+
+def _why_unknown(info: GpuInfo, probe: CudaProbe | None, nvidia: Sequence[PciGpu]) -> str:
+    smi = info.smi_version or "?"
+    older = (f", older than its driver {info.driver_version},"
+             if smi != "?" and int(smi.split(".")[0]) < int(info.driver_version.split(".")[0])
+             else "")
+    asked = ("was not asked (no python3 on the node)" if probe is None else
+             f"could not be loaded ({probe.why})" if probe.failed_call == "libcuda" else
+             f"listed {len(probe.capabilities)} devices for {info.count} GPUs, not all alike")
+    ids = sorted({gpu.device_id for gpu in nvidia})
+    known = (f"PCI ids {', '.join(ids)} are not in nodeprov's table" if ids else
+             "no NVIDIA PCI function is listed")
+    return (f"nvidia-smi {smi}{older} has no compute_cap field (it came with R510), the CUDA "
+            f"driver API {asked}, and {known}")
 
 
 def _per_gpu(source: Sequence[Capability | None], count: int) -> tuple[Capability, ...] | None:
