@@ -32,8 +32,8 @@ from nodeprov.gpu.capability import CudaProbe, parse_cuda_probe
 from nodeprov.job.diagnose import diagnose
 from nodeprov.job.results import TABLE_HEADER, parse_result, result_json_in, table_rows, verdict
 from nodeprov.remote.facts import parse_facts, read_script, split_sections
-from nodeprov.torch_choice import gpus_of
-from nodeprov.torch_matrix import NoVariant, choose_cluster_variant, known_builds
+from nodeprov.variants.choose import NoVariant, choose_cluster_variant, known_builds
+from nodeprov.variants.fit import NodeGpus
 
 PROBE = Path(__file__).parents[1] / "nodeside" / "cuda_capability.py"
 MAX_OUTPUT = 200_000  # characters kept of a run's output (its tail)
@@ -104,7 +104,11 @@ def replay(folder: Path) -> str:
         version, installed = torch.group(1), torch.group(2) or "-"
         builds = known_builds(version)
         try:
-            node = gpus_of(sections.get("arch", "").strip(), gpu, accelerators)
+            if gpu is None:
+                raise NoVariant(f"no GPU read: {accelerators.problem or 'no NVIDIA driver'}")
+            node = NodeGpus.nvidia(sections.get("arch", "").strip(), gpu.driver_version,
+                                   gpu.cuda_version, ((one.name, one.compute_capability)
+                                                      for one in gpu.gpus), gpu.capability_note)
             chosen = choose_cluster_variant(builds, {"this node": node}).variant \
                 if builds else f"torch {version} is not in nodeprov's table"
         except NoVariant as error:

@@ -15,7 +15,7 @@ version compatibility excludes PTX JIT). The architecture list is PyTorch's
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from nodeprov.variants import drivers
@@ -38,6 +38,14 @@ class NodeGpus:
     gpus: tuple[tuple[str, Capability | None], ...] = ()
     rocm: tuple[int, ...] | None = None
     capability_note: str | None = None
+
+    @classmethod
+    def nvidia(cls, platform: str, driver_version: str, driver_cuda: Cuda,
+               gpus: Iterable[tuple[str, Capability | None]],
+               capability_note: str | None = None) -> NodeGpus:
+        """A node with NVIDIA GPUs, from what nvidia-smi reports (``gpu.GpuInfo``'s fields)."""
+        return cls(platform, drivers.parse_driver(driver_version), driver_cuda, tuple(gpus),
+                   capability_note=capability_note)
 
     def describe(self) -> str:
         """``2x NVIDIA H100 (sm_90), driver 535.129.03``"""

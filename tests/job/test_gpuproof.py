@@ -16,7 +16,7 @@ import pytest
 from nodeprov.gpu.capability import parse_cuda_probe
 from nodeprov.job.gpuproof import replay, run
 from nodeprov.job.results import parse_result, result_json_in
-from tests.gpu_stand_in import fake_nvidia_smi
+from tests.gpu.stand_in import fake_nvidia_smi
 
 REPO = Path(__file__).parents[2]
 RECORDED = sorted(path for path in (REPO / "tests" / "data" / "gpu-proof").glob("*/")

@@ -1,5 +1,5 @@
 """facts.sh on stand-ins of a GPU node: an nvidia-smi replaying a recorded output and a stub
-libcuda.so.1 (tests/gpu_stand_in.py). The CUDA probe runs only where nvidia-smi rejects
+libcuda.so.1 (tests/gpu/stand_in.py). The CUDA probe runs only where nvidia-smi rejects
 compute_cap, and its answer reaches the GPUs' compute capability."""
 
 from __future__ import annotations

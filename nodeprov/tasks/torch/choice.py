@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from nodeprov.gpu import Accelerators, GpuInfo
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, TaskFailed
 from nodeprov.variants import index
@@ -25,7 +24,6 @@ from nodeprov.variants.choose import (
     known_builds,
     release_of,
 )
-from nodeprov.variants.drivers import parse_driver
 from nodeprov.variants.fit import NodeGpus
 from nodeprov.variants.index import IndexUnreadable, index_builds, listing_pages
 from nodeprov.wheels.wheelhouse import Sources
@@ -33,20 +31,15 @@ from nodeprov.wheels.wheelhouse import Sources
 
 def node_gpus(facts: Facts) -> NodeGpus:
     """What the choice needs from a node's facts."""
-    return gpus_of(facts.arch, facts.gpu, facts.accelerators)
-
-
-def gpus_of(arch: str, gpu: GpuInfo | None, accelerators: Accelerators) -> NodeGpus:
-    """What the choice needs from a node's GPU facts (``read_gpus``) and platform."""
-    if gpu is not None:
-        return NodeGpus(arch, parse_driver(gpu.driver_version), gpu.cuda_version,
-                        tuple((one.name, one.compute_capability) for one in gpu.gpus),
-                        capability_note=gpu.capability_note)
-    if accelerators.rocm is not None and accelerators.vendor("amd"):
-        return NodeGpus(arch, rocm=accelerators.rocm,
-                        gpus=tuple((f"AMD GPU [{amd.device_id}]", None)
-                                   for amd in accelerators.vendor("amd")))
-    return NodeGpus(arch)
+    if facts.gpu is not None:
+        return NodeGpus.nvidia(facts.arch, facts.gpu.driver_version, facts.gpu.cuda_version,
+                               ((gpu.name, gpu.compute_capability) for gpu in facts.gpu.gpus),
+                               facts.gpu.capability_note)
+    if facts.accelerators.rocm is not None and facts.accelerators.vendor("amd"):
+        return NodeGpus(facts.arch, rocm=facts.accelerators.rocm,
+                        gpus=tuple((f"AMD GPU [{gpu.device_id}]", None)
+                                   for gpu in facts.accelerators.vendor("amd")))
+    return NodeGpus(facts.arch)
 
 
 @lru_cache(maxsize=8)  # one read of the index per version and sources in a run, not per host

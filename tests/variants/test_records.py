@@ -1,6 +1,6 @@
 """The build nodeprov chooses for every recorded cluster node (tests/data/nvidia-smi) and torch
 2.4, 2.9, 2.13 and 2.14, checked against what PyTorch published (the table, itself checked
-against PyTorch's recorded index pages in test_torch_index.py) and NVIDIA's driver rules.
+against PyTorch's recorded index pages in test_index.py) and NVIDIA's driver rules.
 
 Records whose query has no compute_cap get each GPU's capability from NVIDIA's list by model
 (tests/data/gpu-node/cuda-gpus-nvidia.txt), as facts.sh gets it on the node: from nvidia-smi on
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from nodeprov.cuda_drivers import parse_driver
-from nodeprov.torch_fit import NodeGpus
-from nodeprov.torch_matrix import NoVariant, choose_cluster_variant, known_builds
-from tests.test_gpu import parse_recorded
+from nodeprov.variants.choose import NoVariant, choose_cluster_variant, known_builds
+from nodeprov.variants.drivers import parse_driver
+from nodeprov.variants.fit import NodeGpus
+from tests.gpu.test_gpu import parse_recorded
 
 MODELS = {"V100": (7, 0), "A10G": (8, 6), "A100": (8, 0), "H100": (9, 0), "H200": (9, 0),
           "B200": (10, 0), "RTX 5090": (12, 0), "RTX 6000D": (12, 0), "RTX 5070": (12, 0)}

@@ -18,7 +18,7 @@ from nodeprov.gpu.capability import (
 from nodeprov.gpu.nvidia import Gpu, GpuInfo
 from nodeprov.gpu.pci import parse_pci_gpus
 
-DATA = Path(__file__).parent / "data" / "gpu-node"
+DATA = Path(__file__).parents[1] / "data" / "gpu-node"
 # Chip families and the capability of their products in NVIDIA's lists
 # (tests/data/gpu-node/cuda-gpus-nvidia.txt): the rule the table was derived with, read again
 # from pci.ids' chip names.
