@@ -130,12 +130,15 @@ def listing_pages(torch_version: str, index_urls: Sequence[str], find_links: Seq
 
 
 def index_builds(torch_version: str, pages: Sequence[str],
-                 read: Callable[[str], str] = read_url) -> ReleaseBuilds:
-    """The variants ``pages`` list for ``torch_version``, read in parallel; IndexUnreadable
+                 read: Callable[[str], str] | None = None) -> ReleaseBuilds:
+    """The variants ``pages`` list for ``torch_version``, read in parallel (by ``read``, else
+    by this module's ``read_url`` as it is at the call, so a test can replace it); IndexUnreadable
     when one page cannot be read, NoVariant when none lists a CUDA or ROCm wheel of it."""
+    reader = read or read_url
+
     def one(url: str) -> dict[str, set[str]]:
         try:
-            return wheel_variants(torch_version, file_names(read(url)))
+            return wheel_variants(torch_version, file_names(reader(url)))
         except NotPublished:
             return {}
         except ValueError as error:

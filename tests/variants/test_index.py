@@ -189,3 +189,11 @@ def test_the_choice_says_where_its_variants_came_from(serve: dict,
     online = release_builds("2.9.1", pages)
     assert online.source.startswith(f"the index {base(serve)}/whl/cu126")
     assert release_builds("2.9.1", pages) is online  # read once per run
+
+
+def test_the_default_reader_is_the_one_the_tests_replace() -> None:
+    # index_builds without a reader reads through index.read_url as it is when called, so the
+    # conftest's offline reader covers it too (a default bound at import time bypassed it)
+    with pytest.raises(IndexUnreadable, match=r"offline \(tests read no index\)"):
+        index_builds("2.9.1", ["http://127.0.0.1:9/whl/cu129/torch/"])
+
