@@ -10,11 +10,13 @@ sources (each ``pip_index_url``/``pip_extra_index_url``'s ``torch/`` page, each
 A page is the index's word: a wheel counts only when its file name is exactly
 ``torch-<version>+<variant>-<python>-<abi>-<platform>.whl``, and a page over ``MAX_PAGE_BYTES``
 or with more than ``MAX_LINKS`` links is refused. A page the index answers 404 or 403 for lists
-nothing (the variant was not published there); any other failure raises ``IndexUnreadable``,
-and the caller falls back to nodeprov's table, saying so. Architecture lists are not on the
-index: each variant takes the table's for its release, else the newest known release's that
-built it (``published.known_arch_list``); a variant no known release built has none, so it
-is chosen only when ``torch_cuda`` names it.
+nothing (the variant was not published there); pages of which none lists any torch wheel are
+no index's word (a proxy that refuses it, or its page of refusal), and raise
+``IndexUnreadable`` as any other failure does: the caller falls back to nodeprov's table,
+saying so. Architecture lists are not on the index: each variant takes the
+table's for its release, else the newest known release's that built it
+(``published.known_arch_list``); a variant no known release built has none, so it is chosen
+only when ``torch_cuda`` names it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ TIMEOUT_S = 10
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 MAX_LINKS = 20_000
 _ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.9"
+_TORCH_WHEEL = re.compile(r"torch-\d[^-]*-.+\.whl")  # of any version and variant
 
 
 class IndexUnreadable(NodeprovError):
@@ -136,20 +139,26 @@ def index_builds(torch_version: str, pages: Sequence[str],
     when one page cannot be read, NoVariant when none lists a CUDA or ROCm wheel of it."""
     reader = read or read_url
 
-    def one(url: str) -> dict[str, set[str]]:
+    def one(url: str) -> tuple[dict[str, set[str]], bool]:
+        """The page's variants of the version, and whether it lists any torch wheel at all."""
         try:
-            return wheel_variants(torch_version, file_names(reader(url)))
+            names = file_names(reader(url))
         except NotPublished:
-            return {}
+            return {}, False
         except ValueError as error:
             raise IndexUnreadable(f"{url}: {error}") from None
+        return wheel_variants(torch_version, names), any(map(_TORCH_WHEEL.fullmatch, names))
 
-    found: dict[str, set[str]] = {}
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(pages)))) as pool:
-        for page in pool.map(one, pages):
-            for platform, variants in page.items():
-                found.setdefault(platform, set()).update(variants)
+        answers = list(pool.map(one, pages))
     where = _describe(pages)
+    if not any(lists_torch for _, lists_torch in answers):  # not the index's word: a proxy's
+        raise IndexUnreadable(f"{where}: no page lists a torch wheel (HTTP 403 or 404 for each, "
+                              "or pages that are no package index: a proxy that blocks it?)")
+    found: dict[str, set[str]] = {}
+    for page, _ in answers:
+        for platform, variants in page.items():
+            found.setdefault(platform, set()).update(variants)
     if not found:
         raise NoVariant(f"{where} lists no CUDA or ROCm wheel of torch {torch_version}; check "
                         "the version, or set torch_cuda (cpu, cuXYZ or rocmX.Y)")

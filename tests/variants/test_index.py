@@ -197,3 +197,26 @@ def test_the_default_reader_is_the_one_the_tests_replace() -> None:
     with pytest.raises(IndexUnreadable, match=r"offline \(tests read no index\)"):
         index_builds("2.9.1", ["http://127.0.0.1:9/whl/cu129/torch/"])
 
+
+@pytest.mark.parametrize("refusal", [(403, b""), (404, b""), (
+    200, b"<html><body><h1>Access denied</h1><a href='/policy'>policy</a></body></html>")])
+def test_pages_that_list_no_torch_wheel_at_all_are_no_index(
+        refusal: tuple[int, bytes], serve: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a proxy that refuses download.pytorch.org (403 for every page, or its own page of
+    # refusal) is an offline site: the table decides, saying so, instead of "lists no CUDA or
+    # ROCm wheel of torch 2.9.1; check the version"
+    pages = [f"{base(serve)}/whl/{variant}/torch/" for variant in RECORDED]
+    for variant in RECORDED:
+        serve[f"/whl/{variant}/torch/"] = refusal
+    with pytest.raises(IndexUnreadable, match="no page lists a torch wheel"):
+        index_builds("2.9.1", pages, real_read_url)
+    monkeypatch.setattr(index, "read_url", real_read_url)
+    release_builds.cache_clear()
+    builds = release_builds("2.9.1", tuple(pages))
+    assert builds.source.startswith("nodeprov's table (index unreachable: ")
+    assert sorted(builds.cuda["x86_64"]) == ["cu126", "cu128", "cu129", "cu130"]
+    # one page that lists torch wheels, none of the version: the index's word, not an outage
+    serve["/whl/cu126/torch/"] = (200, recorded_page("cu126").encode())
+    with pytest.raises(NoVariant, match=r"lists no CUDA or ROCm wheel of torch 2\.99\.0"):
+        index_builds("2.99.0", pages, real_read_url)
+
