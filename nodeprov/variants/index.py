@@ -85,7 +85,10 @@ class _Links(HTMLParser):
 def file_names(page: str) -> list[str]:
     """The file names a PEP 503 (HTML) or PEP 691 (JSON) page links to."""
     if page.lstrip().startswith("{"):
-        files = json.loads(page).get("files")
+        try:
+            files = json.loads(page).get("files")
+        except RecursionError:  # the json module's own limit, raised as no ValueError
+            raise ValueError("JSON nested too deeply: not a PEP 691 project page") from None
         if not isinstance(files, list) or len(files) > MAX_LINKS:
             raise ValueError("not a PEP 691 project page")
         return [item["filename"] for item in files

@@ -220,3 +220,9 @@ def test_pages_that_list_no_torch_wheel_at_all_are_no_index(
     with pytest.raises(NoVariant, match=r"lists no CUDA or ROCm wheel of torch 2\.99\.0"):
         index_builds("2.99.0", pages, real_read_url)
 
+
+def test_a_json_page_nested_past_pythons_limit_is_unreadable(serve: dict) -> None:
+    serve["/simple/torch/"] = (200, ('{"files":' + '{"a":' * 200_000 + "1" + "}" * 200_001)
+                               .encode())
+    with pytest.raises(IndexUnreadable, match="nested too deeply"):
+        index_builds("2.9.1", [f"{base(serve)}/simple/torch/"], real_read_url)
