@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
+from typing import Any
 
 from nodeprov.errors import NodeprovError
 from nodeprov.variants import published
@@ -56,7 +58,7 @@ def read_url(url: str) -> str:
     request = urllib.request.Request(url, headers={"Accept": _ACCEPT})
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            body = response.read(MAX_PAGE_BYTES + 1)
+            body = _read_within(response, time.monotonic() + TIMEOUT_S, url)
     except urllib.error.HTTPError as error:
         if error.code in (403, 404):
             raise NotPublished(url) from None
@@ -66,6 +68,22 @@ def read_url(url: str) -> str:
     if len(body) > MAX_PAGE_BYTES:
         raise IndexUnreadable(f"{url}: larger than {MAX_PAGE_BYTES // 2**20} MiB")
     return str(body.decode("utf-8", "replace"))
+
+
+def _read_within(response: Any, deadline: float, url: str) -> bytes:
+    """At most MAX_PAGE_BYTES + 1 bytes of the body, by ``deadline``: urlopen's timeout bounds
+    each read only, so a server that trickles bytes would hold the run for as long as it likes."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_PAGE_BYTES:
+        if time.monotonic() > deadline:
+            raise IndexUnreadable(f"{url}: not read within {TIMEOUT_S} s")
+        chunk = response.read1(min(65536, MAX_PAGE_BYTES + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 class _Links(HTMLParser):
@@ -106,7 +124,8 @@ def wheel_variants(version: str, names: Iterable[str]) -> dict[str, set[str]]:
     {'x86_64': {'cu129'}}
     """
     pattern = re.compile(rf"torch-{re.escape(version)}\+(cu\d{{3}}|rocm\d+\.\d+(?:\.\d+)?)-"
-                         r"cp\d{2,3}t?-(?:cp\d{2,3}t?|abi3|none)-[a-z0-9_.]*?(x86_64|aarch64)\.whl")
+                         r"cp\d{2,3}t?-(?:cp\d{2,3}t?|abi3|none)-(?:many)?linux[a-z0-9_.]*?(x86_64|aarch64)"
+                         r"\.whl")
     found: dict[str, set[str]] = {}
     for name in names:
         match = pattern.fullmatch(name)

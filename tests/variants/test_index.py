@@ -159,6 +159,7 @@ def test_pep_691_json_pages(serve: dict) -> None:
     "torch-2.9.1+cu129x-cp312-cp312-manylinux_2_28_x86_64.whl",
     "torch-2.9.10+cu129-cp312-cp312-manylinux_2_28_x86_64.whl",
     "torch-2.9.1+cu129-cp312-cp312-win_amd64.whl",
+    "torch-2.9.1+cu129-cp312-cp312-macosx_11_0_x86_64.whl",  # not linux, though x86_64
     "torch-2.9.1+cu129-cp312-cp312-manylinux_2_28_x86_64.whl/../../etc",
     "torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl",  # no variant label: not counted
 ])
@@ -226,3 +227,31 @@ def test_a_json_page_nested_past_pythons_limit_is_unreadable(serve: dict) -> Non
                                .encode())
     with pytest.raises(IndexUnreadable, match="nested too deeply"):
         index_builds("2.9.1", [f"{base(serve)}/simple/torch/"], real_read_url)
+
+
+def test_a_page_that_trickles_in_is_cut_off_at_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """urlopen's timeout bounds each read only: a byte every 0.2 s would never trip it."""
+    import socket
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def trickle() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            for _ in range(50):
+                time.sleep(0.2)
+                try:
+                    connection.sendall(b"<")
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    monkeypatch.setattr(index, "TIMEOUT_S", 1)
+    started = time.monotonic()
+    with listener, pytest.raises(IndexUnreadable, match="not read within 1 s"):
+        real_read_url(f"http://127.0.0.1:{listener.getsockname()[1]}/torch/")
+    assert time.monotonic() - started < 5
