@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     (ERRORS, 0, ()),                     # the error tree and exit codes
     ("nodeprov.nodeside", 0, ()),        # runs on the nodes: the standard library only
     (UTIL, 1, None),                     # validate, yamlfile, fanout, jinja
-    ("nodeprov.jsonreport", 2, None),    # the report's schema and writer (util.reportfile's)
+    ("nodeprov.jsonreport", 1, (ERRORS, "nodeprov.util.reportfile")),  # schema and writer
     ("nodeprov.gpu", 2, None),           # a node's GPUs, from what facts.sh reads
     ("nodeprov.variants", 2, None),      # choosing the torch variant
     ("nodeprov.config", 2, None),        # ansible.cfg and ANSIBLE_* settings

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from nodeprov import jsonreport
+from nodeprov.commands.report import write_reports
 from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
 from nodeprov.inventory import load_inventory
@@ -20,7 +20,8 @@ RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 
 
 def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None, forks: int,
-                accept_new_host_keys: bool, json_path: str | None) -> int:
+                accept_new_host_keys: bool, json_path: str | None,
+                html_path: str | None = None) -> int:
     from nodeprov.job.run import run_user_job
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
@@ -64,6 +65,6 @@ def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None,
     for line in outcome.diagnosis:
         err.print(printable(f"FAILED {line}"), style="bold red")  # node text
     err.print(outcome.verdict(), style="green" if outcome.ok else "bold red")
-    if json_path:
-        jsonreport.write_report(outcome.to_json(), json_path)
+    if json_path or html_path:
+        write_reports(outcome.to_json(), json_path, html_path)
     return outcome.exit_code
