@@ -16,19 +16,16 @@ from typing import Any
 
 from nodeprov import jsonreport
 from nodeprov.errors import EXIT_OK, InputError
+from nodeprov.util import reportfile
 
 
 def write_html(report: Mapping[str, Any], html_path: str, source: str = "the report") -> int:
     """The page of ``report`` at ``html_path``; its size in bytes."""
     from nodeprov.htmlreport import render_html  # lazily: Jinja2 and the schema check
 
-    page = render_html(report, source).encode("utf-8")
-    try:
-        Path(html_path).write_bytes(page)
-    except OSError as error:
-        raise InputError(f"cannot write the HTML report: {error.strerror}; give --html a path "
-                         "in a folder that exists and is writable", source=html_path) from None
-    return len(page)
+    page = render_html(report, source)
+    reportfile.write_private(html_path, page)  # its path was checked as the CLI read it
+    return len(page.encode("utf-8"))
 
 
 def write_reports(report: Mapping[str, Any], json_path: str | None,
