@@ -1,19 +1,21 @@
 """Every error nodeprov raises on purpose, and the exit code each one maps to.
 
-    NodeprovError                 root; ``exit_code`` says how the CLI exits
+    NodeprovError                 root; ``exit_code`` says how the CLI exits (cli.exits)
     ├── InputError                bad inventory, playbook or parameter (exit 2, nothing touched)
+    │   └── StricterThanAnsible   what Ansible reads but nodeprov refuses on purpose (vault, ...)
     ├── EnvironmentProblem        this machine lacks something (root, a tool) (exit 2)
     ├── HostError                 something failed on one host (exit 1); carries node and task
     │   ├── Unreachable           no SSH session could be opened
     │   └── CommandFailed         a remote command exited non-zero
     ├── TaskFailed                a task's plan: the node cannot get there (exit 1; tasks.base)
     ├── UnknownHostKey            a host key not in known_hosts (remote.hostkeys)
-    ├── NotStarted                Ctrl-C came before this host's work (fanout)
-    ├── Interrupted               Ctrl-C stopped a run (exit 130; runner; a KeyboardInterrupt too)
+    ├── NotStarted                Ctrl-C came before this host's work (util.fanout)
+    ├── Interrupted               Ctrl-C stopped a run (exit 130; engine.outcome; a
+    │                             KeyboardInterrupt too)
     └── caught where raised and turned into one of the above, each also what it was before
         (exit 2 should one escape): ParamError (a ValueError; tasks.params), JobPlanError and
-        NoVariant (ValueErrors; job.launch, torch_matrix), YamlTooBig (a yaml.YAMLError;
-        yamlfile), TemplateLimit and TemplateLoop (Jinja2 errors; templating,
+        NoVariant (ValueErrors; job.launch, variants.choose), YamlTooBig (a yaml.YAMLError;
+        util.yamlfile), TemplateLimit and TemplateLoop (Jinja2 errors; util.jinja,
         inventory.templating)
 
 Each error prints as one line a person can act on::

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(openssh-server openssh-client ufw iptables iproute2 procps util-linux iperf3 python3-venv
-  iputils-ping sudo)
+  iputils-ping sudo shellcheck)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -45,6 +45,15 @@ def _reports_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> Iterator[None
     assert not broken, broken[0]
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """--doctest-modules is for nodeprov's docstrings: here only test modules are collected,
+    never helpers (tests/bench/pyinfra/*.py import pyinfra, which is not installed)."""
+    if collection_path.suffix == ".py" and not collection_path.name.startswith(("test_",
+                                                                                 "conftest")):
+        return True
+    return None
+
+
 @functools.cache
 def requires_root_namespaces() -> str | None:
     """Why no testbed can run on this machine, or None if one can (checked once)."""

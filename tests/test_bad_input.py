@@ -153,7 +153,7 @@ def test_corpus_is_large_enough() -> None:
 
 @pytest.mark.parametrize("value", ["eth0\n", "eth0\nreboot"])
 def test_a_trailing_newline_is_not_an_interface_name(value: str) -> None:
-    from nodeprov import validate
+    from nodeprov.util import validate
 
     with pytest.raises(ValueError, match="is not an interface name"):
         validate.interface_name(value)

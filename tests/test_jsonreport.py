@@ -10,15 +10,18 @@ from typing import Any
 
 import pytest
 
+from nodeprov.checks.verify import CheckResult, Verification
+from nodeprov.commands.apply import apply_report
+from nodeprov.commands.facts import facts_report
+from nodeprov.commands.verify import report_json
+from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.job.baseline import load_baseline, record_baseline
 from nodeprov.job.launch import JobOutcome
 from nodeprov.job.matrix import Check, Matrix
+from nodeprov.job.prove import Proof
 from nodeprov.job.results import parse_result, verdict
-from nodeprov.jsonreport import apply_report, facts_report, write_report
-from nodeprov.outcome import HostResult, TaskResult
-from nodeprov.prove import Proof
+from nodeprov.jsonreport import write_report
 from nodeprov.remote.facts import parse_facts, split_sections
-from nodeprov.verify import CheckResult, Verification, report_json
 from tests.report_schema import assert_valid
 
 DATA = Path(__file__).parent / "data"

@@ -1,80 +1,175 @@
 """The layers point one way, read from the source (AST), so a lazy import counts too.
 
-- nodeprov/remote/ (the SSH layer) imports only itself and the leaves below it;
-- only the CLI imports nodeprov.commands;
+- each module imports only its own room (its folder, sub-rooms included) and the rooms of the
+  layers below it, or where ``LAYERS`` says ``only``, just the rooms named there;
+- only the CLI imports nodeprov.commands, and only inside the commands (--help stays fast);
+- no two modules import each other, however indirectly, TYPE_CHECKING imports included;
 - every exception class nodeprov defines sits under NodeprovError (errors.py).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Mapping
 
-PACKAGE = Path(__file__).resolve().parent.parent / "nodeprov"
-# what the remote layer may import from nodeprov: itself and modules that import nothing above
-REMOTE_MAY_IMPORT = ("nodeprov.remote", "nodeprov.errors", "nodeprov.validate", "nodeprov.fanout",
-                     "nodeprov.factcheck", "nodeprov.gpu", "nodeprov.inventory.model",
-                     "nodeprov.inventory.sshconfigs")
+from tests.sources import PACKAGE, Module, imported, imported_modules, package_modules
 
-
-def modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        yield name, ast.parse(path.read_text(), str(path))
-
-
-def imported(module: str, tree: ast.Module) -> set[str]:
-    """Every nodeprov module ``tree`` imports, at any depth (functions, TYPE_CHECKING)."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: from the module's package
-                package = module.split(".")[:len(module.split(".")) - node.level]
-                base = ".".join([*package, *([base] if base else [])])
-            # "from nodeprov import files" imports the module nodeprov.files
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-            found.add(base)
-    return {name for name in found if name == "nodeprov" or name.startswith("nodeprov.")}
-
-
-def allowed(name: str, prefixes: tuple[str, ...]) -> bool:
-    return name == "nodeprov" or any(
-        name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+ERRORS, UTIL = "nodeprov.errors", "nodeprov.util"
+# (room, layer, only): a room is a module or a folder of them. A module may import its own room
+# (sub-rooms included) and the rooms of lower layers; ``only`` narrows that to the rooms it
+# names (() = none: the standard library and, for the job, torch).
+LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
+    (ERRORS, 0, ()),                     # the error tree and exit codes
+    ("nodeprov.nodeside", 0, ()),        # runs on the nodes: the standard library only
+    (UTIL, 1, None),                     # validate, yamlfile, fanout, jinja
+    ("nodeprov.jsonreport", 1, None),    # the report's schema and writer
+    ("nodeprov.gpu", 2, None),           # a node's GPUs, from what facts.sh reads
+    ("nodeprov.variants", 2, None),      # choosing the torch variant
+    ("nodeprov.config", 2, None),        # ansible.cfg and ANSIBLE_* settings
+    ("nodeprov.htmlreport", 2, None),    # the JSON report as HTML (for commands/)
+    ("nodeprov.inventory", 3, (ERRORS, UTIL, "nodeprov.config")),  # connects to nothing
+    ("nodeprov.remote", 4, (ERRORS, UTIL, "nodeprov.gpu", "nodeprov.config",
+                            "nodeprov.inventory.model",
+                            "nodeprov.inventory.sshconfigs")),  # the SSH layer
+    ("nodeprov.wheels", 5, None),        # wheels to the nodes: sources, uv, seeds
+    ("nodeprov.tasks", 6, None),         # facts read, tasks decide
+    ("nodeprov.tasks.textfiles", 6, (ERRORS, UTIL)),  # pure text edits, for every task
+    ("nodeprov.playbook", 7, None),      # plays, tags, batches: read before any connection
+    ("nodeprov.engine", 8, None),        # the runner: the only code that acts on nodes
+    ("nodeprov.job", 9, None),           # the torchrun jobs (never checks/)
+    ("nodeprov.job.allreduce", 9, ()),   # runs on the nodes under torchrun
+    ("nodeprov.checks", 9, None),        # verify's checks (never job/)
+    ("nodeprov.commands", 10, None),     # one module per subcommand
+    ("nodeprov.testbed", 10, (ERRORS, UTIL)),  # a side room: only the CLI and tests use it
+    ("nodeprov.cli", 11, None),          # options, exit codes; commands imported lazily
+    ("nodeprov.__main__", 12, ("nodeprov.cli",)),
+)
+ROOT = "nodeprov"  # the package's __init__: its version, nothing to import
 
 
-def test_the_remote_layer_imports_nothing_above_it() -> None:
-    remote = {name: tree for name, tree in modules() if allowed(name, ("nodeprov.remote",))}
-    assert len(remote) >= 8  # the walk found the layer
-    wrong = {f"{name} imports {target}" for name, tree in remote.items()
-             for target in imported(name, tree) if not allowed(target, REMOTE_MAY_IMPORT)}
-    assert not wrong, sorted(wrong)
+def within(name: str, room: str) -> bool:
+    return name == room or name.startswith(room + ".")
 
 
-def test_the_import_walk_sees_a_lazy_import_from_above() -> None:
+def room_of(name: str) -> tuple[str, int, tuple[str, ...] | None] | None:
+    """The most specific row of ``LAYERS`` that holds module ``name``."""
+    rows = [row for row in LAYERS if within(name, row[0])]
+    return max(rows, key=lambda row: len(row[0])) if rows else None
+
+
+def upward_imports(modules: list[Module]) -> list[str]:
+    """"module imports target" for each import the table does not allow."""
+    wrong = []
+    for module in modules:
+        row = room_of(module.name)
+        if row is None:
+            continue
+        room, layer, only = row
+        for target in sorted(imported_modules(module)):
+            target_row = room_of(target)
+            if within(target, room) or target_row is None:
+                continue
+            fine = (any(within(target, name) for name in only) if only is not None
+                    else target_row[1] < layer)
+            if not fine:
+                wrong.append(f"{module.name} (layer {layer}) imports {target} "
+                             f"(layer {target_row[1]})")
+    return wrong
+
+
+def test_every_import_points_down_the_layers() -> None:
+    wrong = upward_imports(list(package_modules()))
+    assert not wrong, wrong
+
+
+def test_the_layer_check_sees_a_lazy_import_from_above() -> None:
     tree = ast.parse("def f():\n    from nodeprov.tasks.base import Plan\n"
-                     "from nodeprov import runner\n")
-    found = imported("nodeprov.remote.x", tree)
-    assert {"nodeprov.tasks.base.Plan", "nodeprov.runner"} <= found
-    assert not all(allowed(name, REMOTE_MAY_IMPORT) for name in found)
+                     "from nodeprov.util import fanout\n")
+    module = Module("nodeprov.remote.x", PACKAGE / "remote" / "x.py", tree)
+    assert {"nodeprov.tasks.base.Plan", "nodeprov.util.fanout"} <= imported(module)
+    assert upward_imports([module]) == [
+        "nodeprov.remote.x (layer 4) imports nodeprov.tasks.base (layer 6)"]
 
 
-def test_only_the_cli_imports_the_commands() -> None:
-    importers = {name for name, tree in modules()
-                 if any(target == "nodeprov.commands" or target.startswith("nodeprov.commands.")
-                        for target in imported(name, tree))}
-    assert importers <= {"nodeprov.cli"}, sorted(importers)
+def nodeprov_names(module: Module) -> set[str]:
+    return {name for name in imported(module) if within(name, "nodeprov")}
+
+
+def test_every_module_sits_in_a_room_of_the_table() -> None:
+    loose = [module.name for module in package_modules()
+             if module.name != ROOT and room_of(module.name) is None]
+    assert not loose, loose
+
+
+def test_only_the_cli_imports_the_commands_and_only_when_one_runs() -> None:
+    importers = {module.name for module in package_modules()
+                 if not within(module.name, "nodeprov.commands")
+                 and any(within(target, "nodeprov.commands") for target in nodeprov_names(module))}
+    assert importers and all(within(name, "nodeprov.cli") for name in importers), importers
+    eager = {f"{module.name} imports {target} at import time"
+             for module in package_modules() if within(module.name, "nodeprov.cli")
+             for target in imported(module, top_level_only=True)
+             if within(target, "nodeprov.commands")}
+    assert not eager, sorted(eager)
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {module.name: imported_modules(module) for module in package_modules()}
+
+
+def test_no_import_cycle_not_even_through_type_checking_imports() -> None:
+    assert not cycles(import_graph()), cycles(import_graph())
+
+
+def test_a_cycle_through_a_type_only_import_is_found() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    graph = import_graph()
+    assert "nodeprov.job.matrix" in graph["nodeprov.job.prove"]  # the walk sees real edges
+    graph["nodeprov.job.matrix"].add("nodeprov.job.prove")  # as a TYPE_CHECKING import would
+    assert any({"nodeprov.job.matrix", "nodeprov.job.prove"} <= set(cycle)
+               for cycle in cycles(graph))
 
 
 def exception_classes() -> dict[str, list[str]]:
     """{class name: its bases' names} of every class nodeprov defines."""
     classes: dict[str, list[str]] = {}
-    for _, tree in modules():
-        for node in ast.walk(tree):
+    for module in package_modules():
+        for node in ast.walk(module.tree):
             if isinstance(node, ast.ClassDef):
                 classes[node.name] = [ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases]
     return classes

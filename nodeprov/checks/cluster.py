@@ -21,10 +21,9 @@ import testinfra.host
 from testinfra.backend.base import BaseBackend, CommandResult
 
 from nodeprov.checks.fresh import Fresh
+from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.errors import HostError, InputError
-from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.inventory import Host, Inventory
-from nodeprov.node_address import with_node_addresses
 from nodeprov.playbook import Playbook, TaskSpec
 from nodeprov.remote.actions import Probe
 from nodeprov.remote.facts import Facts
@@ -33,6 +32,7 @@ from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.tasks.base import Context
 from nodeprov.tasks.registry import REGISTRY
+from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
 T = TypeVar("T")
 

@@ -26,8 +26,8 @@ from nodeprov.checks.cluster import OPENED_KEY, Cluster
 from nodeprov.checks.fresh import AREAS as FRESH_AREAS
 from nodeprov.checks.fresh import Fresh, read_all_fresh
 from nodeprov.errors import InputError
-from nodeprov.extravars import parse_extra_vars
 from nodeprov.inventory import Host, load_inventory
+from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.hostkeys import SshFiles
 from nodeprov.remote.options import SshOptions

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nodeprov.errors import HostError
-from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
+from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
 # $1 a marker token, $2 the getent database; getent fails when nothing resolves
 _SCRIPT = 'env; printf "\\n@@%s getent\\n" "$1"; getent "$2" -- "$(hostname)" || true'

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from nodeprov.checks import CheckResult, Drift
-from nodeprov.fanout import DEFAULT_FORKS
+from nodeprov.engine.outcome import HostResult, PlaybookOutcome, TaskResult
+from nodeprov.engine.runner import RunOptions, run_playbook
 from nodeprov.inventory import Host, Inventory
-from nodeprov.outcome import HostResult, RunOutcome, TaskResult
 from nodeprov.playbook import Playbook, TaskSpec
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
-from nodeprov.runner import RunOptions, run_playbook
+from nodeprov.util.fanout import DEFAULT_FORKS
 
 
 class _Silent:
@@ -35,7 +35,7 @@ class _Silent:
 
 def plan_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Host],
                   sessions: Mapping[str, Session], ssh: SshOptions,
-                  forks: int = DEFAULT_FORKS) -> RunOutcome:
+                  forks: int = DEFAULT_FORKS) -> PlaybookOutcome:
     """Every task's plan on ``targets``, acting on nothing: ``apply --check``'s run (``forks``
     hosts at once). The sessions (one per inventory host) stay open for the caller, who closes
     them."""
@@ -49,7 +49,7 @@ def node_specs(playbook: Playbook, node: str) -> list[TaskSpec]:
             for spec in play.tasks]
 
 
-def plan_results(outcome: RunOutcome, playbook: Playbook,
+def plan_results(outcome: PlaybookOutcome, playbook: Playbook,
                  drift: Callable[[str, TaskSpec], Drift]) -> list[CheckResult]:
     """One result per node and task (one per node that could not be read at all); ``drift``
     builds a node's drift lines for a task (its area and repair command)."""

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from nodeprov import ufw
 from nodeprov.checks import Drift
 from nodeprov.tasks import firewall
 from nodeprov.tasks.base import Context
-from nodeprov.ufw import Rule
+from nodeprov.tasks.firewall import ufw
+from nodeprov.tasks.firewall.ufw import Rule
 
 AREA = "firewall"
 

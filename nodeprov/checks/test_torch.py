@@ -14,6 +14,7 @@ from nodeprov.errors import HostError
 from nodeprov.inventory import Host
 from nodeprov.tasks import torch
 from nodeprov.tasks.base import Context, TaskFailed
+from nodeprov.tasks.torch.params import TorchParams
 
 if TYPE_CHECKING:
     from nodeprov.checks.cluster import Cluster
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 AREA = "torch"
 
 
-def wanted_build(context: Context, params: torch.TorchParams) -> tuple[str, str]:
+def wanted_build(context: Context, params: TorchParams) -> tuple[str, str]:
     """(variant, expected ``torch.__version__``) for this node, chosen as the torch task does."""
     variant = torch.choose(context, params)[0]
     return variant, f"{params.version}+{variant}"
@@ -50,7 +51,7 @@ def imports(cluster: Cluster) -> dict[str, str | None]:
 
 
 def test_imports(imports: dict[str, str | None], node: Host, context: Context,
-                 params: torch.TorchParams, drift: Drift) -> None:
+                 params: TorchParams, drift: Drift) -> None:
     problem = imports[node.name]
     try:
         expected = wanted_build(context, params)[1]

@@ -10,8 +10,9 @@ before any connection.
 One module per concern: ``ranges`` (host names), ``ini`` and ``yamlsrc`` (the formats),
 ``source`` (which format, scripts), ``data`` (groups and hosts as Ansible holds them),
 ``varsdirs`` (group_vars/host_vars), ``resolve`` (precedence), ``templating`` (sandboxed Jinja),
-``connection`` (connection variables), ``build`` (nodeprov's checks), ``patterns``,
-``listing`` (``nodeprov inventory``), ``guard`` and ``vault`` (hostile or encrypted input).
+``connection`` (connection variables), ``variables`` (nodeprov's own: defaults and checks),
+``extravars`` (-e), ``build`` (nodeprov's checks), ``patterns``, ``listing`` (``nodeprov
+inventory``), ``guard`` and ``vault`` (hostile or encrypted input).
 """
 
 from __future__ import annotations

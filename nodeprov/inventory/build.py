@@ -17,14 +17,14 @@ from typing import Any
 
 from jinja2 import TemplateError
 
-from nodeprov import validate
 from nodeprov.errors import InputError
 from nodeprov.inventory import connection
 from nodeprov.inventory.data import Origin
 from nodeprov.inventory.model import Host
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.inventory.templating import HostTemplar
-from nodeprov.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
+from nodeprov.inventory.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
+from nodeprov.util import validate
 
 KNOWN = frozenset(VARIABLES) | connection.CONNECTION_NAMES
 # what Ansible's names are made of (ranges already expanded, host:port split off)
@@ -201,7 +201,7 @@ def _check_unique(hosts: Iterable[Host], builder: _HostBuilder) -> None:
             raise builder.error(host.name, "ansible_host", f"{host.name} and {other} have the "
                                 f"same address {host.address}:{host.port or 22}; each host "
                                 "needs its own")
-        if not host.node_address:  # read from the node later (nodeprov.node_address)
+        if not host.node_address:  # read from the node later (nodeprov.engine.node_address)
             continue
         other = seen_node.setdefault(host.node_address, host.name)
         if other != host.name:

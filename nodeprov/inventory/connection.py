@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from nodeprov import validate
+from nodeprov.util import validate
 
 # canonical name -> the names Ansible reads it from, the winner first
 ALIASES: dict[str, tuple[str, ...]] = {

@@ -22,7 +22,7 @@ class Host:
 
     name: str
     address: str
-    # "" until read from the node (nodeprov.node_address): the inventory names it by DNS name
+    # "" until read from the node (nodeprov.engine.node_address): the inventory names it by DNS name
     # or by an address outside node_subnet, and gives no node_address
     node_address: str
     # None: ssh_config's Port (else 22), read when connecting, never while loading

@@ -18,7 +18,7 @@ from typing import Any
 
 from nodeprov.inventory.data import InventoryData, Origin
 from nodeprov.inventory.varsdirs import Loaded, VarsDir
-from nodeprov.yamlfile import YamlMap
+from nodeprov.util.yamlfile import YamlMap
 
 EXTRA_VARS = Origin("--extra-vars")
 

@@ -26,7 +26,7 @@ from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.ini import parse_ini
 from nodeprov.inventory.vault import check_vault
 from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml, script_group
-from nodeprov.yamlfile import kind_of, load_yaml_text, read_text
+from nodeprov.util.yamlfile import kind_of, load_yaml_text, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib

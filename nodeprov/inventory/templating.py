@@ -18,7 +18,7 @@ from jinja2.nativetypes import NativeCodeGenerator
 
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.inventory.resolve import Resolved
-from nodeprov.templating import LimitedSandbox, RangeBudget, bounded
+from nodeprov.util.jinja import LimitedSandbox, RangeBudget, bounded
 
 
 def _concat(values: Iterator[Any]) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 from nodeprov.errors import InputError
 from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.vault import check_vault
-from nodeprov.yamlfile import YamlMap, kind_of, load_yaml_text, read_text
+from nodeprov.util.yamlfile import YamlMap, kind_of, load_yaml_text, read_text
 
 EXTENSIONS = (".yml", ".yaml", ".json")
 

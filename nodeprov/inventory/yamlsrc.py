@@ -19,7 +19,7 @@ from typing import Any
 from nodeprov.errors import InputError, StricterThanAnsible
 from nodeprov.inventory.data import MAX_GROUP_DEPTH, InventoryData, Origin
 from nodeprov.inventory.ranges import expand_host_pattern
-from nodeprov.yamlfile import YamlMap, kind_of
+from nodeprov.util.yamlfile import YamlMap, kind_of
 
 SECTIONS = ("vars", "children", "hosts")
 Warn = Callable[[str], None]

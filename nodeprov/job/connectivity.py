@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from nodeprov.fanout import on_every_name
 from nodeprov.job.matrix import Check, Matrix
 from nodeprov.remote.actions import STOP_MARKED
+from nodeprov.util.fanout import on_every_name
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
@@ -101,7 +101,7 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
                        timeout: float = 3.0) -> Matrix:
     """Probe every node from every node; ``timeout`` bounds each connection attempt."""
     started = time.monotonic()
-    script = resources.files("nodeprov.job").joinpath("netcheck.py").read_text()
+    script = resources.files("nodeprov.nodeside").joinpath("netcheck.py").read_text()
     names = [host.name for host in hosts]
     by_name = {host.name: host for host in hosts}
     token = f"nodeprov-connectivity-{secrets.token_hex(6)}"

@@ -10,10 +10,11 @@ and the node whose firewall or /etc/hosts to fix (``connectivity`` runs the chec
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -102,6 +103,15 @@ class Matrix:
             table.add_row(source, *(f"[green]{c}[/]" if c == "ok" else f"[red]{c}[/]"
                                     for c in cells))
         return table
+
+    def to_json(self) -> dict[str, Any]:
+        """The matrix as data: apply's and verify's proofs, run's preflight."""
+        return {"ok": self.ok, "nodes": list(self.nodes),
+                "checks": [dataclasses.asdict(check) for check in self.checks],
+                "errors": list(self.errors), "problems": self.problems(),
+                "cells": {source: {target: self.cell(source, target) for target in self.nodes}
+                          for source in self.nodes},
+                "duration_s": self.duration_s}
 
     def problems(self) -> list[str]:
         """One line per broken check, with the likely cause and the fix; node errors first."""

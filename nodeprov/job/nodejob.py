@@ -22,9 +22,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
-from nodeprov.fanout import on_every_name
 from nodeprov.remote.nodelock import STATE_DIR
 from nodeprov.remote.session import Result
+from nodeprov.util.fanout import on_every_name
 
 if TYPE_CHECKING:
     from nodeprov.remote.session import Session

@@ -152,7 +152,7 @@ def versions(result: JobResult) -> dict[str, str | None]:
 
 
 def result_json(result: JobResult) -> dict[str, Any]:
-    """The job's result as data for the JSON report (README's "JSON report")."""
+    """The job's result as data for the JSON report (docs/json-report.md)."""
     top = peak(result)
     return {
         "ok": result.ok, "backend": result.backend, "world_size": result.world_size,

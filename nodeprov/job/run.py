@@ -36,7 +36,7 @@ from nodeprov.job.ranklog import (
     rank_tail,
     root_cause_rank,
 )
-from nodeprov.job.runreport import FirstFailure, NodeRun, RunOutcome
+from nodeprov.job.runreport import FirstFailure, NodeRun, UserJobOutcome
 from nodeprov.job.sync import local_manifest, sync_node
 from nodeprov.remote.actions import Run
 from nodeprov.remote.session import Result
@@ -78,7 +78,7 @@ def plan_run(hosts: Sequence[Host], nproc: Mapping[str, int], request: RunReques
 
 def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
                  facts: Mapping[str, Facts], request: RunRequest, *, venv_path: str,
-                 rdzv_port: int, log_root: Path, show: Callable[[str], None]) -> RunOutcome:
+                 rdzv_port: int, log_root: Path, show: Callable[[str], None]) -> UserJobOutcome:
     """Preflight, sync, run on ``hosts`` (the first hosts the rendezvous), say how it went."""
     started = time.monotonic()
     run_id = f"nodeprov-run-{secrets.token_hex(6)}"
@@ -86,7 +86,7 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
     nproc = nprocs(hosts, facts, request)
     matrix = check_connectivity(hosts, sessions, facts, rdzv_port) if request.preflight else None
     if matrix is not None and not matrix.ok:
-        return RunOutcome(run_id, {}, tuple(matrix.problems()), time.monotonic() - started,
+        return UserJobOutcome(run_id, {}, tuple(matrix.problems()), time.monotonic() - started,
                           matrix=matrix, refused=True)
     argv = plan_run(hosts, nproc, request, venv_path=venv_path, rdzv_port=rdzv_port,
                     run_id=run_id)
@@ -107,7 +107,7 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
             took = time.monotonic() - started
             stopped = {name: NodeRun(None, took, True, str(logs.paths[name]), synced.get(name))
                        for name in names}
-            return RunOutcome(run_id, stopped, (), took, matrix=matrix, interrupted=True,
+            return UserJobOutcome(run_id, stopped, (), took, matrix=matrix, interrupted=True,
                               log_dir=str(directory), ranks=sum(nproc.values()))
     failed = _failed(launch, logs.paths)
     diagnosis = _lines(launch, failed, logs.paths, request)
@@ -119,7 +119,7 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
              for name in names}
     # The node whose rank raised by itself, else the first to fail: its tail is the one to read.
     first = next((n for n, f in failed.items() if f.exception), next(iter(failed), None))
-    return RunOutcome(run_id, nodes, tuple(diagnosis), time.monotonic() - started,
+    return UserJobOutcome(run_id, nodes, tuple(diagnosis), time.monotonic() - started,
                       matrix=matrix, log_dir=str(directory), ranks=sum(nproc.values()),
                       first_failure=FirstFailure(first, failed[first].rank, failed[first].tail)
                       if first else None)

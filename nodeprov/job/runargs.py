@@ -5,8 +5,8 @@
                             preflight=True)
     request.workdir      # /home/me/train: --chdir, else the synced directory, else home ('')
 
-Everything after ``--`` on the command line is the job's (``AfterDashDash``), so neither an
-option of the script nor its name is ever taken for nodeprov's. Each bad value raises
+Everything after ``--`` on the command line is the job's (``cli.options.AfterDashDash``), so
+neither an option of the script nor its name is ever taken for nodeprov's. Each bad value raises
 InputError naming the option and what would be valid (exit 2). The script and its arguments
 stay an argv list: they reach torchrun as arguments, never through a shell.
 """
@@ -17,15 +17,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import typer
-from typer.core import TyperCommand
-
-from nodeprov import validate
 from nodeprov.errors import InputError
+from nodeprov.util import validate
 
-COMMAND_KEY = "nodeprov.run.command"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # nodeprov sets these for every run: the stop step finds the job by the first, the logs tell
 # ranks apart by the second.
@@ -118,19 +113,3 @@ def parse_request(command: Sequence[str], *, nproc: str, chdir: str | None, sync
                          field="--timeout")
     return RunRequest(tuple(command), parse_nproc(nproc), chdir, synced, parse_env(env),
                       timeout, preflight)
-
-
-class AfterDashDash(TyperCommand):
-    """A command whose words after the first ``--`` stay out of nodeprov's parsing."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # ctx: Typer's click Context
-        if "--" in args:
-            at = args.index("--")
-            ctx.meta[COMMAND_KEY] = args[at + 1:]
-            args = args[:at]
-        return super().parse_args(ctx, args)
-
-
-def job_command(ctx: typer.Context) -> list[str]:
-    """The words after ``--``: SCRIPT and its arguments."""
-    return list(ctx.meta.get(COMMAND_KEY, []))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from nodeprov.jsonreport import document, matrix_json
+from nodeprov.jsonreport import document
 
 if TYPE_CHECKING:
     from nodeprov.job.matrix import Matrix
@@ -41,7 +41,9 @@ class FirstFailure:
 
 
 @dataclass(frozen=True)
-class RunOutcome:
+class UserJobOutcome:
+    """How ``nodeprov run`` ended: each node's ranks, the diagnosis, the preflight matrix."""
+
     run_id: str
     nodes: Mapping[str, NodeRun]
     diagnosis: tuple[str, ...]
@@ -84,7 +86,7 @@ class RunOutcome:
             "run", self.ok, exit_code=self.exit_code, verdict=self.verdict(),
             run_id=self.run_id, duration_s=round(self.duration_s, 3),
             log_dir=self.log_dir, ranks=self.ranks,
-            preflight=None if self.matrix is None else matrix_json(self.matrix),
+            preflight=None if self.matrix is None else self.matrix.to_json(),
             refused=self.refused, interrupted=self.interrupted,
             nodes={name: {"exit_code": node.exit_code, "duration_s": round(node.duration_s, 3),
                           "stopped": node.stopped, "log": node.log, "synced": node.synced,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nodeprov.errors import CommandFailed
-from nodeprov.job.syncnode import manifest
+from nodeprov.nodeside.syncnode import manifest
 
 if TYPE_CHECKING:
     from nodeprov.remote.session import Session
@@ -56,7 +56,7 @@ def pack(root: Path, paths: Sequence[str]) -> str:
 def sync_node(session: Session, root: Path, local: Manifest) -> tuple[str, ...]:
     """Send the files of ``root`` the node lacks or has otherwise to the same path there;
     returns what was sent."""
-    script = resources.files("nodeprov.job").joinpath("syncnode.py").read_text()
+    script = resources.files("nodeprov.nodeside").joinpath("syncnode.py").read_text()
     listed = session.run(["python3", "-c", script, "manifest", str(root)], task="sync",
                          what="read the synced directory")
     if listed.exit_code != 0:

@@ -1,5 +1,5 @@
-"""The remote layer: everything that crosses SSH to a node. It imports nothing above it (tasks,
-commands, runner, verify, checks, job); they import from it.
+"""The remote layer: everything that crosses SSH to a node. It imports nothing above it (wheels,
+tasks, engine, job, checks, commands); they import from it.
 
     session = Session(host, SshOptions())                    # session.py, options.py
     facts, observed = session.gather([probe_a, probe_b])     # one round trip
@@ -31,7 +31,9 @@ kept, rename), its content inline up to 64 KiB a batch, else staged first by SFT
 A Run with stdin goes alone (stdin is the channel's); an Upload goes by SFTP; a Local runs on
 this machine; ConfirmNewConnection opens a second session and runs ``true``.
 
-Modules: actions (what may be done), options (SshOptions), session (Session, connect_all),
-hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch, transfer, nodelock (the run and
-batch locks, keepalive), facts + facts.sh (what a node is), reader (exact file contents).
+Modules: actions (what may be done), options (SshOptions), session (Session), connect
+(connect_all: every host at once), hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch,
+transfer, nodelock (the run and batch locks, keepalive), facts (what a node is, as
+nodeside/facts.sh reads it) and factcheck (each fact held to a pattern), reader (exact file
+contents).
 """

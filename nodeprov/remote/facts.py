@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from nodeprov.factcheck import (
+from nodeprov.gpu import Accelerators, GpuInfo, read_gpus
+from nodeprov.remote.actions import Probe
+from nodeprov.remote.factcheck import (
     ARCH,
     KERNEL,
     OS_NAME,
@@ -28,10 +30,8 @@ from nodeprov.factcheck import (
     checked_name,
     checked_text,
 )
-from nodeprov.gpu import Accelerators, GpuInfo, read_gpus
-from nodeprov.remote.actions import Probe
 
-FACTS_SCRIPT = resources.files("nodeprov.remote").joinpath("facts.sh").read_text()
+FACTS_SCRIPT = resources.files("nodeprov.nodeside").joinpath("facts.sh").read_text()
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,9 @@ from fabric import Config, Connection
 from paramiko import HostKeys, MissingHostKeyPolicy, ProxyCommand, SSHClient, SSHConfig
 from paramiko.pkey import PKey
 
-from nodeprov import validate
 from nodeprov.errors import NodeprovError, Unreachable
 from nodeprov.inventory.sshconfigs import SshConfigs
+from nodeprov.util import validate
 
 if TYPE_CHECKING:
     from nodeprov.inventory.model import Host

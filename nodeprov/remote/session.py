@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
-from nodeprov.fanout import DEFAULT_FORKS, on_every, raise_first
 from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 from nodeprov.remote.batch import batch_script, batches, failed_step
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
@@ -271,32 +270,3 @@ class Session:
 def _short(argv: Sequence[str]) -> str:
     text = " ".join(argv)
     return text if len(text) < 60 else text[:57] + "..."
-
-
-def connect_all(hosts: Sequence[Host], options: SshOptions, forks: int = DEFAULT_FORKS,
-                files: SshFiles | None = None
-                ) -> tuple[dict[str, Session], dict[str, Facts], dict[str, str]]:
-    """Open a session to every host in parallel and read its facts: (open sessions, facts,
-    one-line errors of the hosts that failed). The caller closes the sessions; a second
-    Ctrl-C drops the connections being made."""
-    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
-
-    files = files or SshFiles()
-    sessions = {host.name: Session(host, options, files) for host in hosts}
-
-    def open_and_read(session: Session) -> Facts | str:
-        try:
-            session.open()
-            return session.gather([])[0]
-        except HostError as error:
-            return str(error)
-
-    def drop() -> None:
-        for session in sessions.values():
-            session.disconnect("interrupted (Ctrl-C)")
-
-    read = dict(zip(sessions, raise_first(on_every(open_and_read, sessions.values(),
-                                                   forks=forks, drop=drop)), strict=True))
-    facts = {name: found for name, found in read.items() if isinstance(found, Facts)}
-    errors = {name: found for name, found in read.items() if isinstance(found, str)}
-    return sessions, facts, errors

@@ -61,8 +61,8 @@ from nodeprov.tasks.params import ParamError, checked, param_names, parse_params
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
-    from nodeprov.peers import Distribution
     from nodeprov.remote.facts import Facts
+    from nodeprov.wheels.peers import Distribution
 
 
 # --- plans (their actions and the probes: nodeprov.remote.actions, re-exported here) -------------
@@ -109,7 +109,7 @@ class Context:
     host: Host
     facts: Facts
     cluster: Mapping[str, tuple[Host, Facts | None]]
-    distribution: Distribution | None = None  # this run's wheel seeds (nodeprov.peers)
+    distribution: Distribution | None = None  # this run's wheel seeds (nodeprov.wheels.peers)
 
 
 class TaskFailed(NodeprovError):

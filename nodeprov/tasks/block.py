@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from nodeprov import files, validate
 from nodeprov.remote import reader
 from nodeprov.tasks.base import Change, Context, Plan, Probe, TaskType, Write, checked
+from nodeprov.tasks.textfiles import blocks
+from nodeprov.util import validate
 
 
 @dataclass(frozen=True)
@@ -37,19 +38,19 @@ def probe(params: BlockParams) -> Probe:
 def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
     old = reader.observed_files(observed).get(params.path)
     if params.state == "absent":
-        new = files.remove_block(old or "", params.name)
+        new = blocks.remove_block(old or "", params.name)
         if old is None or new == old:
             return Plan.noop(f"{params.path}: no block {params.name!r}")
         verb = "remove"
     else:
-        new = files.replace_block(old or "", params.name, params.lines)
+        new = blocks.replace_block(old or "", params.name, params.lines)
         if new == old:
             return Plan.noop(f"{params.path}: block {params.name!r} already has "
                              f"{len(params.lines)} lines")
-        verb = "update" if old is not None and files.find_block(old, params.name) else "add"
+        verb = "update" if old is not None and blocks.find_block(old, params.name) else "add"
     return Plan.of(Change(f"{verb} block {params.name!r} in {params.path}",
                           (Write(params.path, new),),
-                          diff=files.unified_diff(params.path, old, new)))
+                          diff=blocks.unified_diff(params.path, old, new)))
 
 
 TASK = TaskType("block", "Keep a marked block of lines in a text file", BlockParams, probe, plan)

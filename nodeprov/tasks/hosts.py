@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from nodeprov import files, validate
 from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
@@ -35,7 +34,9 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
-from nodeprov.yamlfile import load_limited
+from nodeprov.tasks.textfiles import blocks
+from nodeprov.util import validate
+from nodeprov.util.yamlfile import load_limited
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
@@ -70,18 +71,18 @@ def probe(params: HostsParams) -> Probe:
 def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
     found = reader.observed_files(observed)
     old = found.get(params.path)
-    entries, warnings = cluster_entries(ctx, files.block_lines(old or "", BLOCK) or [])
+    entries, warnings = cluster_entries(ctx, blocks.block_lines(old or "", BLOCK) or [])
     lines = [f"{address} {' '.join(names)}" for address, names in entries]
     fixed, conflicts = comment_out_conflicts(old or "", entries, comment=params.fix_conflicts)
-    new = files.replace_block(fixed, BLOCK, lines)
+    new = blocks.replace_block(fixed, BLOCK, lines)
     changes = []
     if new != old:
-        what = [] if files.block_lines(old or "", BLOCK) == lines else [
+        what = [] if blocks.block_lines(old or "", BLOCK) == lines else [
             f"list {len(entries)} nodes"]
         what += [f"comment out {line.strip()!r}" for line in conflicts if params.fix_conflicts]
         changes.append(Change(f"{params.path}: {'; '.join(what) or 'rewrite'}",
                               (Write(params.path, new),),
-                              diff=files.unified_diff(params.path, old, new)))
+                              diff=blocks.unified_diff(params.path, old, new)))
     if not params.fix_conflicts:
         warnings += [f"{params.path}: {line.strip()!r} maps a node name to another address "
                      "(kept: hosts_fix_conflicts is false); names may resolve there"
@@ -171,7 +172,7 @@ def comment_out_conflicts(text: str, entries: Sequence[Entry], *,
     """Lines outside the block that map a node name to another address, commented out when
     ``comment`` (other names on such a line stay, on a new line after it): (text, lines)."""
     wanted = {name.lower(): address for address, names in entries for name in names}
-    block = files.find_block(text, BLOCK)
+    block = blocks.find_block(text, BLOCK)
     kept: list[str] = []
     conflicts: list[str] = []
     for index, line in enumerate(text.splitlines(keepends=True)):
@@ -189,7 +190,7 @@ def comment_out_conflicts(text: str, entries: Sequence[Entry], *,
         body = line.rstrip("\r\n")
         ending = line[len(body):]
         others = [name for name in fields[1:] if name not in clashing]
-        kept.append(files.COMMENT_PREFIX + body + (ending or ("\n" if others else "")))
+        kept.append(blocks.COMMENT_PREFIX + body + (ending or ("\n" if others else "")))
         if others:
             kept.append(" ".join([fields[0], *others]) + ending)
     return "".join(kept), conflicts
@@ -225,7 +226,7 @@ def cloud_init(found: Mapping[str, str | None]) -> tuple[Change | None, str, lis
     assert setting is not None
     return (Change(f"stop cloud-init rewriting /etc/hosts at boot ({setting[1]} sets "
                    f"manage_etc_hosts: {setting[0]})", (Write(CLOUD_DROPIN, CLOUD_DROPIN_TEXT),),
-                   diff=files.unified_diff(CLOUD_DROPIN, configs.get(CLOUD_DROPIN),
+                   diff=blocks.unified_diff(CLOUD_DROPIN, configs.get(CLOUD_DROPIN),
                                            CLOUD_DROPIN_TEXT)),
             "", warnings)
 

@@ -20,16 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from nodeprov import files
 from nodeprov.remote import reader
-from nodeprov.sysctl_conf import (
-    SYSCTL_CONF,
-    boot_file,
-    comment_out,
-    overriding_files,
-    probe_paths,
-    proc_path,
-)
 from nodeprov.tasks.base import (
     Change,
     Context,
@@ -40,6 +31,15 @@ from nodeprov.tasks.base import (
     TaskType,
     Write,
     checked,
+)
+from nodeprov.tasks.textfiles import blocks
+from nodeprov.tasks.textfiles.sysctl_conf import (
+    SYSCTL_CONF,
+    boot_file,
+    comment_out,
+    overriding_files,
+    probe_paths,
+    proc_path,
 )
 
 KEYS = ("net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6")
@@ -92,13 +92,13 @@ def sysctl_changes(found: Mapping[str, str | None], params: Ipv6Params,
     if old != wanted:
         changes.append(Change(f"persist IPv6 {params.state} in {params.sysctl_file}",
                               (Write(params.sysctl_file, wanted),),
-                              diff=files.unified_diff(params.sysctl_file, old, wanted)))
+                              diff=blocks.unified_diff(params.sysctl_file, old, wanted)))
     conf = found.get(SYSCTL_CONF)
     fixed = comment_out(conf or "", dict.fromkeys(KEYS, value))
     if conf is not None and fixed != conf:
         changes.append(Change(f"comment out the conflicting disable_ipv6 lines of {SYSCTL_CONF} "
                               "(read last at boot, it would win)", (Write(SYSCTL_CONF, fixed),),
-                              diff=files.unified_diff(SYSCTL_CONF, conf, fixed)))
+                              diff=blocks.unified_diff(SYSCTL_CONF, conf, fixed)))
     stale = [f"{key}={value}" for key in KEYS if live[key] != value]
     if stale:
         verb = "disable" if params.state == "disabled" else "enable"
@@ -129,7 +129,7 @@ def ufw_ipv6_change(text: str | None, state: str, ufw_active: bool) -> Change | 
         actions += (Run(("ufw", "reload")),)
     return Change(f"set IPV6={wanted} in {UFW_DEFAULTS}" + (" and reload ufw" if ufw_active
                                                            else ""),
-                  actions, diff=files.unified_diff(UFW_DEFAULTS, text, new))
+                  actions, diff=blocks.unified_diff(UFW_DEFAULTS, text, new))
 
 
 TASK = TaskType("ipv6", "Turn IPv6 on or off, live and after reboot, ufw included", Ipv6Params,

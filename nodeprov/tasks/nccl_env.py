@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from nodeprov import envfile, files, validate
 from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
@@ -31,6 +30,8 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
+from nodeprov.tasks.textfiles import blocks, envfile
+from nodeprov.util import validate
 
 if TYPE_CHECKING:
     from nodeprov.remote.facts import Facts
@@ -73,10 +74,10 @@ def plan(ctx: Context, params: NcclEnvParams, observed: str) -> Plan:
         f"{ifname} has no address in {params.subnet}: NCCL and gloo will not use the node subnet"]
     for path, lines in wanted_blocks(ifname, params.extra).items():
         old = found.get(path)
-        new = files.replace_block(old or "", BLOCK, lines)
+        new = blocks.replace_block(old or "", BLOCK, lines)
         if new != old:
             changes.append(Change(f"{path}: set {', '.join(_names(lines))}",
-                                  (Write(path, new),), diff=files.unified_diff(path, old, new)))
+                                  (Write(path, new),), diff=blocks.unified_diff(path, old, new)))
         ours = {name: value for _number, name, value in PARSERS[path]("\n".join(lines))}
         warnings += outside_assignments(path, new, ours)
     if changes:
@@ -114,7 +115,7 @@ def socket_interface(facts: Facts, params: NcclEnvParams) -> str:
 
 def outside_assignments(path: str, text: str, ours: Mapping[str, str]) -> list[str]:
     """Warnings for lines outside our block that set one of our variables otherwise."""
-    inside = files.find_block(text, BLOCK)
+    inside = blocks.find_block(text, BLOCK)
     return [f"{path}:{number} sets {name}={value!r} outside nodeprov's block; remove it (the "
             f"block says {ours[name]!r})"
             for number, name, value in PARSERS[path](text)

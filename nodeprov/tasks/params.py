@@ -32,7 +32,7 @@ def checked(field: str, check: Callable[[Any], T], value: Any) -> T:
     """``check(value)``, its ValueError raised as a ParamError naming ``field``: how a
     parameter dataclass's ``__post_init__`` validates one field with a ``validate`` function.
 
-        >>> from nodeprov import validate
+        >>> from nodeprov.util import validate
         >>> checked("rdzv_port", validate.port, "29500")
         29500
         >>> checked("rdzv_port", validate.port, "0")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nodeprov import files, sysctl_conf
 from nodeprov.remote import reader
 from nodeprov.tasks.base import (
     Change,
@@ -30,6 +29,7 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
+from nodeprov.tasks.textfiles import blocks, sysctl_conf
 
 
 @dataclass(frozen=True)
@@ -71,14 +71,14 @@ def plan(ctx: Context, params: SysctlParams, observed: str) -> Plan:
     if old != text:
         changes.append(Change(f"persist {len(wanted)} sysctl setting(s) in {params.file}",
                               (Write(params.file, text),),
-                              diff=files.unified_diff(params.file, old, text)))
+                              diff=blocks.unified_diff(params.file, old, text)))
     conf = found.get(sysctl_conf.SYSCTL_CONF)
     fixed = sysctl_conf.comment_out(conf or "", wanted)
     if conf is not None and fixed != conf:
         changes.append(Change(f"comment out the lines of {sysctl_conf.SYSCTL_CONF} setting them "
                               "otherwise (read last at boot, they would win)",
                               (Write(sysctl_conf.SYSCTL_CONF, fixed),),
-                              diff=files.unified_diff(sysctl_conf.SYSCTL_CONF, conf, fixed)))
+                              diff=blocks.unified_diff(sysctl_conf.SYSCTL_CONF, conf, fixed)))
     stale = [f"{key}={value}" for key, value in wanted.items()
              if not sysctl_conf.same_value(live[key] or "", value)]
     if stale:

@@ -22,11 +22,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 
-from nodeprov import installer, validate
-from nodeprov.installer import UvState, create_venv, parse_uv_line, push_uv, uv_unusable
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Action, Change, Context, Plan, Probe, Run, TaskFailed, TaskType
+from nodeprov.util import validate
+from nodeprov.wheels import installer
+from nodeprov.wheels.installer import UvState, create_venv, parse_uv_line, push_uv, uv_unusable
 
 # argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: whether uv is
 # there (installer.UV_PROBE), "yes" when its

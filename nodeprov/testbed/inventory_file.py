@@ -2,6 +2,7 @@
 
     >>> parse_vars(["pip_find_links=[/opt/wheels]", "rdzv_port=29500"])
     {'pip_find_links': ['/opt/wheels'], 'rdzv_port': 29500}
+    >>> from pathlib import Path
     >>> layout = Layout(Path("/srv/tb"))
     >>> inventory("10.77.3.0/24", layout, {"node1": "10.77.3.2"}, {})["all"]["hosts"]
     {'node1': {'ansible_host': '10.77.3.2'}}

@@ -33,15 +33,16 @@ from pathlib import Path
 
 import yaml
 
-from nodeprov import installer, wheelhouse
 from nodeprov.inventory import load_inventory
-from nodeprov.peer_exec import execute
-from nodeprov.peers import Distribution, peer_download, peer_upload
+from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
-from nodeprov.remote.session import connect_all
 from nodeprov.tasks.base import Action, Context, Run
+from nodeprov.tasks.torch.install import peer_download, peer_upload
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
+from nodeprov.wheels import installer, wheelhouse
+from nodeprov.wheels.peer_exec import execute
+from nodeprov.wheels.peers import Distribution
 
 REMOTE = "/var/cache/nodeprov/wheelhouse/bench-torch-2.13.0"
 SOURCES = ("--find-links", "/opt/wheels", "--index-url", "file:///opt/pypi/simple")

@@ -21,10 +21,10 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeprov import installer
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import down, up
-from nodeprov.wheelhouse import fetch, manylinux_platforms
+from nodeprov.wheels import installer
+from nodeprov.wheels.wheelhouse import fetch, manylinux_platforms
 
 SOURCES = ("--find-links", "/opt/wheels", "--index-url", "file:///opt/pypi/simple")
 SPEC = "torch==2.13.0+cpu"

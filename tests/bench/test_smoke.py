@@ -1,6 +1,6 @@
 """The benchmark's CI smoke run: every tool on 2 fresh nodes, once, no speed assertion.
 
-The full benchmark (tests/bench/run.py, README: Performance) is not part of the test run; this
+The full benchmark (tests/bench/run.py, docs/performance.md) is not part of the test run; this
 checks that it still runs to the end, that each tool reached the same end state, and that each
 tool's second run reported zero changes.
 """

@@ -14,8 +14,8 @@ from nodeprov.inventory import Host
 from nodeprov.remote.facts import parse_facts, split_sections
 from nodeprov.tasks import nccl_env
 from nodeprov.tasks.base import Context, TaskFailed
-from nodeprov.tasks.torch import TorchParams
-from nodeprov.ufw import ANY_V4, ANY_V6, Rule
+from nodeprov.tasks.firewall.ufw import ANY_V4, ANY_V6, Rule
+from nodeprov.tasks.torch.params import TorchParams
 
 SUBNET = "10.0.0.0/24"
 SSH = Rule("allow", "tcp", "22", ANY_V4, comment="nodeprov: ssh")

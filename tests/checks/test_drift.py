@@ -11,7 +11,8 @@ import pytest
 from rich.console import Console
 
 from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, Drift, failure_message
-from nodeprov.verify import CheckResult, Collector, Verification, print_report, report_json
+from nodeprov.checks.verify import CheckResult, Collector, Verification
+from nodeprov.commands.verify import print_report, report_json
 
 
 def test_drift_line_names_node_item_expected_found_and_repair() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from nodeprov.checks import Drift
 from nodeprov.checks.plans import plan_results
+from nodeprov.engine.outcome import HostResult, PlaybookOutcome, TaskResult
 from nodeprov.inventory import load_inventory
-from nodeprov.outcome import HostResult, RunOutcome, TaskResult
 from nodeprov.playbook import TaskSpec, load_playbook
 
 PLAYBOOK = """\
@@ -28,7 +28,7 @@ def test_each_node_and_task_is_one_result_a_changed_plan_its_drift_line(tmp_path
     inventory = load_inventory(tmp_path / "inventory.yaml")
     playbook = load_playbook(tmp_path / "site.yaml", inventory)
     failed = "n2: sysctl: no such sysctl on this kernel: net.core.somaxconn"
-    outcome = RunOutcome([
+    outcome = PlaybookOutcome([
         HostResult("n1", "changed", [
             TaskResult("Buffers", "sysctl", "changed", ["set now: net.core.somaxconn=8192"]),
             TaskResult("Notice", "block", "ok", warnings=["motd is a symlink"])]),

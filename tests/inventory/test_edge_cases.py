@@ -1,7 +1,7 @@
 """Edge cases of both formats, each read by ansible-inventory and by nodeprov: the same
 resolution, or both refuse (nodeprov with exit 2 and one line). Two known differences are left
-out and listed in README (an integer host name in YAML, which nodeprov reads as text; an empty
-file, which nodeprov refuses)."""
+out and listed in docs/inventory.md (an integer host name in YAML, which nodeprov reads as text;
+an empty file, which nodeprov refuses)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 
 from nodeprov.gpu import GpuInfo
 from nodeprov.inventory import Host, load_inventory
-from nodeprov.job import netcheck as netcheck_module
 from nodeprov.job.connectivity import (
     STOP,
     check_connectivity,
@@ -28,13 +27,14 @@ from nodeprov.job.connectivity import (
     parse_probe,
 )
 from nodeprov.job.matrix import Check, Matrix, explain
+from nodeprov.nodeside import netcheck as netcheck_module
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Result, Session
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 
-SCRIPT = resources.files("nodeprov.job").joinpath("netcheck.py").read_text()
+SCRIPT = resources.files("nodeprov.nodeside").joinpath("netcheck.py").read_text()
 NODES = ("node1", "node2", "node3")
 ADDRESSES = {"node1": "10.92.12.2", "node2": "10.92.12.3", "node3": "10.92.12.4"}
 TARGETS = [{"name": name, "hostname": name, "address": ADDRESSES[name],

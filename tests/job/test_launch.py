@@ -41,7 +41,7 @@ from nodeprov.remote.session import Result
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from tests.ctrl_c import ctrl_c_raises
-from tests.test_gpu import as_sysfs, node_text
+from tests.gpu.test_gpu import as_sysfs, node_text
 
 RESULT_JSON = (Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text()
 GLOO_TIMEOUT = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"

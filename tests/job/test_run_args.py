@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from nodeprov import runcommand
 from nodeprov.cli import app
+from nodeprov.commands import run
 from nodeprov.errors import InputError
 from nodeprov.job.runargs import RunRequest, parse_env, parse_nproc, parse_request
 
@@ -98,7 +98,7 @@ def ran(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, RunRequest, dict[st
         calls.append((inventory, made, options))
         return 0
 
-    monkeypatch.setattr(runcommand, "run_command", record)
+    monkeypatch.setattr(run, "run_command", record)
     return calls
 
 

@@ -20,7 +20,7 @@ from nodeprov.job.nodejob import FINISH, JOB_LOCK, LAUNCH
 from nodeprov.job.ranklog import rank_of
 from nodeprov.job.run import nprocs, plan_run, run_user_job
 from nodeprov.job.runargs import RunRequest
-from nodeprov.job.runreport import RunOutcome
+from nodeprov.job.runreport import UserJobOutcome
 from nodeprov.remote.session import Result
 from tests.report_schema import assert_valid
 
@@ -59,7 +59,7 @@ class FakeNode:
 
 
 def run_fake(nodes: dict[str, FakeNode], tmp_path: Path, shown: list[str] | None = None,
-             **request: Any) -> RunOutcome:
+             **request: Any) -> UserJobOutcome:
     """The run on fake nodes; its JSON report checked against the one schema."""
     outcome = run_user_job(HOSTS, nodes, CPU_FACTS,  # type: ignore[arg-type]
                            RunRequest(("train.py",), preflight=False, **request),

@@ -22,7 +22,7 @@ from nodeprov.inventory import Host
 from nodeprov.job.sync import local_manifest, pack, plan_sync, sync_node
 from nodeprov.remote.session import Result
 
-SCRIPT = resources.files("nodeprov.job").joinpath("syncnode.py").read_text()
+SCRIPT = resources.files("nodeprov.nodeside").joinpath("syncnode.py").read_text()
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:

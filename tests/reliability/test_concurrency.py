@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov import files
 from nodeprov.errors import HostError
 from nodeprov.inventory import load_inventory
 from nodeprov.remote.nodelock import LOCK_PATH, RUN_LOCK
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
+from nodeprov.tasks.textfiles import blocks
 from tests.conftest import MakeTestbed
 from tests.reliability.helpers import apply, apply_args, apply_command
 
@@ -99,5 +99,5 @@ def test_a_rerun_waits_for_a_command_a_killed_run_left_running(make_testbed: Mak
     assert applied.code == 0, applied.output
     motd = bed.exec("node1", "cat", "/etc/motd", check=True).stdout
     assert motd.startswith("written by the killed run\n")
-    assert [files.block_lines(motd, f"a{index}") for index in range(BLOCKS)] == [
+    assert [blocks.block_lines(motd, f"a{index}") for index in range(BLOCKS)] == [
         ["written by run a"]] * BLOCKS

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov import files
+from nodeprov.tasks.textfiles import blocks
 from tests.conftest import MakeTestbed
 from tests.reliability.helpers import apply, apply_args, apply_command, managed_files
 
@@ -43,8 +43,8 @@ def test_an_unreachable_and_a_failing_node_stop_no_other_and_the_suggested_rerun
     assert failed.code == 1
     assert failed.statuses() == {"node1": "changed", "node2": "unreachable", "node3": "failed"}
     done = managed_files(bed, "node1")
-    assert len(files.block_lines(done["/etc/hosts"] or "", "hosts") or []) == 3
-    assert files.block_lines(done["/etc/nccl.conf"] or "", "nccl") == ["NCCL_SOCKET_IFNAME==eth0"]
+    assert len(blocks.block_lines(done["/etc/hosts"] or "", "hosts") or []) == 3
+    assert blocks.block_lines(done["/etc/nccl.conf"] or "", "nccl") == ["NCCL_SOCKET_IFNAME==eth0"]
     assert "FAILED node2: cannot connect to " in failed.output
     assert re.search(r"FAILED node3: nccl_env: 'write /etc/nccl.conf' exited \d+: .*Read-only "
                      "file system", failed.output), failed.output
@@ -109,7 +109,7 @@ def test_nodes_that_stop_answering_mid_task_are_reported_within_seconds(
     for node in FREEZE:
         assert (f"FAILED {node}: block: connection lost during write /etc/motd: the node "
                 "answered no SSH keepalive for 15 s") in output, output
-    assert files.block_lines(bed.exec("node3", "cat", "/etc/motd").stdout, "notice") == ["hello"]
+    assert blocks.block_lines(bed.exec("node3", "cat", "/etc/motd").stdout, "notice") == ["hello"]
 
     # thawed, the nodes finish what they were doing; a re-run waits for it, then converges
     for node in FREEZE:
@@ -117,7 +117,7 @@ def test_nodes_that_stop_answering_mid_task_are_reported_within_seconds(
     rerun = apply(*args)
     assert rerun.code == 0, rerun.output
     for node in bed.nodes:
-        assert files.block_lines(bed.exec(node, "cat", "/etc/motd").stdout, "notice") == [
+        assert blocks.block_lines(bed.exec(node, "cat", "/etc/motd").stdout, "notice") == [
             "hello"]
 
 
@@ -140,7 +140,7 @@ def test_a_1_mib_managed_file_reaches_the_node_and_stays_in_sync(
     first = apply(*args)
     assert first.code == 0, first.output[-2000:]
     text = bed.exec("node1", "cat", "/opt/full/managed", check=True).stdout
-    assert len(text.encode()) > 1024 * 1024 and files.block_lines(text, "big") == BIG_LINES
+    assert len(text.encode()) > 1024 * 1024 and blocks.block_lines(text, "big") == BIG_LINES
     again = apply(*args)
     assert again.code == 0 and again.statuses() == {"node1": "ok"}, again.output[-2000:]
     assert bed.exec("node1", "sh", "-c", "ls -a /tmp /opt/full | grep -c nodeprov").stdout == (
@@ -176,7 +176,7 @@ def test_a_full_disk_keeps_the_previous_file_and_is_reported(
         rerun.output)
     for node in bed.nodes:
         text = bed.exec(node, "cat", "/opt/full/managed", check=True).stdout
-        assert text.startswith(previous) and files.block_lines(text, "big") == BIG_LINES[:lines]
+        assert text.startswith(previous) and blocks.block_lines(text, "big") == BIG_LINES[:lines]
 
 
 # what a restart does to a node's sessions: every process of theirs killed, sshd back at once
@@ -212,6 +212,6 @@ def test_a_node_restarted_mid_apply_is_reported_and_the_rerun_converges(
     rerun = apply(*args)
     assert rerun.code == 0 and rerun.statuses() == {"node1": "changed", "node2": "ok"}, (
         rerun.output)
-    assert files.block_lines(bed.exec("node1", "cat", "/etc/motd").stdout, "notice") == ["hello"]
+    assert blocks.block_lines(bed.exec("node1", "cat", "/etc/motd").stdout, "notice") == ["hello"]
     again = apply(*args)
     assert again.code == 0 and set(again.statuses().values()) == {"ok"}, again.output

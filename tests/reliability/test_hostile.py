@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from nodeprov import envfile, files
 from nodeprov.cli import app
 from nodeprov.remote.session import Session
+from nodeprov.tasks.textfiles import blocks, envfile
 from tests.conftest import MakeTestbed
 from tests.reliability.helpers import apply, apply_args
 from tests.test_bad_input import GOOD_INVENTORY, GOOD_PLAYBOOK, inventory_with, playbook_with_task
@@ -159,8 +159,8 @@ def test_free_form_values_reach_the_node_as_literal_text_and_run_nothing(
         def read(path: str, node: str = node) -> str:
             return bed.exec(node, "cat", "--", path, check=True).stdout
 
-        assert files.block_lines(read(odd_path), "odd") == spells
-        assert files.block_lines(read("/etc/motd"), "templated") == [f"before {spells[0]} after"]
+        assert blocks.block_lines(read(odd_path), "odd") == spells
+        assert blocks.block_lines(read("/etc/motd"), "templated") == [f"before {spells[0]} after"]
         assert read(f"{venv}/pyvenv.cfg").startswith("home = ")
         pam = {name: value for _line, name, value in envfile.parse_pam_env(
             read("/etc/environment"))}

@@ -13,12 +13,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from nodeprov import commands, wheelhouse
 from nodeprov.cli import app
-from nodeprov.outcome import HostResult, TaskResult
+from nodeprov.commands import facts as facts_command
+from nodeprov.commands.console import LiveReporter, print_recap
+from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts
-from nodeprov.report import LiveReporter, print_recap
 from nodeprov.tasks.hosts import manage_etc_hosts
+from nodeprov.wheels import wheelhouse
 from tests.test_bad_input import GOOD_INVENTORY
 
 GOOD = {
@@ -94,7 +95,7 @@ def test_node_text_in_the_facts_table_is_shown_as_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "inventory.yaml").write_text(GOOD_INVENTORY)
     facts = _facts_of("Debian [/] [bold red]12[/bold red]")
-    monkeypatch.setattr(commands, "connect_all", lambda hosts, *args: (
+    monkeypatch.setattr(facts_command, "connect_all", lambda hosts, *args: (
         {}, {host.name: facts for host in hosts}, {}))
     result = CliRunner().invoke(app, ["facts", str(tmp_path / "inventory.yaml")])
     assert result.exit_code == 0, result.output

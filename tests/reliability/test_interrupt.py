@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov import files
+from nodeprov.tasks.textfiles import blocks
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
 from tests.ctrl_c import default_sigint
@@ -197,12 +197,12 @@ def test_ctrl_c_ends_the_write_in_flight_then_stops_and_twice_drops_it(
     took, code, output = interrupted_during_first_write(bed, once, presses=1)
     assert code == 130 and "Traceback" not in output, output
     assert 4 <= took < 15  # the first write ends its sync (6 s), then nothing more runs
-    assert files.block_lines(bed.exec("node1", "cat", "/etc/motd").stdout, "first") == ["once"]
+    assert blocks.block_lines(bed.exec("node1", "cat", "/etc/motd").stdout, "first") == ["once"]
     assert "once" not in bed.exec("node1", "cat", "/etc/issue").stdout
 
     twice = apply_args(bed, tmp_path / "twice", TWO_NOTICES, motd_line="twice")
     took, code, output = interrupted_during_first_write(bed, twice, presses=2)
     assert code == 130 and took < 4, output  # the connection dropped under the write
     wait_for_batches(bed, "node1")  # which goes on on the node, to its end
-    assert files.block_lines(bed.exec("node1", "cat", "/etc/motd").stdout, "first") == ["twice"]
+    assert blocks.block_lines(bed.exec("node1", "cat", "/etc/motd").stdout, "first") == ["twice"]
     assert "twice" not in bed.exec("node1", "cat", "/etc/issue").stdout

@@ -1,9 +1,9 @@
 """Security defaults (issue #8): the sudo password works and is never shown; apply refuses
 unknown and changed host keys before changing anything.
 
-Elsewhere: ``facts`` and host keys in tests/test_commands.py
+Elsewhere: ``facts`` and host keys in tests/commands/test_apply_and_facts.py
 (test_host_keys_refused_then_accepted_then_changed_refused); the exact ufw rule set and the
-outsider kept off the data ports in tests/tasks/test_firewall.py
+outsider kept off the data ports in tests/tasks/firewall/test_firewall.py
 (test_firewall_on_the_shared_testbed).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nodeprov import files
+from nodeprov.tasks.textfiles import blocks
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
 from tests.reliability.helpers import NETWORK_PLAYBOOK, Applied, apply, apply_args
@@ -54,7 +54,7 @@ def test_the_sudo_password_works_and_is_never_shown(make_testbed: MakeTestbed,
     assert set(applied.statuses().values()) == {"changed"}
     for node in bed.nodes:  # root's files, written through sudo, firewall and lock included
         motd = bed.exec(node, "cat", "/etc/motd", check=True).stdout
-        assert files.block_lines(motd, "notice") == ["set by right"]
+        assert blocks.block_lines(motd, "notice") == ["set by right"]
         assert "Status: active" in bed.exec(node, "ufw", "status").stdout
     assert PASSWORD not in everything_shown(applied)
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from nodeprov import files
 from nodeprov.inventory import Host
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, ParamError, Plan, TaskFailed, Write, parse_params
 from nodeprov.tasks.hosts import CLOUD_CFG, CLOUD_DROPIN, CLOUD_DROPIN_TEXT, HostsParams, plan
+from nodeprov.tasks.textfiles import blocks
 from nodeprov.testbed.cluster import Testbed
 from tests.tasks.kit import make_facts
 
@@ -58,7 +58,7 @@ def run(hosts: str | None, *, ctx: Context | None = None, params: HostsParams = 
 
 
 def block(result: Plan) -> list[str]:
-    lines = files.block_lines(written(result), "hosts")
+    lines = blocks.block_lines(written(result), "hosts")
     assert lines is not None
     return lines
 
@@ -95,8 +95,8 @@ def test_user_lines_are_kept_byte_for_byte() -> None:
 
 def test_existing_block_is_updated_in_place() -> None:
     new = written(run((DATA / "hosts-block.txt").read_text()))
-    assert new == ("127.0.0.1 localhost\n" + files.begin_marker("hosts") + "\n"
-                   + "\n".join(BLOCK_LINES) + "\n" + files.end_marker("hosts") + "\n"
+    assert new == ("127.0.0.1 localhost\n" + blocks.begin_marker("hosts") + "\n"
+                   + "\n".join(BLOCK_LINES) + "\n" + blocks.end_marker("hosts") + "\n"
                    "192.168.1.5 nas  # added after nodeprov\n")
 
 
@@ -108,7 +108,7 @@ def test_conflicts_kept_with_a_warning_when_not_fixing() -> None:
     old = (DATA / "hosts-debian.txt").read_text()
     result = run(old, params=HostsParams(fix_conflicts=False))
     assert [change.summary for change in result.changes] == ["/etc/hosts: list 3 nodes"]
-    assert written(result) == files.replace_block(old, "hosts", BLOCK_LINES)
+    assert written(result) == blocks.replace_block(old, "hosts", BLOCK_LINES)
     kept = run(written(result), params=HostsParams(fix_conflicts=False))
     assert kept.in_sync and kept.notes == ("/etc/hosts lists the 3 nodes",)
     assert kept.warnings == result.warnings == (
@@ -122,7 +122,7 @@ def test_every_node_gets_the_same_block() -> None:
 
 
 def test_unreachable_node_keeps_its_known_names() -> None:
-    old = files.replace_block("", "hosts", ["10.0.0.13 node3.lab node3"])
+    old = blocks.replace_block("", "hosts", ["10.0.0.13 node3.lab node3"])
     result = run(old, ctx=context(unreachable=("node3",)))
     assert block(result)[2] == "10.0.0.13 node3.lab node3"
     assert result.warnings == ("node3 is unreachable: listed as node3.lab node3 (run again "
@@ -273,7 +273,7 @@ def test_three_tasks_on_a_testbed(make_testbed: Callable[..., Testbed], tmp_path
     block = [f"{bed.address(node)} {node}" for node in bed.nodes]
     for node in bed.nodes:
         loopback = f"127.0.1.1\t{node}\n"
-        assert read(bed, node, "/etc/hosts") == files.replace_block(
+        assert read(bed, node, "/etc/hosts") == blocks.replace_block(
             before[node].replace(loopback, f"# nodeprov: {loopback}"), "hosts", block)
         for other in bed.nodes:
             assert bed.exec(node, "getent", "hosts", other).stdout.split() == [
@@ -285,7 +285,7 @@ def test_three_tasks_on_a_testbed(make_testbed: Callable[..., Testbed], tmp_path
         env = bed.ssh(node, "env", check=True).stdout.splitlines()
         assert {"NCCL_SOCKET_IFNAME==eth0", "GLOO_SOCKET_IFNAME=eth0", "NCCL_DEBUG=INFO",
                 "NCCL_IB_DISABLE=1"} <= set(env)
-        assert read(bed, node, "/etc/nccl.conf") == files.replace_block(
+        assert read(bed, node, "/etc/nccl.conf") == blocks.replace_block(
             "", "nccl", ["NCCL_SOCKET_IFNAME==eth0", "NCCL_DEBUG=INFO", "NCCL_IB_DISABLE=1"])
     assert USER_HOSTS_LINE in read(bed, "node1", "/etc/hosts")
     assert "http_proxy=http://proxy.lab:3128/" in bed.ssh("node1", "env").stdout.splitlines()
@@ -302,21 +302,21 @@ def test_three_tasks_on_a_testbed(make_testbed: Callable[..., Testbed], tmp_path
     assert statuses(report) == {"node1": ["ok"] * 3, "node2": ["changed", "ok", "changed"],
                                 "node3": ["ok"] * 3}
     assert [diff for task in report["hosts"]["node2"]["tasks"] for diff in task["diffs"]] == [
-        files.unified_diff("/etc/hosts", drifted["/etc/hosts"], hosts),
-        files.unified_diff("/etc/environment", drifted["/etc/environment"], environment)]
+        blocks.unified_diff("/etc/hosts", drifted["/etc/hosts"], hosts),
+        blocks.unified_diff("/etc/environment", drifted["/etc/environment"], environment)]
 
     # --limit still lists every node in node1's block
     write(bed, "node1", "/etc/hosts", before["node1"])
     report = nodeprov(bed, playbook, "--limit", "node1")
     assert statuses(report) == {"node1": ["changed", "ok", "ok"]}
-    assert files.block_lines(read(bed, "node1", "/etc/hosts"), "hosts") == block
+    assert blocks.block_lines(read(bed, "node1", "/etc/hosts"), "hosts") == block
 
 
 def test_a_node_whose_address_only_it_can_tell_keeps_its_line_while_down() -> None:
     cluster = dict(context().cluster)
     cluster["node3"] = (Host("node3", "node3.example.org", ""), None)
     ctx = Context(cluster["node1"][0], context().facts, cluster)
-    old = files.replace_block("", "hosts", ["10.0.0.13 node3.lab node3"])
+    old = blocks.replace_block("", "hosts", ["10.0.0.13 node3.lab node3"])
     assert block(run(old, ctx=ctx))[2] == "10.0.0.13 node3.lab node3"
     first_run = run(None, ctx=ctx)
     assert block(first_run) == BLOCK_LINES[:2]

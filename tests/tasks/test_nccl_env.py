@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from nodeprov import envfile, files
 from nodeprov.remote.facts import Interface
 from nodeprov.tasks.base import ParamError, Plan, TaskFailed, Write, parse_params
 from nodeprov.tasks.nccl_env import ENVIRONMENT, NCCL_CONF, TASK, NcclEnvParams
+from nodeprov.tasks.textfiles import blocks, envfile
 from tests.tasks.kit import RECORDED, make_facts, one_node, plan_task
 
 DATA = Path(__file__).parent / "data"
 SUBNET = "192.0.2.0/24"  # eth0 of the recorded node holds 192.0.2.2/24
 EXTRA = {"NCCL_DEBUG": "INFO", "NCCL_IB_DISABLE": "1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
-BEGIN, END = files.begin_marker("nccl"), files.end_marker("nccl")
+BEGIN, END = blocks.begin_marker("nccl"), blocks.end_marker("nccl")
 ENVIRONMENT_BLOCK = (f'{BEGIN}\nNCCL_SOCKET_IFNAME="=eth0"\nGLOO_SOCKET_IFNAME="eth0"\n'
                      'NCCL_DEBUG="INFO"\nNCCL_IB_DISABLE="1"\n'
                      f'TORCH_NCCL_ASYNC_ERROR_HANDLING="1"\n{END}\n')

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from nodeprov import installer
 from nodeprov.cli import app
 from nodeprov.inventory import Host
 from nodeprov.remote import reader
@@ -29,6 +28,7 @@ from nodeprov.tasks.venv import (
     unsatisfied,
 )
 from nodeprov.testbed.cluster import Testbed
+from nodeprov.wheels import installer
 from tests.tasks.kit import make_facts, one_node
 
 VENV = "/opt/nodeprov/venv"
@@ -78,7 +78,7 @@ def test_uv_is_pushed_where_missing_and_pip_installs_where_uv_cannot_run(
                      observed(uv="no-uv glibc 2.36")).changes
     fetch, mkdir, upload, unpack, create, _ = change.actions
     local = str(tmp_path / "nodeprov" / "uv" / f"uv-{installer.UV_VERSION}-x86_64-glibc2.36")
-    assert fetch == Local((sys.executable, "-m", "nodeprov.wheelhouse", local, "download",
+    assert fetch == Local((sys.executable, "-m", "nodeprov.wheels.wheelhouse", local, "download",
                            "--no-deps", "--only-binary=:all:", *fetch.argv[7:-5], "--no-input",
                            "--progress-bar", "off", "--", f"uv=={installer.UV_VERSION}"))
     assert "manylinux_2_17_x86_64" in fetch.argv and "manylinux_2_36_x86_64" in fetch.argv

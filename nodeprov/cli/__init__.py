@@ -1,0 +1,187 @@
+"""The nodeprov command line (the ``nodeprov`` entry point is ``nodeprov.cli:app``): it parses
+the options, each defined once in ``cli.options`` so it has one meaning on every command, runs
+the command's module from ``nodeprov.commands`` (imported only then: ``--help`` stays fast) and
+maps its errors to the exit code in one place (``cli.exits``).
+
+Exit codes: 0 all good; 1 a host failed, was unreachable, or a check failed; 2 invalid input or
+usage (nothing was changed on any node).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from nodeprov.cli.exits import exit_on_error
+from nodeprov.cli.options import (
+    AcceptKeysOpt,
+    AfterDashDash,
+    ExtraVarsOpt,
+    ForksOpt,
+    InventoryArg,
+    JsonOpt,
+    LimitOpt,
+    ListHostsOpt,
+    ListTasksOpt,
+    PlaybookOpt,
+    SkipTagsOpt,
+    TagsOpt,
+    job_command,
+    resolve_inventory,
+)
+from nodeprov.cli.testbed import app as testbed_app
+from nodeprov.errors import InputError
+from nodeprov.util.fanout import DEFAULT_FORKS
+
+app = typer.Typer(
+    help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "
+         "/etc/hosts, IPv6 and NCCL env, then a torchrun all-reduce check.\n\n"
+         "Exit codes: 0 all good, 1 a host failed or a check failed, 2 invalid input.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(testbed_app, name="testbed")
+
+
+@app.command()
+def apply(
+    inventory: InventoryArg = None,
+    playbook: PlaybookOpt = None,
+    check: Annotated[bool, typer.Option("--check", "-C", help="Change nothing; report what "
+                                        "would change.")] = False,
+    diff: Annotated[bool, typer.Option("--diff", "-D", help="Show unified diffs of managed "
+                                       "files.")] = False,
+    limit: LimitOpt = None,
+    tags: TagsOpt = None,
+    skip_tags: SkipTagsOpt = None,
+    extra_vars: ExtraVarsOpt = None,
+    forks: ForksOpt = DEFAULT_FORKS,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    json_path: JsonOpt = None,
+    list_hosts: ListHostsOpt = False,
+    list_tasks: ListTasksOpt = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say why unchanged tasks "
+                                          "are in sync.")] = False,
+) -> None:
+    """Make every node match the playbook (default: the full nodeprov setup)."""
+    from nodeprov.commands.apply import run_apply
+
+    with exit_on_error():
+        code = run_apply(resolve_inventory(inventory), playbook, check=check, diff=diff,
+                         limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
+                         forks=forks, accept_new_host_keys=accept_new_host_keys,
+                         json_path=json_path, verbose=verbose, list_hosts=list_hosts,
+                         list_tasks=list_tasks)
+    raise typer.Exit(code)
+
+
+@app.command()
+def facts(
+    inventory: InventoryArg = None,
+    limit: LimitOpt = None,
+    extra_vars: ExtraVarsOpt = None,
+    forks: ForksOpt = DEFAULT_FORKS,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    json_path: JsonOpt = None,
+) -> None:
+    """Show what nodeprov reads from each node (one SSH round trip per node)."""
+    from nodeprov.commands.facts import run_facts
+
+    with exit_on_error():
+        code = run_facts(resolve_inventory(inventory), limit=limit, forks=forks,
+                         accept_new_host_keys=accept_new_host_keys, json_path=json_path,
+                         extra_vars=extra_vars or ())
+    raise typer.Exit(code)
+
+
+@app.command()
+def verify(
+    inventory: InventoryArg = None,
+    playbook: PlaybookOpt = None,
+    limit: LimitOpt = None,
+    extra_vars: ExtraVarsOpt = None,
+    forks: ForksOpt = DEFAULT_FORKS,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    json_path: JsonOpt = None,
+    job: Annotated[bool, typer.Option(
+        "--job/--no-job", help="After the checks, run the connectivity matrix and the "
+        "verification job, and compare bandwidth with apply's baseline.")] = True,
+    pairwise: Annotated[bool, typer.Option(
+        "--pairwise", help="Also run the job on every pair of nodes, one pair at a time, "
+        "slowest pair first, to find a slow link (N(N-1)/2 short jobs).")] = False,
+) -> None:
+    """Check that every node is as apply left it; print each drift and its repair command,
+    then prove the cluster again with the job. Changes nothing.
+
+    The checks a plan cannot see also run with pytest: pytest -p nodeprov.checks --pyargs
+    nodeprov.checks --inventory INVENTORY
+    """
+    from nodeprov.commands.verify import run_verify
+
+    with exit_on_error():
+        if pairwise and not job:
+            raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
+        code = run_verify(resolve_inventory(inventory), playbook, limit=limit,
+                          accept_new_host_keys=accept_new_host_keys, json_path=json_path,
+                          job=job, pairwise=pairwise, forks=forks, extra_vars=extra_vars or ())
+    raise typer.Exit(code)
+
+
+@app.command("inventory")
+def inventory_command(
+    inventory: InventoryArg = None,
+    as_list: Annotated[bool, typer.Option("--list", help="Print the resolved inventory as "
+                                          "ansible-inventory --list does (JSON).")] = False,
+    graph: Annotated[str | None, typer.Option(
+        "--graph", help="Print the group tree from GROUP ('all' for everything).",
+        metavar="GROUP")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Print one host's vars (JSON).",
+                                             metavar="NAME")] = None,
+    extra_vars: ExtraVarsOpt = None,
+) -> None:
+    """Show the inventory as nodeprov (and Ansible) resolve it; connects to nothing."""
+    from nodeprov.commands.inventory import show_inventory
+
+    with exit_on_error():
+        typer.echo(show_inventory(resolve_inventory(inventory), as_list=as_list, graph=graph,
+                                  host=host, extra_vars=extra_vars or ()))
+
+
+@app.command(cls=AfterDashDash, no_args_is_help=True)
+def run(
+    ctx: typer.Context,
+    inventory: InventoryArg = None,
+    limit: LimitOpt = None,
+    nproc_per_node: Annotated[str, typer.Option(
+        help="Processes per node: a number, or auto (one per GPU, 1 on a CPU node).")] = "auto",
+    chdir: Annotated[str | None, typer.Option(
+        help="Start the script in this directory on every node (default: the --sync directory, "
+        "else the login's home).", metavar="DIR")] = None,
+    sync: Annotated[str | None, typer.Option(
+        help="Copy this local directory to the same path on every node first (only what "
+        "changed).", metavar="DIR")] = None,
+    env: Annotated[list[str] | None, typer.Option(
+        help="Set KEY=VALUE for every rank (repeatable).", metavar="KEY=VALUE")] = None,
+    timeout: Annotated[int, typer.Option(help="Stop every rank after this many seconds "
+                                         "(0: no deadline).", metavar="SECONDS")] = 0,
+    preflight: Annotated[bool, typer.Option(
+        "--preflight/--no-preflight", help="Run the connectivity matrix first and refuse to "
+        "start when a node cannot reach another.")] = True,
+    forks: ForksOpt = DEFAULT_FORKS,
+    accept_new_host_keys: AcceptKeysOpt = False,
+    json_path: JsonOpt = None,
+) -> None:
+    """Run your torchrun script on every node at once: nodeprov run [INVENTORY] [OPTIONS] --
+    SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
+    inventory; the first failure, Ctrl-C or the timeout stops every rank on every node."""
+    from nodeprov.commands.run import run_command
+    from nodeprov.job.runargs import parse_request
+
+    with exit_on_error():
+        request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
+                                env=env or [], timeout=timeout, preflight=preflight)
+        code = run_command(resolve_inventory(inventory), request, limit=limit, forks=forks,
+                           accept_new_host_keys=accept_new_host_keys, json_path=json_path)
+    raise typer.Exit(code)

@@ -1,0 +1,138 @@
+"""``nodeprov apply``: load and check the inventory and playbook, run the plays (batch by batch
+where ``serial:`` says), prove the cluster with the job, report, pick the exit code::
+
+    code = run_apply(Path("inventory.yaml"), None, check=True, diff=True, limit=None, tags=None,
+                     forks=32, accept_new_host_keys=False, json_path=None, verbose=False)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from nodeprov import jsonreport
+from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches, print_recap
+from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
+from nodeprov.engine.rolling import Rolled, run_rolling
+from nodeprov.engine.runner import RunOptions
+from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from nodeprov.inventory import Host, Inventory, load_inventory
+from nodeprov.inventory.extravars import parse_extra_vars
+from nodeprov.playbook import JobSpec, default_playbook, load_playbook
+from nodeprov.playbook.listing import print_listing
+from nodeprov.playbook.tags import selected, tag_set
+from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
+
+if TYPE_CHECKING:
+    from nodeprov.job.prove import Proof
+
+
+def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
+              limit: str | None, tags: str | None, forks: int, accept_new_host_keys: bool,
+              json_path: str | None, verbose: bool, skip_tags: str | None = None,
+              extra_vars: Sequence[str] = (), list_hosts: bool = False,
+              list_tasks: bool = False) -> int:
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
+
+    extra = parse_extra_vars(extra_vars)
+    inventory = load_inventory(inventory_path, playbook_path.parent if playbook_path else None,
+                               extra_vars=extra)
+    playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
+    targets = inventory.limited(limit)
+    options = RunOptions(check=check, forks=forks, tags=tag_set(tags), skip_tags=tag_set(skip_tags),
+                         ssh=SshOptions(accept_new_host_keys=accept_new_host_keys))
+    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    if list_hosts or list_tasks:
+        print_listing(console, playbook, targets, hosts=list_hosts, tasks=list_tasks,
+                      only=options.tags, skip=options.skip_tags)
+        return EXIT_OK
+    files = SshFiles(inventory.ssh_configs)
+    sessions = {host.name: Session(host, options.ssh, files) for host in inventory.hosts}
+    proofs: list[Proof] = []
+    interrupted = False
+    with ExitStack() as stack:
+        for session in sessions.values():
+            stack.callback(session.close)
+        with ExitStack() as live:
+            if console.is_terminal:
+                reporter: PlainReporter = live.enter_context(
+                    LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose))
+            else:
+                reporter = PlainReporter(console, diff=diff, verbose=verbose)
+            try:
+                rolled = run_rolling(playbook, inventory, targets, options, reporter, sessions)
+            except Interrupted as stopped:
+                rolled = Rolled(stopped.outcome, ())
+                interrupted = True
+        rerun = [str(inventory_path), *(["-p", str(playbook_path)] if playbook_path else []),
+                 *(["--tags", tags] if tags else []),
+                 *(["--skip-tags", skip_tags] if skip_tags else []),
+                 *(arg for value in extra_vars for arg in ("-e", value))]
+        run = rolled.run
+        print_recap(console, run.results, check=check, rerun=rerun)
+        print_batches(console, rolled.batches, rolled.stopped,
+                      [h.name for h in targets if h.name not in {r.name for r in run.results}])
+        if interrupted:
+            console.print("interrupted: each node finished the command in flight; re-run to "
+                          "converge", style="bold red", markup=False, highlight=False)
+            return EXIT_INTERRUPTED
+        for play in playbook.plays if rolled.stopped is None else ():
+            if play.job is not None and selected(play.job.tags, options.tags,
+                                                 options.skip_tags):
+                proofs += _prove(console, play.hosts, play.job, run, sessions, inventory, check)
+    ok = (all(r.status in ("ok", "changed") for r in run.results) and rolled.stopped is None
+          and all(p.ok for p in proofs))
+    if json_path:
+        jsonreport.write_report(apply_report(run.results, check=check, proofs=proofs, ok=ok,
+                                  batches=[dataclasses.asdict(b) for b in rolled.batches],
+                                  stopped=rolled.stopped), json_path)
+    return EXIT_OK if ok else EXIT_HOST_FAILED
+
+
+def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookOutcome,
+           sessions: Mapping[str, Session], inventory: Inventory, check: bool) -> list[Proof]:
+    """The play's verification job, when every one of its hosts came through the tasks."""
+    # lazy: the job's modules load only for a playbook with a job: play
+    from nodeprov.job.baseline import baseline_path
+    from nodeprov.job.prove import print_proof, prove_cluster
+
+    if check:
+        console.print("job: not run in check mode", markup=False, highlight=False)
+        return []
+    facts = {host.name: run.facts.get(host.name) for host in hosts}
+    blocked = [name for name, found in facts.items() if found is None] + [
+        result.name for result in run.results
+        if result.status == "failed" and result.name in facts]
+    if blocked:
+        console.print(f"job: not run: {', '.join(dict.fromkeys(blocked))} did not come through "
+                      "the tasks", style="bold red", markup=False, highlight=False)
+        return []
+    console.print(f"job: connectivity matrix, then torchrun on {len(hosts)} nodes ...",
+                  markup=False, highlight=False)
+    proof = prove_cluster(hosts, sessions, {k: v for k, v in facts.items() if v is not None},
+                          job.params_for(hosts[0]), baseline=baseline_path(inventory.path),
+                          record=True)
+    print_proof(console, proof)
+    return [proof]
+
+
+def host_json(result: HostResult) -> dict[str, Any]:
+    # field by field: dataclasses.asdict would deep-copy the full Facts only to drop them
+    return {"status": result.status, "tasks": [dataclasses.asdict(t) for t in result.tasks],
+            "error": result.error, "duration": result.duration,
+            "connections": result.connections, "round_trips": result.round_trips,
+            "facts": result.facts.summary() if result.facts else None}
+
+
+def apply_report(results: Sequence[HostResult], *, check: bool, proofs: Iterable[Proof],
+                 ok: bool, **fields: Any) -> dict[str, Any]:
+    """``nodeprov apply``'s JSON report (``nodeprov.jsonreport``'s schema)."""
+    return jsonreport.document("apply", ok, check=check,
+                               hosts={result.name: host_json(result) for result in results},
+                               proofs=[proof.to_json() for proof in proofs], **fields)

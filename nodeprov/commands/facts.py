@@ -1,0 +1,62 @@
+"""``nodeprov facts``: what nodeprov reads from each node, one SSH round trip per node, as a
+table (and the JSON report)::
+
+    code = run_facts(Path("inventory.yaml"), limit=None, forks=32, accept_new_host_keys=False,
+                     json_path=None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from nodeprov import jsonreport
+from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
+from nodeprov.inventory import load_inventory
+from nodeprov.inventory.extravars import parse_extra_vars
+from nodeprov.remote.connect import connect_all
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.options import SshOptions
+from nodeprov.util.validate import printable
+
+
+def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
+              accept_new_host_keys: bool, json_path: str | None,
+              extra_vars: Sequence[str] = ()) -> int:
+    from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
+
+    inventory = load_inventory(inventory_path, extra_vars=parse_extra_vars(extra_vars))
+    hosts = inventory.limited(limit)
+    sessions, facts, errors = connect_all(
+        hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
+        SshFiles(inventory.ssh_configs))
+    for session in sessions.values():
+        session.close()
+    report = facts_report([host.name for host in hosts], facts, errors)
+    if json_path:
+        jsonreport.write_report(report, json_path)
+    if json_path != "-":
+        console = Console(highlight=False)
+        table = Table("host", "fact", "value")
+        for name, entry in report["hosts"].items():
+            rows = list(entry["facts"].items()) if entry["facts"] else [("error", entry["error"])]
+            for index, (key, value) in enumerate(rows):
+                table.add_row(name if index == 0 else "", key, Text(printable(value)),
+                              end_section=index == len(rows) - 1)
+        console.print(table)
+    return EXIT_HOST_FAILED if errors else EXIT_OK
+
+
+def facts_report(names: Sequence[str], facts: Mapping[str, Facts],
+                 errors: Mapping[str, str]) -> dict[str, Any]:
+    """``nodeprov facts``: each host's facts (the one-line-per-fact summary), or its error."""
+    hosts = {name: {"status": "ok" if name in facts else "unreachable",
+                    "error": errors.get(name),
+                    "facts": facts[name].summary() if name in facts else None}
+             for name in names}
+    return jsonreport.document("facts", not errors, hosts=hosts)

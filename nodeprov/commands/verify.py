@@ -1,0 +1,116 @@
+"""``nodeprov verify``: the checks (checks.verify), their drift lines and summary, then the
+cluster proven again with the job; changes nothing.
+
+    code = run_verify(Path("inventory.yaml"), None, limit=None, accept_new_host_keys=False,
+                      json_path="-", job=True)
+
+The JSON report (``--json PATH``, ``nodeprov.jsonreport``'s schema) has ``"drift": [line, ...]``
+and ``"checks": [{"check", "node", "area", "outcome", "message", "repair", "duration"}]``, and
+the job's proofs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from nodeprov import jsonreport
+from nodeprov.checks.verify import Verification, run_checks
+from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
+from nodeprov.inventory import load_inventory
+from nodeprov.inventory.extravars import parse_extra_vars
+from nodeprov.jsonreport import document
+from nodeprov.playbook import default_playbook, load_playbook
+from nodeprov.remote.connect import connect_all
+from nodeprov.remote.options import SshOptions
+from nodeprov.util.fanout import DEFAULT_FORKS
+from nodeprov.util.validate import printable
+
+if TYPE_CHECKING:
+    from nodeprov.job.prove import Proof
+
+
+def print_report(console: Console, verification: Verification) -> None:
+    """Drift lines and a summary."""
+    for line in verification.drift_lines():
+        console.print(printable(line),  # node text
+                      style="bold red", markup=False)
+    for result in verification.results:
+        if result.outcome == "passed" and result.message:
+            console.print(printable(result.message), style="yellow", markup=False)
+    nodes = len({result.node for result in verification.results if result.node})
+    console.print(f"verify: {nodes} nodes, {len(verification.results)} checks: "
+                  f"{verification.count('passed')} passed, {verification.count('failed')} "
+                  f"drifted, {verification.count('error')} could not run, "
+                  f"{verification.count('skipped')} skipped in "
+                  f"{verification.duration:.1f}s", markup=False)
+
+
+def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dict[str, Any]:
+    """The JSON report (``nodeprov.jsonreport``'s schema); ``ok`` covers the proofs too."""
+    return document("verify", verification.ok and all(proof.ok for proof in proofs),
+                    duration=verification.duration, drift=verification.drift_lines(),
+                    checks=[asdict(result) for result in verification.results],
+                    proofs=[proof.to_json() for proof in proofs])
+
+
+def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str | None,
+               accept_new_host_keys: bool, json_path: str | None, job: bool,
+               pairwise: bool = False, forks: int = DEFAULT_FORKS,
+               extra_vars: Sequence[str] = ()) -> int:
+    """The checks, then (``job``) the connectivity matrix and the job compared with the
+    bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes);
+    prints the report and returns the exit code."""
+    verification = run_checks(inventory_path, playbook_path, limit=limit,
+                              accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars,
+                              forks=forks)
+    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    print_report(console, verification)
+    proofs = _prove_again(console, inventory_path, playbook_path,
+                          SshOptions(accept_new_host_keys=accept_new_host_keys),
+                          pairwise, forks, parse_extra_vars(extra_vars)) if job else []
+    report = report_json(verification, proofs)
+    if json_path:
+        jsonreport.write_report(report, json_path)
+    return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
+
+
+def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | None,
+                 options: SshOptions, pairwise: bool, forks: int,
+                 extra: Mapping[str, Any]) -> list[Proof]:
+    # lazy: the job's modules load only when the job runs (not for --no-job)
+    from nodeprov.job.baseline import baseline_path
+    from nodeprov.job.matrix import Matrix
+    from nodeprov.job.prove import Proof, print_proof, prove_cluster
+    from nodeprov.remote.hostkeys import SshFiles
+
+    inventory = load_inventory(inventory_path, extra_vars=extra)
+    playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
+    files = SshFiles(inventory.ssh_configs)
+    proofs = []
+    for play in playbook.plays:
+        if play.job is None:
+            continue
+        sessions, facts, errors = connect_all(play.hosts, options, forks, files)
+        try:
+            if errors:
+                for line in errors.values():
+                    console.print(f"job: not run: {line}", style="bold red", markup=False)
+                proofs.append(Proof(Matrix(tuple(sessions), (), tuple(errors.values())), None))
+                continue
+            pairs = " and on every pair of them" if pairwise else ""
+            console.print(f"job: connectivity matrix, then torchrun on {len(play.hosts)} "
+                          f"nodes{pairs} ...", markup=False, highlight=False)
+            proof = prove_cluster(play.hosts, sessions, facts, play.job.params_for(play.hosts[0]),
+                                  baseline=baseline_path(inventory.path), record=False,
+                                  pairwise=pairwise)
+            print_proof(console, proof)
+            proofs.append(proof)
+        finally:
+            for session in sessions.values():
+                session.close()
+    return proofs

@@ -1,0 +1,147 @@
+"""Prove the cluster can train: the connectivity matrix, then the torchrun job, then the
+bandwidth baseline. ``apply`` ends with it and records the baseline; ``verify`` compares.
+
+    proof = prove_cluster(hosts, sessions, facts, params, baseline=path, record=True)
+    print_proof(console, proof)          # matrix problems, the sweep table, one verdict line
+
+``pairwise`` (verify --pairwise) then runs the job on every pair of nodes, slowest pair first,
+to find the link behind a bandwidth drop.
+
+The matrix runs first: a blocked port or a missing /etc/hosts line is named per node pair in
+seconds, where the job would spend its timeout to say less. A broken matrix skips the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from nodeprov.engine.node_address import with_node_addresses
+from nodeprov.inventory import Host
+from nodeprov.job.baseline import (
+    Baseline,
+    PairResult,
+    compare_to_baseline,
+    load_baseline,
+    record_baseline,
+    run_pairwise,
+)
+from nodeprov.job.connectivity import check_connectivity
+from nodeprov.job.launch import JobOutcome, run_job
+from nodeprov.job.matrix import Matrix
+from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
+from nodeprov.remote.facts import Facts
+from nodeprov.remote.session import Session
+from nodeprov.util.validate import printable
+
+if TYPE_CHECKING:
+    from nodeprov.playbook import JobParams
+
+
+@dataclass(frozen=True)
+class Proof:
+    matrix: Matrix
+    outcome: JobOutcome | None
+    bandwidth_problem: str | None = None
+    pairs: tuple[PairResult, ...] = ()  # slowest first
+    baseline: Baseline | None = None  # recorded by this run (apply) or compared with (verify)
+    baseline_path: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (self.matrix.ok and self.outcome is not None and self.outcome.ok
+                and self.bandwidth_problem is None and all(p.outcome.ok for p in self.pairs))
+
+    @property
+    def verdict(self) -> str:
+        if self.outcome is None:
+            return "FAIL: the connectivity matrix is broken; the job did not run"
+        return self.outcome.verdict
+
+    def failures(self) -> list[str]:
+        lines = self.matrix.problems()
+        if self.outcome is not None:
+            lines += self.outcome.failures
+        lines += [f"pair {pair.line()}" for pair in self.pairs if not pair.outcome.ok]
+        return lines + ([self.bandwidth_problem] if self.bandwidth_problem else [])
+
+    def to_json(self) -> dict[str, Any]:
+        """docs/json-report.md: the matrix and the job as data, numbers in base units."""
+        return {
+            "ok": self.ok, "verdict": self.verdict, "failures": self.failures(),
+            "connectivity": self.matrix.to_json(),
+            "job": _job_json(self.outcome) if self.outcome else None,
+            "baseline": (self.baseline.to_json(self.baseline_path)
+                         if self.baseline and self.baseline_path else None),
+            "bandwidth_problem": self.bandwidth_problem,
+            "pairs": [_pair_json(pair) for pair in self.pairs],
+        }
+
+
+def _job_json(outcome: JobOutcome) -> dict[str, Any]:
+    return {**outcome.to_json(), "nodes": {name: dict(found)
+                                           for name, found in outcome.versions.items()},
+            "result": result_json(outcome.result) if outcome.result else None}
+
+
+def _pair_json(pair: PairResult) -> dict[str, Any]:
+    largest = pair.largest
+    return {"nodes": list(pair.pair), "line": pair.line(), "ok": pair.outcome.ok,
+            "bytes": largest.bytes if largest else None,
+            "busbw_bytes_per_s": largest.busbw_gbps * 1e9 if largest else None}
+
+
+def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
+                  facts: Mapping[str, Facts], params: JobParams, *, baseline: Path,
+                  record: bool, pairwise: bool = False) -> Proof:
+    """Matrix, then the job when the matrix is clean; ``record`` writes the baseline after a
+    passing job (apply), otherwise the result is compared with it (verify); ``pairwise`` adds
+    the job on every pair of nodes."""
+    hosts, problems = with_node_addresses(hosts, facts)
+    if problems:
+        return Proof(Matrix(tuple(host.name for host in hosts), (), tuple(problems.values())),
+                     None)
+    matrix = check_connectivity(hosts, sessions, facts, params.rdzv_port)
+    if not matrix.ok:
+        return Proof(matrix, None)
+    options: dict[str, Any] = {"backend": params.backend, "venv_path": params.venv_path,
+                               "rdzv_port": params.rdzv_port, "timeout": params.timeout,
+                               "max_bytes": params.max_bytes}
+    outcome = run_job(hosts, sessions, facts, **options)
+    pairs = tuple(run_pairwise(hosts, sessions, facts, **options)) if pairwise else ()
+    if outcome.result is None or not outcome.ok:
+        return Proof(matrix, outcome, pairs=pairs)
+    if record:
+        record_baseline(baseline, outcome.result)
+        return Proof(matrix, outcome, pairs=pairs, baseline=load_baseline(baseline),
+                     baseline_path=baseline)
+    return Proof(matrix, outcome,
+                 compare_to_baseline(baseline, outcome.result, params.bandwidth_drop), pairs,
+                 load_baseline(baseline), baseline)
+
+
+def print_proof(console: Console, proof: Proof) -> None:
+    if not proof.matrix.ok:
+        console.print(proof.matrix.table())
+    if proof.outcome is not None and proof.outcome.result is not None:
+        table = Table(title="all-reduce sweep (busbw as nccl-tests defines it)",
+                      title_justify="left")
+        for column in TABLE_HEADER:
+            table.add_column(column, justify="right")
+        for row in table_rows(proof.outcome.result):
+            table.add_row(*row)
+        console.print(table)
+    if proof.pairs:
+        console.print("pairs, slowest first:", markup=False, highlight=False)
+        for pair in proof.pairs:
+            console.print(f"  {pair.line()}", markup=False, highlight=False)
+    for line in proof.failures():
+        console.print(printable(f"FAILED {line}"), style="bold red", markup=False,
+                      highlight=False)
+    console.print(proof.verdict, style="green" if proof.ok else "bold red", markup=False,
+                  highlight=False)

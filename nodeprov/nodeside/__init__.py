@@ -1,0 +1,13 @@
+"""What runs on the nodes, as this machine sends it: each file's text goes over SSH and runs
+with the node's own ``sh`` or system ``python3`` (``resources.files("nodeprov.nodeside")``).
+
+- ``facts.sh``: everything nodeprov reads about a node, in one round trip (remote.facts);
+- ``ufw-helper.sh``: the firewall task's commands and its lockout guard (tasks.firewall);
+- ``netcheck.py``: the connectivity matrix's listeners and probes (job.connectivity);
+- ``syncnode.py``: ``nodeprov run --sync``'s listing and receiving end (job.sync);
+- ``peer_scripts.py``: the wheel seeds' server, fetch and listing (wheels.peer_exec).
+
+The rule, kept by tests/nodeside/test_nodeside.py: Python here parses as Python 3.8 (the oldest
+python3 nodeprov runs these with: ``tasks.venv.SCRIPTS_PYTHON``) and imports only its standard
+library, nothing of nodeprov; the shell scripts pass ``sh -n`` and shellcheck as POSIX sh.
+"""

@@ -1,0 +1,70 @@
+# nodeprov facts: everything nodeprov reads about a node, in one round trip.
+# Usage: sh facts.sh TOKEN   (prints sections, each after a line "@@TOKEN name")
+# Read-only. Runs with POSIX sh on any Linux; missing tools leave their section empty.
+# Small files are read with shell builtins: every program started costs the node ~1 ms.
+token=$1
+section() { printf '\n@@%s %s\n' "$token" "$1"; }
+show() { while IFS= read -r line || [ -n "$line" ]; do printf '%s\n' "$line"; done < "$1"; }
+section hostname; show /proc/sys/kernel/hostname 2>/dev/null || hostname
+section fqdn; timeout 5 hostname -f 2>/dev/null
+section os_release; show /etc/os-release 2>/dev/null
+section kernel; show /proc/sys/kernel/osrelease 2>/dev/null || uname -r
+section arch; show /proc/sys/kernel/arch 2>/dev/null || uname -m  # the file: Linux 6.1+
+section python; command -v python3 && python3 --version 2>&1  # exits before the interpreter starts: ~1 ms
+# versioned interpreters beside it (RHEL 9's python3 is 3.9; `dnf install python3.12` adds one),
+# but python3 itself (Debian's python3 is a link to one): each costs a program start
+section pythons; python3=$(command -v python3)
+for python in /usr/bin/python3.[0-9]* /usr/local/bin/python3.[0-9]*; do
+  case ${python##*/} in
+    python3.[0-9] | python3.[0-9][0-9])
+      # shellcheck disable=SC3013 # -ef, not POSIX: dash, bash and busybox sh all have it
+      [ ! -x "$python" ] || [ "$python" -ef "$python3" ] || printf '%s %s\n' "$python" "$("$python" --version 2>&1)" ;;
+  esac
+done
+section interfaces; ip -j addr show 2>/dev/null
+# cat: a number sysctl reads as EOF past its first read(2), and sh's read takes a byte each
+section ephemeral_ports; cat /proc/sys/net/ipv4/ip_local_port_range
+# active = ENABLED=yes and ufw's chains loaded (iptables asked only then)
+section ufw; if command -v ufw; then
+  enabled=
+  while IFS= read -r line || [ -n "$line" ]; do
+    case $line in ENABLED=*) printf '%s\n' "$line"; [ "$line" != ENABLED=yes ] || enabled=1 ;; esac
+  done 2>/dev/null < /etc/ufw/ufw.conf
+  if [ -z "$enabled" ]; then :
+  elif iptables -w 5 -n -L ufw-user-input >/dev/null 2>&1; then echo chains=yes
+  else echo chains=no; fi
+  # Fedora's and EPEL's ufw keep the user rules here, not in /etc/ufw
+  [ ! -e /var/lib/ufw/user.rules ] || echo rules=/var/lib/ufw
+fi
+section systemd; [ -d /run/systemd/system ] && echo yes
+# firewalld (a Python script: its process is named after it) filters beside ufw; asked only
+# where its package is (pgrep costs ~7 ms); without pgrep (procps), systemd is asked
+section firewalld; if [ ! -e /etc/firewalld/firewalld.conf ]; then :
+elif pgrep -x firewalld >/dev/null 2>&1; then echo running
+elif ! command -v pgrep >/dev/null && systemctl is-active --quiet firewalld 2>/dev/null; then echo running
+fi
+section package_manager; for tool in apt-get dnf yum zypper; do command -v "$tool" && break; done
+# A hung nvidia-smi must not pass for "no GPU": say so, and the parser refuses it.
+gpu() { timeout 20 nvidia-smi "$@" 2>&1; [ $? -ne 124 ] || echo "nvidia-smi timed out after 20 s"; }
+section nvidia_smi; command -v nvidia-smi >/dev/null 2>&1 && gpu
+# compute_cap: drivers >= 510; older ones reject the whole query, so ask again without it.
+section nvidia_query; if command -v nvidia-smi >/dev/null 2>&1; then
+  query=$(gpu --query-gpu=index,name,uuid,memory.total,driver_version,compute_cap --format=csv,noheader)
+  case $query in
+    *'not a valid field'*) gpu --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader ;;
+    *) printf '%s\n' "$query" ;;
+  esac
+fi
+section nvidia_proc; show /proc/driver/nvidia/version 2>/dev/null
+# Jetson's board support package (L4T): "# R36 (release), REVISION: 4.3, ..."
+section tegra; [ ! -e /etc/nv_tegra_release ] || { read -r line < /etc/nv_tegra_release; printf '%s\n' "$line"; }
+# Every PCI function (slot vendor device class), so a GPU is seen without any driver (gpu/pci.py).
+section pci_devices; for dev in /sys/bus/pci/devices/*; do
+  [ -r "$dev/class" ] || continue
+  read -r vendor < "$dev/vendor"; read -r device < "$dev/device"; read -r class < "$dev/class"
+  printf '%s %s %s %s\n' "${dev##*/}" "$vendor" "$device" "$class"
+done
+# ROCm >= 7.x native packages keep it under core/
+section rocm_version; show /opt/rocm/.info/version 2>/dev/null || show /opt/rocm/core/.info/version 2>/dev/null
+section amd_smi; command -v amd-smi >/dev/null 2>&1 && timeout 20 amd-smi version 2>&1
+true

@@ -1,0 +1,75 @@
+"""Environment files as their readers parse them: pam_env's /etc/environment and NCCL's nccl.conf.
+
+    >>> pam_env_line("NCCL_SOCKET_IFNAME", "=eth0")
+    'NCCL_SOCKET_IFNAME="=eth0"'
+    >>> parse_pam_env('# comment\\nexport A="x y"\\nB=1 # note\\n')
+    [(2, 'A', 'x y'), (3, 'B', '1 ')]
+    >>> parse_nccl_conf("NCCL_SOCKET_IFNAME==eth0\\n")
+    [(1, 'NCCL_SOCKET_IFNAME', '=eth0')]
+
+Each parser returns (line number, name, value) in file order; which one wins differs: pam_env
+keeps the last assignment, NCCL the first (it calls ``setenv(name, value, 0)``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from nodeprov.util import validate
+
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")  # pam_env's own check: isalnum or '_'
+# pam_env reads lines into a 1024-byte buffer; longer lines are cut.
+PAM_ENV_MAX_LINE = 1023
+
+
+def pam_env_value(value: str) -> str:
+    """``value`` if pam_env can carry it exactly, else ValueError saying why.
+
+    pam_env ends a value at '#' (a comment, even inside quotes) and expands nothing.
+    """
+    text = validate.text_value(value)
+    if "#" in text:
+        raise ValueError(f"{text!r} contains '#', which /etc/environment reads as a comment")
+    return text
+
+
+def pam_env_line(name: str, value: str) -> str:
+    """``NAME="value"``: pam_env drops the closing quote only, so inner quotes survive."""
+    line = f'{validate.env_name(name)}="{pam_env_value(value)}"'
+    if len(line) > PAM_ENV_MAX_LINE:
+        raise ValueError(f"{name}: value too long for /etc/environment "
+                         f"(lines are cut at {PAM_ENV_MAX_LINE} characters)")
+    return line
+
+
+def parse_pam_env(text: str) -> list[tuple[int, str, str]]:
+    """Assignments in an /etc/environment text, unquoted the way pam_env does it."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        entry = line.lstrip(" \t")
+        if entry.startswith("export "):
+            entry = entry[len("export "):]
+        entry = entry.split("#", 1)[0]
+        name, sep, value = entry.partition("=")
+        if not sep or not _NAME.match(name):
+            continue
+        if value[:1] in ('"', "'"):
+            value = _unquote_like_pam(value[1:])
+        found.append((number, name, value))
+    return found
+
+
+def _unquote_like_pam(body: str) -> str:
+    """What pam_env keeps after an opening quote: everything but a quote that ends the line."""
+    return "".join(char for index, char in enumerate(body)
+                   if char not in "\"'" or index + 1 < len(body))
+
+
+def parse_nccl_conf(text: str) -> list[tuple[int, str, str]]:
+    """Assignments in an nccl.conf text: NCCL splits each line at its first '=', nothing more."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        name, sep, value = line.partition("=")
+        if sep and _NAME.match(name):
+            found.append((number, name, value))
+    return found

@@ -1,0 +1,191 @@
+"""The CLI surface: help on every command, inventory resolution, exit codes."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+import typer.main
+from typer.testing import CliRunner
+
+from nodeprov.cli import app
+from tests.report_schema import assert_valid
+
+
+@pytest.mark.parametrize(("command", "options"), [
+    ("apply", ["--check", "--diff", "--limit", "--tags", "--skip-tags", "--extra-vars",
+               "--list-hosts", "--list-tasks", "--json", "--forks", "--playbook",
+               "--accept-new-host-keys"]),
+    ("facts", ["--json", "--limit", "--forks", "--accept-new-host-keys", "--extra-vars"]),
+    ("verify", ["--json", "--limit", "--forks", "--accept-new-host-keys", "--no-job",
+                "--extra-vars", "--playbook"]),
+    ("testbed", ["up", "down", "status", "exec"]),
+])
+def test_help_explains_every_option(command: str, options: list[str]) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in options:
+        assert option in result.stdout
+
+
+def test_top_level_help_documents_exit_codes() -> None:
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "Exit codes: 0 all good, 1 a host failed or a check failed, 2 invalid input" in (
+        " ".join(result.stdout.split()))
+
+
+def test_inventory_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NODEPROV_INVENTORY", str(tmp_path / "from-env.yaml"))
+    result = CliRunner().invoke(app, ["apply", "--check"])
+    assert result.exit_code == 2
+    assert f"{tmp_path}/from-env.yaml: file not found" in result.stderr
+
+
+def test_no_inventory_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NODEPROV_INVENTORY", raising=False)
+    result = CliRunner().invoke(app, ["facts"])
+    assert result.exit_code == 2
+    assert "no inventory: give a path, create ./inventory.yaml, or set NODEPROV_INVENTORY" in (
+        result.stderr)
+
+
+def loaded_after(statement: str, prefixes: tuple[str, ...]) -> list[str]:
+    """Modules starting with ``prefixes`` that a fresh interpreter has loaded after running
+    ``statement``."""
+    code = (f"import sys; {statement}; "
+            f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    return list(ast.literal_eval(out))
+
+
+def test_help_does_not_import_fabric() -> None:
+    assert loaded_after("from nodeprov.cli import app",
+                        ("fabric", "paramiko", "invoke", "jinja2")) == []
+
+
+def test_apply_and_verify_load_the_job_modules_only_for_the_job() -> None:
+    assert loaded_after("import nodeprov.commands.apply, nodeprov.commands.verify",
+                        ("nodeprov.job", "nodeprov.job.prove", "rich.live")) == []
+
+
+# --- one meaning per option on every command ----------------------------------------------------
+
+SHARED = ["--limit", "--forks", "--accept-new-host-keys", "--json", "--extra-vars"]
+APPLY_ONLY = ["--tags", "--skip-tags", "--list-hosts", "--list-tasks"]
+
+
+def params(command: str) -> dict[str, Any]:
+    """The command's options by their long name, as Typer built them."""
+    click_command = typer.main.get_command(app)
+    found = click_command.commands[command].params  # type: ignore[attr-defined]
+    return {name: param for param in found for name in param.opts if name.startswith("--")}
+
+
+def test_shared_options_are_one_definition_on_every_command() -> None:
+    apply, facts, verify = params("apply"), params("facts"), params("verify")
+    for option in SHARED:
+        same = {(p.help, p.metavar, tuple(p.opts), p.default)
+                for p in (apply[option], facts[option], verify[option])}
+        assert len(same) == 1, f"{option} differs: {same}"
+    assert set(APPLY_ONLY) <= set(apply)
+    assert apply["--playbook"].help == verify["--playbook"].help  # one definition
+
+
+UNREACHABLE = """\
+all:
+  vars: {{node_subnet: 127.0.0.0/8, ansible_port: 1, ssh_config_file: {config}}}
+  hosts:
+    node1: {{ansible_host: 127.0.0.1}}
+"""
+PLAYS = """\
+- name: notices
+  hosts: all
+  tasks:
+    - {name: motd, block: {path: /etc/motd, name: motd, lines: [a]}, tags: [motd]}
+    - {name: issue, block: {path: /etc/issue, name: issue, lines: [a]}, tags: [issue, motd]}
+- name: Prove the cluster can train
+  hosts: all
+  job: {}
+  tags: [job]
+"""
+
+
+@pytest.fixture
+def nowhere(tmp_path: Path) -> Path:
+    """An inventory whose one node refuses connections at once (127.0.0.1 port 1)."""
+    (tmp_path / "ssh_config").write_text("")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(UNREACHABLE.format(config=tmp_path / "ssh_config"))
+    (tmp_path / "plays.yaml").write_text(PLAYS)
+    return inventory
+
+
+@pytest.mark.parametrize("command", ["apply", "facts", "verify"])
+def test_json_dash_puts_only_the_report_on_stdout(command: str, nowhere: Path) -> None:
+    extra = ["--no-job"] if command == "verify" else []
+    result = CliRunner().invoke(app, [command, str(nowhere), "--json", "-", *extra])
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.stdout)  # the whole of stdout is the report
+    assert_valid(document)
+    assert (document["command"], document["ok"]) == (command, False)
+    assert "cannot connect to 127.0.0.1:1" in json.dumps(document)
+
+
+@pytest.mark.parametrize("command", ["apply", "facts", "verify"])
+def test_json_path_writes_the_report_and_the_text_goes_to_stdout(
+        command: str, nowhere: Path, tmp_path: Path) -> None:
+    extra = ["--no-job"] if command == "verify" else []
+    path = tmp_path / "report.json"
+    result = CliRunner().invoke(app, [command, str(nowhere), "--json", str(path), *extra])
+    assert result.exit_code == 1
+    assert json.loads(path.read_text())["command"] == command and result.stdout.strip()
+
+
+@pytest.mark.parametrize("command", ["apply", "facts", "verify"])
+def test_forks_below_one_and_unknown_limits_are_usage_errors(command: str,
+                                                             nowhere: Path) -> None:
+    assert CliRunner().invoke(app, [command, str(nowhere), "--forks", "0"]).exit_code == 2
+    result = CliRunner().invoke(app, [command, str(nowhere), "--limit", "node9"])
+    assert result.exit_code == 2 and "node9" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["apply", "facts", "verify"])
+def test_a_bad_extra_var_exits_2_before_any_connection(command: str, nowhere: Path) -> None:
+    result = CliRunner().invoke(app, [command, str(nowhere), "-e", "rdzv_port=0"])
+    assert result.exit_code == 2
+    assert result.stderr == ("nodeprov: -e/--extra-vars rdzv_port: 0 is not a port; expected an "
+                             "integer from 1 to 65535\n")
+
+
+def listing(nowhere: Path, *options: str) -> list[str]:
+    result = CliRunner().invoke(app, ["apply", str(nowhere), "-p",
+                                      str(nowhere.with_name("plays.yaml")), *options])
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()
+
+
+def test_list_hosts_and_tasks_follow_limit_tags_and_skip_tags(nowhere: Path) -> None:
+    plays = nowhere.with_name("plays.yaml")
+    assert listing(nowhere, "--list-hosts") == [
+        f"playbook: {plays}", "", "  play #1 (all): notices", "    pattern: all",
+        "    hosts (1):", "      node1", "", "  play #2 (all): Prove the cluster can train",
+        "    pattern: all", "    hosts (1):", "      node1"]
+    assert listing(nowhere, "--list-tasks", "--skip-tags", "job,issue")[2:] == [
+        "  play #1 (all): notices", "    tasks:", "      motd  TAGS: [motd]", "",
+        "  play #2 (all): Prove the cluster can train", "    tasks:"]
+    assert listing(nowhere, "--list-tasks", "--tags", "job,issue")[4:] == [
+        "      issue  TAGS: [issue, motd]", "", "  play #2 (all): Prove the cluster can train",
+        "    tasks:", "      verification job (matrix, torchrun)  TAGS: [job]"]
+    # a limit that leaves no host is a usage error, as in Ansible, not an empty listing
+    emptied = CliRunner().invoke(app, ["apply", str(nowhere), "--list-hosts", "--limit", "!node1"])
+    assert emptied.exit_code == 2 and "'!node1' selects no host" in emptied.stderr

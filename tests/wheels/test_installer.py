@@ -1,0 +1,164 @@
+"""The node-side scripts of ``installer``, run by a local sh with a fake uv and a fake venv
+python that record their arguments: uv when it runs, pip (saying so) when it does not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from nodeprov.remote.actions import Run
+from nodeprov.wheels import installer
+
+# Records its arguments (and uv's cache folder) in $0.log; fails when $0.fail exists.
+RECORDER = """#!/bin/sh
+if [ "$1" = --version ] && [ -e "$0.broken" ]; then
+  echo "uv: /lib64/ld-linux-x86-64.so.2: bad ELF interpreter" >&2; echo "second line" >&2; exit 126
+fi
+[ "$1" != --version ] || exit 0
+[ "$1" != -c ] || { echo "$FAKE_WHEELS"; exit 0; }
+printf '%s\\n' "${UV_CACHE_DIR:-no-cache-dir}" "$@" > "$0.log"
+[ -z "${UV_CACHE_DIR:-}" ] || [ -d "$UV_CACHE_DIR" ] || mkdir "$UV_CACHE_DIR"
+[ ! -e "$0.fail" ]
+"""
+
+
+@pytest.fixture
+def fakes(tmp_path: Path) -> tuple[Path, Path]:
+    """A fake uv and a venv whose bin/python is a fake."""
+    uv, python = tmp_path / "uv", tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    for path in (uv, python):
+        path.write_text(RECORDER)
+        path.chmod(0o755)
+    return uv, tmp_path / "venv"
+
+
+def run(action: Run, uv: Path, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    argv = [str(uv) if arg == installer.UV else arg for arg in action.argv]
+    return subprocess.run(argv, capture_output=True, text=True, check=False,
+                          env={**os.environ, **(env or {})})
+
+
+def logged(program: Path) -> list[str]:
+    return Path(f"{program}.log").read_text().splitlines()
+
+
+def test_uv_installs_with_the_given_sources_and_its_cache_beside_the_venv(
+        fakes: tuple[Path, Path]) -> None:
+    uv, venv = fakes
+    done = run(installer.install(str(venv), ("--find-links", "/opt/wheels"), ["torch==2.13.0"]),
+               uv)
+    assert done.returncode == 0, done.stderr
+    assert logged(uv) == [f"{venv}.uv-cache", "pip", "install", "--no-config", "--no-progress",
+                          "--python", f"{venv}/bin/python", "--index-strategy",
+                          "unsafe-best-match", "--find-links", "/opt/wheels", "--",
+                          "torch==2.13.0"]
+    assert not Path(f"{venv}.uv-cache").exists()  # removed after the install
+    run(installer.install(str(venv), (), ["torch"], reinstall=True), uv)
+    assert logged(uv)[9:] == ["--reinstall", "--no-deps", "--", "torch"]
+
+
+def test_a_failed_uv_install_fails_and_still_removes_its_cache(fakes: tuple[Path, Path]) -> None:
+    uv, venv = fakes
+    Path(f"{uv}.fail").touch()
+    done = run(installer.install(str(venv), (), ["six"]), uv)
+    assert done.returncode == 1 and not Path(f"{venv}.uv-cache").exists()
+
+
+def uv_line(uv: Path) -> str:
+    """UV_PROBE's line on this machine, for a uv at ``uv`` (its folder as uv's)."""
+    probe = installer.UV_PROBE.replace(installer.UV_DIR, str(uv.parent))
+    return subprocess.run(["sh", "-c", probe], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_pip_installs_where_uv_does_not_run_and_says_so(fakes: tuple[Path, Path]) -> None:
+    uv, venv = fakes
+    assert uv_line(uv) == "uv\n"
+    Path(f"{uv}.broken").touch()
+    done = run(installer.install(str(venv), ("--index-url", "http://m/simple"), ["torch"],
+                                 reinstall=True), uv)
+    why = "uv: /lib64/ld-linux-x86-64.so.2: bad ELF interpreter"
+    assert done.returncode == 0 and f"installed with pip: uv failed: {why}\n" in done.stderr
+    # kept on the node: the next plans (the torch task's, read right after the venv task's
+    # change) say pip, and why
+    assert (uv.parent / "failed").read_text() == why + "\n"
+    state = installer.parse_uv_line(uv_line(uv))
+    assert state == installer.UvState(False, None, why)
+    assert installer.uv_unusable(state, "x86_64") == (
+        f"uv failed: {why}; remove {installer.UV_FAILED} to try uv again")
+    assert installer.push_uv(state, "x86_64", "/usr/bin/python3") == ()
+    python = venv / "bin" / "python"
+    assert logged(python) == ["no-cache-dir", "-m", "pip", "install", "--no-input",
+                              "--disable-pip-version-check", "--progress-bar", "off",
+                              "--no-cache-dir", "--force-reinstall", "--no-deps", "--index-url",
+                              "http://m/simple", "--", "torch"]
+
+
+def test_pip_is_seeded_from_the_nodes_own_wheel_by_uv_else_by_ensurepip(
+        fakes: tuple[Path, Path]) -> None:
+    uv, venv = fakes
+    create, seed = installer.create_venv("/usr/bin/python3", str(venv), with_uv=True)
+    assert create.argv == ("/usr/bin/python3", "-m", "venv", "--without-pip", "--", str(venv))
+    assert run(seed, uv, {"FAKE_WHEELS": "/usr/share/python-wheels"}).returncode == 0
+    assert logged(uv)[1:] == ["pip", "install", "--no-config", "--no-progress", "--no-cache",
+                              "--python", f"{venv}/bin/python", "--no-index", "--find-links",
+                              "/usr/share/python-wheels", "pip"]
+    assert run(seed, uv, {"FAKE_WHEELS": ""}).returncode == 0  # no wheel found: ensurepip
+    assert logged(venv / "bin" / "python")[1:] == ["-m", "ensurepip", "--default-pip"]
+    assert not (uv.parent / "failed").exists()
+    Path(f"{uv}.broken").touch()  # uv does not run: ensurepip, and the reason kept
+    (venv / "bin" / "python.log").unlink()
+    done = run(seed, uv, {"FAKE_WHEELS": "/usr/share/python-wheels"})
+    assert done.returncode == 0 and "installed with pip: uv failed: uv: " in done.stderr
+    assert logged(venv / "bin" / "python")[1:] == ["-m", "ensurepip", "--default-pip"]
+    assert (uv.parent / "failed").read_text().startswith("uv: /lib64/")
+
+
+def test_the_pip_wheel_is_found_where_this_python_keeps_it() -> None:
+    found = subprocess.run([sys.executable, "-c", installer._FIND_PIP_WHEEL],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert found and list(Path(found).glob("pip-*.whl"))
+
+
+def test_uv_is_unpacked_from_its_wheel_atomically(tmp_path: Path) -> None:
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    with zipfile.ZipFile(upload / "uv-0.13.9-py3-none-manylinux_2_17_x86_64.whl", "w") as wheel:
+        wheel.writestr("uv/__init__.py", "")
+        wheel.writestr("uv-0.13.9.data/scripts/uvx", "not this one")
+        wheel.writestr("uv-0.13.9.data/scripts/uv", "#!/bin/sh\necho uv 0.13.9\n")
+    dest = tmp_path / "uv-0.13.9" / "uv"
+    subprocess.run([sys.executable, "-c", installer._UNPACK, str(upload), str(dest)], check=True)
+    assert subprocess.run([str(dest)], capture_output=True, text=True).stdout == "uv 0.13.9\n"
+    assert not upload.exists() and not Path(f"{dest}.tmp").exists()
+
+
+def test_uv_line_and_when_uv_cannot_be_had() -> None:
+    assert installer.parse_uv_line("uv") == installer.UvState(True)
+    assert installer.parse_uv_line("no-uv glibc 2.17") == installer.UvState(False, (2, 17))
+    assert installer.parse_uv_line("no-uv ") == installer.UvState(False, None)
+    assert installer.uv_unusable(installer.UvState(False, (2, 17)), "aarch64") is None
+    assert installer.uv_unusable(installer.UvState(False, None), "x86_64") == (
+        "the node has no glibc ('getconf GNU_LIBC_VERSION' printed nothing)")
+    assert installer.uv_unusable(installer.UvState(False, (2, 36)), "riscv64") == (
+        "no uv build for riscv64")
+    probe = subprocess.run(["sh", "-c", installer.UV_PROBE], capture_output=True, text=True,
+                           check=True).stdout
+    assert installer.parse_uv_line(probe).present == os.access(installer.UV, os.X_OK)
+
+
+def test_the_upload_folder_starts_empty(tmp_path: Path) -> None:
+    # a failed run's wheels left in the folder must not join the next run's set
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    (folder / "six-1.0.0-py3-none-any.whl").write_text("stale")
+    subprocess.run(["sh", "-c", installer.MAKE_UPLOAD_DIR, "mkdir", str(folder)], check=True)
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    assert folder.stat().st_mode & 0o777 == 0o700

@@ -1,0 +1,85 @@
+"""The node's pip configuration: recorded pip.conf files (tests/data/pip-conf), pip's precedence,
+and the probe part listing the files as pip would read them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nodeprov.wheels.pipconfig import SHELL, node_pip, parse_env
+from nodeprov.wheels.wheelhouse import Sources
+
+DATA = Path(__file__).parents[1] / "data" / "pip-conf"
+
+
+def conf(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def test_an_index_in_the_global_section() -> None:
+    found = node_pip({"/etc/pip.conf": conf("naming.conf")}, {})
+    assert found.sources == Sources(index_url="https://download.zope.org/ppix")
+    assert found.describe() == "the node's pip configuration (/etc/pip.conf)"
+    assert found.sources.options("cpu") == ("--index-url", "https://download.zope.org/ppix")
+
+
+def test_the_install_section_beats_the_global_one_and_values_split_on_lines() -> None:
+    found = node_pip({"/etc/pip.conf": conf("repeatable.conf")}, {})
+    assert found.sources.find_links == ("https://mirror1.example.com",
+                                        "https://mirror2.example.com")
+    assert found.sources.index_url is None and found.configured
+
+
+def test_a_mirror_and_files_without_any_source() -> None:
+    found = node_pip({"/etc/xdg/pip/pip.conf": None, "/etc/pip.conf": conf("booleans.conf"),
+                      "/root/.config/pip/pip.conf": conf("nju-mirror.conf")}, {})
+    assert found.sources.index_url == "https://mirrors.nju.edu.cn/pypi/web/simple"
+    assert found.origins == ("/root/.config/pip/pip.conf",)
+    assert not node_pip({"/etc/pip.conf": conf("booleans.conf")}, {}).configured
+    assert not node_pip({}, {}).configured
+
+
+def test_later_files_beat_earlier_ones_and_variables_beat_files() -> None:
+    files = {"/etc/pip.conf": conf("naming.conf"), "/opt/venv/pip.conf": conf("nju-mirror.conf")}
+    assert node_pip(files, {}).sources.index_url == "https://mirrors.nju.edu.cn/pypi/web/simple"
+    found = node_pip(files, parse_env("pip-env index-url=http://10.0.0.1/simple\n"
+                                      "pip-env find-links=/srv/a /srv/b\npip-env no-index=\n"))
+    assert found.sources == Sources(index_url="http://10.0.0.1/simple",
+                                    find_links=("/srv/a", "/srv/b"))
+    assert found.origins == ("PIP_INDEX_URL", "PIP_FIND_LINKS")
+    offline = node_pip({"/etc/pip.conf": "[global]\nno-index = true\nfind-links = /srv/w\n"}, {})
+    assert offline.sources.options("cpu") == ("--no-index", "--find-links", "/srv/w")
+
+
+def test_a_file_pip_cannot_read_is_named() -> None:
+    # the mistake the NJU mirror's help page warns of: no [global] line
+    with pytest.raises(ValueError, match="^/etc/pip.conf is not a pip configuration file pip "
+                       "can read .File contains no section headers"):
+        node_pip({"/etc/pip.conf": "index-url = https://mirrors.nju.edu.cn/pypi/web/simple\n"},
+                 {})
+
+
+def listed(tmp_path: Path, **env: str) -> list[str]:
+    """What SHELL puts in "$@" and prints, for a venv at /v, with this environment."""
+    script = "venv=/v; set --\n" + SHELL + '[ $# -eq 0 ] || printf "%s\\n" "$@"\n'
+    clean = {key: value for key, value in os.environ.items() if not key.startswith(
+        ("PIP_", "XDG_"))}
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True,
+                          env={**clean, "HOME": str(tmp_path), **env}).stdout.splitlines()
+
+
+def test_the_probe_lists_the_files_in_pips_order(tmp_path: Path) -> None:
+    home = str(tmp_path)
+    assert listed(tmp_path, PIP_FIND_LINKS="/srv/w") == [
+        "pip-env index-url=", "pip-env no-index=", "pip-env extra-index-url=",
+        "pip-env find-links=/srv/w", "/etc/xdg/pip/pip.conf", "/etc/pip.conf",
+        f"{home}/.pip/pip.conf", f"{home}/.config/pip/pip.conf", "/v/pip.conf"]
+    (tmp_path / "env.conf").touch()  # an existing PIP_CONFIG_FILE: no user files
+    assert listed(tmp_path, PIP_CONFIG_FILE=f"{home}/env.conf",
+                  XDG_CONFIG_DIRS="/a:/b")[4:] == [
+        "/a/pip/pip.conf", "/b/pip/pip.conf", "/etc/pip.conf", "/v/pip.conf",
+        f"{home}/env.conf"]
+    assert listed(tmp_path, PIP_CONFIG_FILE="/dev/null")[4:] == []
