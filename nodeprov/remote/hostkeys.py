@@ -29,6 +29,7 @@ from paramiko.pkey import PKey
 
 from nodeprov.errors import NodeprovError, Unreachable
 from nodeprov.inventory.sshconfigs import SshConfigs
+from nodeprov.remote.sudo import stderr_watching_remote
 from nodeprov.util import validate
 
 if TYPE_CHECKING:
@@ -54,12 +55,14 @@ class SshFiles:
     def config(self, ssh_config_file: str | None) -> Config:
         """A new Fabric Config over the once-parsed ``ssh_config_file``; without one, over what
         Fabric reads by default (~/.ssh/config and /etc/ssh/ssh_config). A Config per connection:
-        Fabric writes to its Config, and a shared one fails other threads' reads meanwhile."""
+        Fabric writes to its Config, and a shared one fails other threads' reads meanwhile.
+        Its runner lets watchers see stderr only (the sudo password's, remote.sudo)."""
         with self._lock:
             key = ssh_config_file or ""
             if key not in self._parsed:
                 self._parsed[key] = self._parse(ssh_config_file)
-            return Config(ssh_config=self._parsed[key])
+            return Config(ssh_config=self._parsed[key],
+                          overrides={"runners": {"remote": stderr_watching_remote()}})
 
     def _parse(self, ssh_config_file: str | None) -> SSHConfig:
         if not ssh_config_file:
