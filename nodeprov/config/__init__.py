@@ -7,7 +7,8 @@
 
 ``search`` finds the file, ``definitions`` lists the settings as ansible-core defines them,
 ``convert`` types their text as Ansible does, ``settings`` resolves them with their origins,
-``sshargs`` maps ``ssh_args`` onto what nodeprov's SSH supports.
+``defaults`` turns them (and the command line) into defaults of the inventory variables they
+stand for (``ssh_args`` is read as ``inventory.sshargs`` reads ``ansible_ssh_args``).
 """
 
 from __future__ import annotations

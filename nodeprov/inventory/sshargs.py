@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nodeprov import validate
+from nodeprov.util import validate
 
 # ssh's options that take an argument (ssh(1)); those nodeprov applies are -o -J -p -F
 WITH_ARGUMENT = frozenset({"-b", "-B", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L",

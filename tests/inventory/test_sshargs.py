@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeprov.config.sshargs import SshArgs, parse_ssh_args
+from nodeprov.inventory.sshargs import SshArgs, parse_ssh_args
 
 
 @pytest.mark.parametrize(("text", "expected"), [
