@@ -22,7 +22,7 @@ from nodeprov.engine.rolling import Rolled, run_rolling
 from nodeprov.engine.runner import RunOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from nodeprov.inventory import Host, Inventory, load_inventory
-from nodeprov.inventory.extravars import parse_extra_vars
+from nodeprov.inventory.extravars import parse_extra_vars, repeatable
 from nodeprov.playbook import JobSpec, default_playbook, load_playbook
 from nodeprov.playbook.listing import print_listing
 from nodeprov.playbook.tags import selected, tag_set
@@ -73,7 +73,7 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
         rerun = [str(inventory_path), *(["-p", str(playbook_path)] if playbook_path else []),
                  *(["--tags", tags] if tags else []),
                  *(["--skip-tags", skip_tags] if skip_tags else []),
-                 *(arg for value in extra_vars for arg in ("-e", value))]
+                 *repeatable(extra_vars)]
         run = rolled.run
         print_recap(console, run.results, check=check, rerun=rerun)
         print_batches(console, rolled.batches, rolled.stopped,

@@ -120,7 +120,7 @@ def test_password_sources_open_what_ansible_opens(folder: Path) -> None:
     script = folder / "pw-script.sh"
     script.write_text("#!/bin/sh\nprintf 'bravo\\r\\n'\n")
     client = folder / "pw-client.sh"
-    client.write_text('#!/bin/sh\necho "$@" > client-args\n[ "$2" = ops ] || exit 2\n'
+    client.write_text('#!/bin/sh\necho "$@" > "${0%/*}/client-args"\n[ "$2" = ops ] || exit 2\n'
                       "echo bravo\n")
     for path in (script, client):
         path.chmod(0o755)
