@@ -25,13 +25,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
+
 _VARIABLE = re.compile(r"\$(\w+|\{[^}]*\})", re.ASCII)  # as os.path.expandvars reads them
 
 TRUE_WORDS = frozenset({"y", "yes", "on", "1", "true", "t"})
 
 
-class BadValue(ValueError):
-    """A setting's text that its type cannot take."""
+class BadValue(NodeprovError, ValueError):
+    """A setting's text that its type cannot take (settings turns it into an InputError)."""
+
+    exit_code = EXIT_BAD_INPUT
 
 
 def unquote(text: str) -> str:

@@ -32,6 +32,17 @@ class CommandLine:
     become_password: str | None = field(default=None, repr=False)  # -K, as typed
 
 
+@dataclass(frozen=True)
+class AnsibleOptions:
+    """The command line's Ansible options: vault, connection, become."""
+
+    vault_ids: tuple[str, ...] = ()  # --vault-id
+    vault_password_files: tuple[str, ...] = ()  # --vault-password-file
+    ask_vault_pass: bool = False  # --ask-vault-pass, -J
+    ask_become_pass: bool = False  # --ask-become-pass, -K
+    command_line: CommandLine = field(default_factory=CommandLine)  # -u, -b, -T ...
+
+
 # inventory variable -> the setting that stands for it, and the option that beats the setting
 STANDS_FOR: dict[str, tuple[str, str]] = {
     "ansible_user": ("remote_user", "user"),

@@ -12,7 +12,7 @@ As for ssh, the first value given for an option wins.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,23 @@ class SshArgs:
     strict_host_keys: bool | None = None
     known_hosts_files: tuple[str, ...] | None = None  # UserKnownHostsFile
     not_applied: tuple[str, ...] = ()
+
+
+def first_of(parsed: Sequence[SshArgs]) -> SshArgs:
+    """Several argument strings as one ssh command line reads them: the first value of each
+    option wins (as ``ansible_ssh_args``, then the common, then the extra args).
+
+    >>> first_of([parse_ssh_args("-p 2200"), parse_ssh_args("-p 22 -J b")]).port
+    2200
+    """
+    def first(name: str) -> Any:
+        return next((getattr(args, name) for args in parsed
+                     if getattr(args, name) is not None), None)
+
+    return SshArgs(first("jump"), first("proxy_command"), first("port"),
+                   first("ssh_config_file"), first("strict_host_keys"),
+                   first("known_hosts_files"),
+                   tuple(item for args in parsed for item in args.not_applied))
 
 
 def parse_ssh_args(text: str) -> SshArgs:

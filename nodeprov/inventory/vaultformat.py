@@ -23,14 +23,19 @@ from cryptography.hazmat.primitives import hashes, hmac, padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
+from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
+
 HEADER = "$ANSIBLE_VAULT"
 ROUNDS = 10000
 KEY_BYTES = 32
 COUNTER_BYTES = 16
 
 
-class VaultFormatError(ValueError):
-    """Text that starts as a vault but is not one (damaged, cut short, another cipher)."""
+class VaultFormatError(NodeprovError, ValueError):
+    """Text that starts as a vault but is not one (damaged, cut short, another cipher);
+    vaultlib turns it into a VaultError naming the file."""
+
+    exit_code = EXIT_BAD_INPUT
 
 
 def is_vault(text: str) -> bool:

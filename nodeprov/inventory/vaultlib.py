@@ -4,25 +4,30 @@ else the default identity). A vault no secret opens is an error naming the file,
 variable of an inline value, the vault's id and every secret tried.
 
     vault = Vault(load_secrets(...))
-    text = vault.decrypt(ciphertext, source="group_vars/all/vault.yml")
-    vault.plaintexts         # every value it decrypted: what output must never show
+    text = vault.open_file(read_text(path), str(path))    # the text as is when not a vault
+    value = vault.value(vaulted, source="hosts.yml", field="ansible_become_password")
+    vault.vaulted_files, vault.snapshot()   # what was decrypted: output must never show it
 """
 
 from __future__ import annotations
 
+import shlex
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-from nodeprov.errors import InputError
-from nodeprov.inventory.vaultformat import Envelope, VaultFormatError, parse_envelope
+from nodeprov.errors import InputError, StricterThanAnsible
+from nodeprov.inventory.vaultformat import Envelope, VaultFormatError, is_vault, parse_envelope
 from nodeprov.inventory.vaultsecrets import DEFAULT_IDENTITY, VaultSecret
+from nodeprov.util.yamlfile import Vaulted, load_yaml_text
 
 HOW = ("give its password with --vault-password-file FILE, --vault-id LABEL@SOURCE or "
        "--ask-vault-pass (or vault_password_file / vault_identity_list in ansible.cfg)")
 
 
-class VaultError(InputError):
-    """Vault text that cannot be decrypted: damaged, or no secret opens it."""
+class VaultError(StricterThanAnsible):
+    """Vault text that cannot be decrypted: damaged, or no secret opens it (never skipped,
+    not even in an inventory folder, where Ansible skips a file it cannot parse)."""
 
 
 class Vault:
@@ -33,9 +38,33 @@ class Vault:
         self.secrets = tuple(secrets)
         self.identity = identity
         self.id_match = id_match
-        self.plaintexts: set[str] = set()
+        self.vaulted_files: set[str] = set()  # whole files decrypted, by source
+        self.values: set[str] = set()  # inline values decrypted, and the values of files
         self._keys: dict[tuple[bytes, bytes], tuple[bytes, bytes, bytes]] = {}
         self._lock = threading.Lock()
+
+    def open_file(self, text: str, source: str) -> str:
+        """A file's text, decrypted when the whole file is a vault (remembered by source)."""
+        if not is_vault(text):
+            return text
+        plaintext = self.decrypt(text, source=source)
+        with self._lock:
+            self.vaulted_files.add(source)
+            self.values |= file_values(plaintext)
+        return plaintext
+
+    def value(self, vaulted: Vaulted, *, source: str, field: str = "") -> str:
+        """An inline ``!vault`` value decrypted (remembered)."""
+        plaintext = self.decrypt(vaulted.ciphertext, source=source, line=vaulted.line,
+                                 field=field)
+        with self._lock:
+            self.values.add(plaintext)
+        return plaintext
+
+    def snapshot(self) -> set[str]:
+        """Every value decrypted so far (from any thread)."""
+        with self._lock:
+            return set(self.values)
 
     def decrypt(self, text: str, *, source: str, line: int | None = None,
                 field: str = "") -> str:
@@ -55,10 +84,7 @@ class Vault:
                 raise VaultError(f"not a valid vault: {error}", source=source, line=line,
                                  field=field) from None
             if plaintext is not None:
-                decoded = plaintext.decode(errors="surrogateescape")
-                with self._lock:
-                    self.plaintexts.add(decoded)
-                return decoded
+                return plaintext.decode(errors="surrogateescape")
         raise VaultError(self._why(vault_id, tried), source=source, line=line, field=field)
 
     def _derived(self, envelope: Envelope, secret: VaultSecret) -> tuple[bytes, bytes, bytes]:
@@ -83,3 +109,39 @@ class Vault:
         names = "; ".join(f"{secret.label!r} from {secret.source}" for secret in tried)
         return (f"vault id {vault_id!r}: wrong password: no vault secret tried opens it "
                 f"({names})")
+
+
+def file_values(plaintext: str) -> set[str]:
+    """The values a decrypted file holds: the texts of a YAML (or JSON) document, else, as in
+    an INI inventory, what follows ``=`` in each word.
+
+    >>> sorted(file_values("pw: s3cret\\nports: [22, 'x y']\\n"))
+    ['s3cret', 'x y']
+    >>> sorted(file_values("[gpu]\\nn1 ansible_host=10.0.0.1 token='a b'\\n"))
+    ['10.0.0.1', 'a b']
+    """
+    try:
+        document = load_yaml_text(plaintext, "", vault=True)
+    except InputError:
+        document = None
+    if isinstance(document, (Mapping, list)):
+        return set(_texts(document))
+    found: set[str] = set()
+    for line in plaintext.splitlines():
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            words = line.split()
+        found |= {word.partition("=")[2] for word in words if "=" in word} - {""}
+    return found
+
+
+def _texts(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)

@@ -16,6 +16,7 @@ import yaml
 from nodeprov.inventory.vaultformat import VaultFormatError, parse_envelope
 from nodeprov.inventory.vaultlib import Vault, VaultError
 from nodeprov.inventory.vaultsecrets import VaultSecret, VaultSecretError, load_secrets
+from nodeprov.util.yamlfile import Vaulted
 from tests.inventory.oracle import ANSIBLE_BIN
 
 PLAINTEXTS = {
@@ -78,8 +79,9 @@ def test_inline_values_decrypt_to_what_ansible_vault_reads(folder: Path) -> None
     (folder / "inline").write_text(ciphertext)
     theirs = made(["decrypt", "--vault-id", "ops@pw-b", "--output", "-", "inline"], folder)
     vault = Vault([secret("ops", "bravo")])
-    assert vault.decrypt(ciphertext, source="x") == theirs == "v@lue with 'quotes' & $(sh)"
-    assert vault.plaintexts == {theirs}
+    assert vault.value(Vaulted(ciphertext, 2), source="x") == theirs == (
+        "v@lue with 'quotes' & $(sh)")
+    assert vault.values == {theirs}
 
 
 def test_a_wrong_password_names_the_file_the_id_and_each_secret_tried(folder: Path) -> None:
