@@ -122,34 +122,36 @@ class _HostBuilder:
                 values[var] = spec.check(values[var])
             except ValueError as error:
                 raise self.error(name, var, str(error)) from None
-        ssh = self._ssh_args(name, values)
+        # the order of Ansible's ssh command line, where ssh takes the first value of each
+        # option: ssh_args, then Ansible's own -o StrictHostKeyChecking=no (host_key_checking
+        # false) and -o Port, then ssh_common_args, then ssh_extra_args
+        args, common, extra = self._ssh_args(name, values)
+        ssh = first_of([args, SshArgs(port=values["ansible_port"], strict_host_keys=(
+            False if not values["ansible_host_key_checking"] else None)), common, extra])
         if ssh.ssh_config_file and not values["ssh_config_file"]:
             values["ssh_config_file"] = os.path.abspath(ssh.ssh_config_file)  # ssh's -F
         values["inventory_hostname"] = name
         address = values["ansible_host"] or self._name_as_address(name)
         node_address = self._node_address(name, address, values)
         values["node_address"] = node_address or None
-        strict = ssh.strict_host_keys if ssh.strict_host_keys is not None else (
-            values["ansible_host_key_checking"])
         return Host(
             name=name, address=address, node_address=node_address,
-            port=values["ansible_port"] or ssh.port, user=values["ansible_user"],
+            port=ssh.port, user=values["ansible_user"],
             key_file=values["ansible_ssh_private_key_file"], become=values["ansible_become"],
             become_password=values["ansible_become_password"],
             proxy_jump=ssh.jump if ssh.jump and ssh.jump.lower() != "none" else None,
             proxy_command=ssh.proxy_command, timeout=values["ansible_timeout"],
-            accept_new_host_key=not strict, known_hosts_files=ssh.known_hosts_files,
+            accept_new_host_key=ssh.strict_host_keys is False,
+            known_hosts_files=ssh.known_hosts_files,
             groups=tuple(self.resolved.group_names(name)), vars=values)
 
-    def _ssh_args(self, name: str, values: dict[str, Any]) -> SshArgs:
-        """ansible_ssh_args, then the common, then the extra args, as ssh reads them; what
-        nodeprov does not apply is named in a warning, once per place it is written."""
+    def _ssh_args(self, name: str, values: dict[str, Any]) -> list[SshArgs]:
+        """ansible_ssh_args, the common and the extra args, each parsed; what nodeprov does not
+        apply is named in a warning, once per place it is written."""
         parsed = []
         for var in connection.SSH_ARGS:
-            if not values.get(var):
-                continue
             try:
-                found = parse_ssh_args(str(values[var]))
+                found = parse_ssh_args(str(values.get(var) or ""))
             except ValueError as error:
                 raise self.error(name, var, f"{error} (expected -o ProxyJump=[user@]host[:port]"
                                  ", -J ..., -o ProxyCommand=..., -p PORT, -F FILE)") from None
@@ -158,7 +160,7 @@ class _HostBuilder:
                                 "nodeprov applies ProxyJump, ProxyCommand, the port, -F and "
                                 "the host-key options (put others in ssh_config_file)")
             parsed.append(found)
-        return first_of(parsed)
+        return parsed
 
     def _name_as_address(self, name: str) -> str:
         """Without ansible_host, SSH goes to the inventory name: then it must be an address."""
