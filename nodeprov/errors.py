@@ -17,8 +17,9 @@
         (exit 2 should one escape): ParamError (a ValueError; tasks.params), JobPlanError and
         NoVariant (ValueErrors; job.launch, variants.choose), YamlTooBig (a yaml.YAMLError;
         util.yamlfile), TemplateLimit and TemplateLoop (Jinja2 errors; util.jinja,
-        inventory.templating), BadValue (a ValueError; config.convert), VaultFormatError (a
-        ValueError; inventory.vaultformat)
+        inventory.templating), IndexUnreadable and NotPublished (variants.index: the torch
+        choice falls back to nodeprov's table, saying why), BadValue (a ValueError;
+        config.convert), VaultFormatError (a ValueError; inventory.vaultformat)
 
 Each error prints as one line a person can act on::
 

@@ -9,6 +9,7 @@ usage (nothing was changed on any node).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -24,6 +25,7 @@ from nodeprov.cli.options import (
     ConnectTimeoutOpt,
     ExtraVarsOpt,
     ForksOpt,
+    HtmlOpt,
     InventoryArg,
     JsonOpt,
     LimitOpt,
@@ -70,6 +72,7 @@ def apply(
     forks: ForksOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    html_path: HtmlOpt = None,
     list_hosts: ListHostsOpt = False,
     list_tasks: ListTasksOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say why unchanged tasks "
@@ -90,13 +93,14 @@ def apply(
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
         ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
-                            ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
-                            become=become, become_user=become_user, user=user,
-                            private_key=private_key, timeout=timeout)
+                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+                                  become=become, become_user=become_user, user=user,
+                                  private_key=private_key, timeout=timeout)
         code = run_apply(inventory, playbook, ansible, redactor, check=check, diff=diff,
                          limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
                          forks=forks, accept_new_host_keys=accept_new_host_keys,
-                         json_path=json_path, verbose=verbose, list_hosts=list_hosts,
+                         json_path=json_path, html_path=html_path, verbose=verbose,
+                         list_hosts=list_hosts,
                          list_tasks=list_tasks)
     raise typer.Exit(code)
 
@@ -125,9 +129,9 @@ def facts(
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
         ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
-                            ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
-                            become=become, become_user=become_user, user=user,
-                            private_key=private_key, timeout=timeout)
+                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+                                  become=become, become_user=become_user, user=user,
+                                  private_key=private_key, timeout=timeout)
         code = run_facts(inventory, ansible, redactor, limit=limit, forks=forks,
                          accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                          extra_vars=extra_vars or ())
@@ -143,6 +147,7 @@ def verify(
     forks: ForksOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    html_path: HtmlOpt = None,
     job: Annotated[bool, typer.Option(
         "--job/--no-job", help="After the checks, run the connectivity matrix and the "
         "verification job, and compare bandwidth with apply's baseline.")] = True,
@@ -172,12 +177,29 @@ def verify(
         if pairwise and not job:
             raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
         ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
-                            ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
-                            become=become, become_user=become_user, user=user,
-                            private_key=private_key, timeout=timeout)
+                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+                                  become=become, become_user=become_user, user=user,
+                                  private_key=private_key, timeout=timeout)
         code = run_verify(inventory, playbook, ansible, redactor, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                          job=job, pairwise=pairwise, forks=forks, extra_vars=extra_vars or ())
+                          html_path=html_path, job=job, pairwise=pairwise, forks=forks,
+                          extra_vars=extra_vars or ())
+    raise typer.Exit(code)
+
+
+@app.command("report")
+def report_command(
+    report: Annotated[Path, typer.Argument(
+        help="A JSON report, as --json of apply, verify, facts or run wrote it.",
+        metavar="REPORT.json", show_default=False)],
+    html_path: HtmlOpt = None,
+) -> None:
+    """Draw a saved JSON report as one HTML page that any browser opens from disk: nodeprov
+    report apply.json --html apply.html"""
+    from nodeprov.commands.report import run_report
+
+    with exit_on_error():
+        code = run_report(report, html_path)
     raise typer.Exit(code)
 
 
@@ -246,6 +268,7 @@ def run(
     forks: ForksOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    html_path: HtmlOpt = None,
     vault_id: VaultIdOpt = None,
     vault_password_file: VaultPasswordFileOpt = None,
     ask_vault_pass: AskVaultPassOpt = False,
@@ -267,9 +290,10 @@ def run(
         request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
                                 env=env or [], timeout=timeout, preflight=preflight)
         ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
-                            ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
-                            become=become, become_user=become_user, user=user,
-                            private_key=private_key, timeout=ssh_timeout)
+                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+                                  become=become, become_user=become_user, user=user,
+                                  private_key=private_key, timeout=ssh_timeout)
         code = run_command(inventory, request, ansible, redactor, limit=limit, forks=forks,
-                           accept_new_host_keys=accept_new_host_keys, json_path=json_path)
+                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
+                           html_path=html_path)
     raise typer.Exit(code)

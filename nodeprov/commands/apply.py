@@ -19,6 +19,7 @@ from rich.console import Console
 from nodeprov import jsonreport
 from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches, print_recap
 from nodeprov.commands.opening import open_for
+from nodeprov.commands.report import write_reports
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled, run_rolling
@@ -41,9 +42,11 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
               ansible: AnsibleOptions, redactor: Redactor, *, check: bool, diff: bool,
               limit: str | None, tags: str | None, forks: int | None,
               accept_new_host_keys: bool, json_path: str | None, verbose: bool,
-              skip_tags: str | None = None, extra_vars: Sequence[str] = (),
-              list_hosts: bool = False, list_tasks: bool = False) -> int:
+              html_path: str | None = None, skip_tags: str | None = None,
+              extra_vars: Sequence[str] = (), list_hosts: bool = False,
+              list_tasks: bool = False) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.util.progress import Transfers  # lazy: rich's live display with it
 
     extra = parse_extra_vars(extra_vars)
     opened = open_for(inventory_path, ansible, redactor, extra=extra,
@@ -60,7 +63,10 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
                       only=options.tags, skip=options.skip_tags)
         return EXIT_OK
     files = SshFiles(inventory.ssh_configs)
-    sessions = {host.name: Session(host, options.ssh, files) for host in inventory.hosts}
+    # torch's wheels sent to the nodes: bars on a terminal, a line per node at start and end
+    transfers = Transfers(console, live=console.is_terminal)
+    sessions = {host.name: Session(host, options.ssh, files, transfers)
+                for host in inventory.hosts}
     proofs: list[Proof] = []
     interrupted = False
     with ExitStack() as stack:
@@ -69,7 +75,8 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
         with ExitStack() as live:
             if console.is_terminal:
                 reporter: PlainReporter = live.enter_context(
-                    LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose))
+                    LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose,
+                                 transfers=transfers))
             else:
                 reporter = PlainReporter(console, diff=diff, verbose=verbose)
             try:
@@ -95,11 +102,11 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
                 proofs += _prove(console, play.hosts, play.job, run, sessions, inventory, check)
     ok = (all(r.status in ("ok", "changed") for r in run.results) and rolled.stopped is None
           and all(p.ok for p in proofs))
-    if json_path:
-        jsonreport.write_report(redactor.walk(apply_report(
+    if json_path or html_path:
+        write_reports(redactor.walk(apply_report(
             run.results, check=check, proofs=proofs, ok=ok,
             batches=[dataclasses.asdict(b) for b in rolled.batches], stopped=rolled.stopped)),
-            json_path)
+            json_path, html_path)
     return EXIT_OK if ok else EXIT_HOST_FAILED
 
 

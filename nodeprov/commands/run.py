@@ -7,8 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from nodeprov import jsonreport
 from nodeprov.commands.opening import open_for
+from nodeprov.commands.report import write_reports
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED
@@ -23,7 +23,8 @@ RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 
 def run_command(inventory_path: Path | None, request: RunRequest, ansible: AnsibleOptions,
                 redactor: Redactor, *, limit: str | None, forks: int | None,
-                accept_new_host_keys: bool, json_path: str | None) -> int:
+                accept_new_host_keys: bool, json_path: str | None,
+                html_path: str | None = None) -> int:
     from nodeprov.job.run import run_user_job
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
@@ -69,6 +70,6 @@ def run_command(inventory_path: Path | None, request: RunRequest, ansible: Ansib
     for line in outcome.diagnosis:
         err.print(printable(f"FAILED {line}"), style="bold red")  # node text
     err.print(outcome.verdict(), style="green" if outcome.ok else "bold red")
-    if json_path:
-        jsonreport.write_report(redactor.walk(outcome.to_json()), json_path)
+    if json_path or html_path:
+        write_reports(redactor.walk(outcome.to_json()), json_path, html_path)
     return outcome.exit_code

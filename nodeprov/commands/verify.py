@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from nodeprov import jsonreport
 from nodeprov.checks.verify import Verification, run_checks
 from nodeprov.commands.opening import open_for
+from nodeprov.commands.report import write_reports
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.inventory import Inventory
@@ -63,6 +63,7 @@ def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dic
 def run_verify(inventory_path: Path | None, playbook_path: Path | None,
                ansible: AnsibleOptions, redactor: Redactor, *, limit: str | None,
                accept_new_host_keys: bool, json_path: str | None, job: bool,
+               html_path: str | None = None,
                pairwise: bool = False, forks: int | None = None,
                extra_vars: Sequence[str] = ()) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
@@ -81,8 +82,7 @@ def run_verify(inventory_path: Path | None, playbook_path: Path | None,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
                           pairwise, forks, extra) if job else []
     report = report_json(verification, proofs)
-    if json_path:
-        jsonreport.write_report(redactor.walk(report), json_path)
+    write_reports(redactor.walk(report), json_path, html_path)
     return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 
 

@@ -105,8 +105,8 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
                                 seconds=request.timeout, prepare=prepare, streams=logs.streams)
         except KeyboardInterrupt:  # launch_all has stopped the job on every node
             took = time.monotonic() - started
-            stopped = {name: NodeRun(None, took, True, str(logs.paths[name]), synced.get(name))
-                       for name in names}
+            stopped = {name: NodeRun(None, took, True, str(logs.paths[name]), synced.get(name),
+                                     nproc=nproc[name]) for name in names}
             return UserJobOutcome(run_id, stopped, (), took, matrix=matrix, interrupted=True,
                               log_dir=str(directory), ranks=sum(nproc.values()))
     failed = _failed(launch, logs.paths)
@@ -115,7 +115,7 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
     if diagnosis and not request.preflight and network_may_explain(unexplained):
         # The job's messages rarely name the blocked peer; the matrix does.
         diagnosis += check_connectivity(hosts, sessions, facts, rdzv_port).problems()
-    nodes = {name: _node_run(name, launch, logs.paths[name], synced.get(name))
+    nodes = {name: _node_run(name, launch, logs.paths[name], synced.get(name), nproc[name])
              for name in names}
     # The node whose rank raised by itself, else the first to fail: its tail is the one to read.
     first = next((n for n, f in failed.items() if f.exception), next(iter(failed), None))
@@ -187,8 +187,9 @@ def _lines(launch: Launch, failed: Mapping[str, _Failed], paths: Mapping[str, Pa
                     for name, error in launch.results.items() if isinstance(error, Exception)]
 
 
-def _node_run(name: str, launch: Launch, log: Path, synced: int | None) -> NodeRun:
+def _node_run(name: str, launch: Launch, log: Path, synced: int | None,
+              nproc: int) -> NodeRun:
     result = launch.launched.get(name)
     return NodeRun(result.exit_code if isinstance(result, Result) else None,
                    launch.durations.get(name, 0.0), name in launch.stopped, str(log), synced,
-                   str(result) if isinstance(result, Exception) else "")
+                   str(result) if isinstance(result, Exception) else "", nproc)

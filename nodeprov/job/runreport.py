@@ -29,6 +29,7 @@ class NodeRun:
     log: str
     synced: int | None = None
     error: str = ""
+    nproc: int = 0  # the ranks torchrun started on it (which global ranks: the rendezvous says)
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class UserJobOutcome:
             refused=self.refused, interrupted=self.interrupted,
             nodes={name: {"exit_code": node.exit_code, "duration_s": round(node.duration_s, 3),
                           "stopped": node.stopped, "log": node.log, "synced": node.synced,
-                          "error": node.error}
+                          "error": node.error, "nproc": node.nproc}
                    for name, node in self.nodes.items()},
             diagnosis=list(self.diagnosis),
             first_failure=None if failure is None else {
