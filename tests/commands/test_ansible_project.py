@@ -98,3 +98,22 @@ def test_a_vaulted_value_is_masked_in_the_error_that_quotes_it(
     assert result.exit_code == 2
     assert "group_vars/all/vault.yml:1: n1: nccl_socket_ifname:" in result.stderr
     assert "Canary-77" not in result.output and MASK in result.stderr
+
+
+@pytest.mark.parametrize(("section", "key", "value", "message"), [
+    ("privilege_escalation", "become_method", "su", "'su' is not supported: nodeprov becomes "
+     "root with sudo only"),
+    ("privilege_escalation", "become_user", "postgres", "'postgres' is not supported: nodeprov "
+     "becomes root only"),
+])
+def test_a_become_setting_nodeprov_cannot_honour_is_refused_naming_the_entry(
+        section: str, key: str, value: str, message: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ansible.cfg").write_text(f"[{section}]\n{key} = {value}\n")
+    (tmp_path / "hosts.ini").write_text(INVENTORY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = CliRunner().invoke(app, ["facts", "hosts.ini"])
+    assert result.exit_code == 2
+    assert f"{tmp_path}/ansible.cfg: [{section}] {key}: n1: ansible_{key}: {message}" in (
+        result.stderr)

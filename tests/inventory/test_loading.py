@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -268,3 +269,13 @@ def test_an_unquoted_python_version_is_refused_as_the_number_it_reads_as(
     with pytest.raises(InputError, match=r"python_version: 3\.1 is a number, not a version "
                        r"\(3\.10 reads as 3\.1\): quote it"):
         load_inventory(tmp_path / name)
+
+
+def test_ssh_arguments_give_hops_config_and_known_hosts(tmp_path: Path) -> None:
+    path = write(tmp_path, "hosts.ini", "n1 ansible_host=10.0.0.1 ansible_ssh_common_args='-o "
+                 "UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -F cfg -J bastion'\n"
+                 "[all:vars]\nnode_subnet=10.0.0.0/24\n")
+    (host,) = load_inventory(path).hosts
+    assert (host.known_hosts_files, host.accept_new_host_key, host.proxy_jump) == (
+        ("/dev/null",), True, "bastion")
+    assert host.vars["ssh_config_file"] == os.path.abspath("cfg")  # as ssh reads -F
