@@ -1,6 +1,6 @@
 """A repository kept for Ansible, used as it is: ``nodeprov config`` against ``ansible-config
 dump --only-changed``, the inventory from ansible.cfg, -K's password below the inventory's, and
-no decrypted value in any message (units; tests/reliability/test_ansible_project.py runs it on
+no decrypted value in any message (units; tests/reliability/test_ansible_project_testbed.py runs it on
 a testbed)."""
 
 from __future__ import annotations
