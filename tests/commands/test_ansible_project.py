@@ -1,7 +1,7 @@
 """A repository kept for Ansible, used as it is: ``nodeprov config`` against ``ansible-config
 dump --only-changed``, the inventory from ansible.cfg, -K's password below the inventory's, and
-no decrypted value in any message (units; tests/reliability/test_ansible_project_testbed.py runs it on
-a testbed)."""
+no decrypted value in any message (units; on a testbed:
+tests/reliability/test_ansible_project_testbed.py)."""
 
 from __future__ import annotations
 
