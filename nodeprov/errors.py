@@ -2,7 +2,8 @@
 
     NodeprovError                 root; ``exit_code`` says how the CLI exits (cli.exits)
     ├── InputError                bad inventory, playbook or parameter (exit 2, nothing touched)
-    │   └── StricterThanAnsible   what Ansible reads but nodeprov refuses on purpose (vault, ...)
+    │   └── StricterThanAnsible   what Ansible reads (at most warning) but nodeprov refuses on
+    │                             purpose (a vault no password opens, a duplicate key, ...)
     ├── EnvironmentProblem        this machine lacks something (root, a tool) (exit 2)
     ├── HostError                 something failed on one host (exit 1); carries node and task
     │   ├── Unreachable           no SSH session could be opened
@@ -21,7 +22,8 @@
         NoVariant (ValueErrors; job.launch, variants.choose), YamlTooBig (a yaml.YAMLError;
         util.yamlfile), TemplateLimit and TemplateLoop (Jinja2 errors; util.jinja,
         inventory.templating), IndexUnreadable and NotPublished (variants.index: the torch
-        choice falls back to nodeprov's table, saying why)
+        choice falls back to nodeprov's table, saying why), BadValue (a ValueError;
+        config.convert), VaultFormatError (a ValueError; inventory.vaultformat)
 
 Each error prints as one line a person can act on::
 

@@ -34,6 +34,16 @@ MakeTestbed = Callable[..., Testbed]
 
 
 @pytest.fixture(autouse=True)
+def _no_ansible_settings_of_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nodeprov reads ANSIBLE_* variables as Ansible does: none of the developer's reach a
+    test (a test sets its own)."""
+    import os
+
+    for name in [name for name in os.environ if name.startswith("ANSIBLE_")]:
+        monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
 def _reports_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every JSON report written in a test is checked against report.schema.json."""
     from nodeprov import jsonreport

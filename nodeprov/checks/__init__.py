@@ -32,6 +32,8 @@ from typing import Literal
 
 import pytest
 
+from nodeprov.inventory.extravars import repeatable
+
 # pytest's user_properties keys by which the verify plugin knows a check's node and area.
 NODE_PROPERTY = "nodeprov_node"
 AREA_PROPERTY = "nodeprov_area"
@@ -66,7 +68,7 @@ class Drift:
     inventory: str
     tag: str | None
     playbook: str | None = None
-    extra_vars: tuple[str, ...] = ()  # verify's -e values, which the repair must repeat
+    extra_vars: tuple[str, ...] = ()  # verify's -e: the repair repeats them, passwords aside
 
     @property
     def repair(self) -> str:
@@ -74,8 +76,7 @@ class Drift:
         argv = ["nodeprov", "apply", self.inventory]
         if self.playbook:
             argv += ["--playbook", self.playbook]
-        for value in self.extra_vars:
-            argv += ["-e", value]
+        argv += repeatable(self.extra_vars)
         argv += ["--limit", self.node]
         if self.tag:
             argv += ["--tags", self.tag]

@@ -184,6 +184,8 @@ class Opened:
     probed: Mapping[str, Mapping[str, str]]
     fresh: Mapping[str, Fresh | str]  # read_fresh of the nodes whose tasks need it
     forks: int = DEFAULT_FORKS  # verify --forks
+    # as verify loaded it (ansible.cfg, vault, -K): the checks use it, not --inventory again
+    inventory: Inventory | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         """As a pytest plugin: the checks' ``cluster`` fixture adopts these."""

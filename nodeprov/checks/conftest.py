@@ -13,6 +13,7 @@ of this node's area), ``fresh`` (what a new SSH session sees on each node: fresh
 
 from __future__ import annotations
 
+import getpass
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,13 +26,16 @@ from nodeprov.checks import AREA_PROPERTY, NODE_PROPERTY, Drift
 from nodeprov.checks.cluster import OPENED_KEY, Cluster
 from nodeprov.checks.fresh import AREAS as FRESH_AREAS
 from nodeprov.checks.fresh import Fresh, read_all_fresh
+from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import InputError
-from nodeprov.inventory import Host, load_inventory
+from nodeprov.inventory import Host
 from nodeprov.inventory.extravars import parse_extra_vars
+from nodeprov.inventory.opening import open_inventory
 from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.hostkeys import SshFiles
 from nodeprov.remote.options import SshOptions
 from nodeprov.tasks.base import Context
+from nodeprov.util.redact import Redactor
 
 _CLUSTER = pytest.StashKey[Cluster]()
 
@@ -50,10 +54,14 @@ def _cluster_plan(config: pytest.Config) -> Cluster:
         raise pytest.UsageError("nodeprov checks need an inventory: pytest -p nodeprov.checks "
                                 "--pyargs nodeprov.checks --inventory PATH, or set "
                                 "NODEPROV_INVENTORY")
+    opened = config.stash.get(OPENED_KEY, None)
     try:
         extra_args = tuple(config.getoption("extra_vars", default=None) or ())
         extra = parse_extra_vars(extra_args)
-        inventory = load_inventory(Path(inventory_arg), extra_vars=extra)
+        # verify's, else read here with ansible.cfg's settings and vault passwords
+        inventory = opened.inventory if opened is not None and opened.inventory else (
+            open_inventory(Path(inventory_arg), AnsibleOptions(), prompt=getpass.getpass,
+                           redactor=Redactor(), extra_vars=extra).inventory)
         playbook = load_playbook(Path(playbook_arg) if playbook_arg else default_playbook(),
                                  inventory, extra)
         targets = inventory.limited(config.getoption("limit", default=None))

@@ -1,6 +1,6 @@
 """Verification: plan every task, run the checks, and collect the drift; change nothing.
 
-    verification = run_checks(Path("inventory.yaml"))
+    verification = run_checks(load_inventory(Path("inventory.yaml")))
     for line in verification.drift_lines():
         print(line)   # node2 firewall: plan: enable ufw ...; repair: nodeprov apply ...
 
@@ -42,7 +42,7 @@ from nodeprov.checks.cluster import Opened
 from nodeprov.checks.fresh import AREAS, read_all_fresh
 from nodeprov.checks.plans import node_specs, plan_playbook, plan_results
 from nodeprov.errors import InputError, NodeprovError
-from nodeprov.inventory import load_inventory
+from nodeprov.inventory import Inventory
 from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.facts import Facts
@@ -118,16 +118,15 @@ def _crash_text(report: pytest.TestReport) -> str:
     return str(crash.message) if crash is not None else str(report.longrepr)
 
 
-def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
+def run_checks(inventory: Inventory, playbook_path: Path | None = None, *,
                limit: str | None = None, accept_new_host_keys: bool = False,
                extra_vars: Sequence[str] = (), forks: int = DEFAULT_FORKS) -> Verification:
     """Plan every task on the inventory's nodes (or ``limit``), ``forks`` at once, then run
-    every check over the same sessions; raises InputError first when the inventory, playbook
-    or limit is invalid, before any connection."""
+    every check over the same sessions (and the same inventory: ``Opened``); raises
+    InputError first when the playbook or limit is invalid, before any connection."""
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     extra = parse_extra_vars(extra_vars)
-    inventory = load_inventory(inventory_path, extra_vars=extra)
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
     targets = inventory.limited(limit)
     started = time.monotonic()
@@ -143,8 +142,8 @@ def run_checks(inventory_path: Path, playbook_path: Path | None = None, *,
             str(playbook_path) if playbook_path else None, tuple(extra_vars)))
         gathered = _gathered(outcome)
         opened = Opened(sessions, gathered, outcome.probed,
-                        read_all_fresh(fresh, sessions, gathered, forks), forks)
-        results += _run_modules(inventory_path, playbook_path, limit, accept_new_host_keys,
+                        read_all_fresh(fresh, sessions, gathered, forks), forks, inventory)
+        results += _run_modules(inventory.path, playbook_path, limit, accept_new_host_keys,
                                 extra_vars, opened)
     finally:
         for session in sessions.values():

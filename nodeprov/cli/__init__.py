@@ -18,6 +18,11 @@ from nodeprov.cli.exits import exit_on_error
 from nodeprov.cli.options import (
     AcceptKeysOpt,
     AfterDashDash,
+    AskBecomePassOpt,
+    AskVaultPassOpt,
+    BecomeOpt,
+    BecomeUserOpt,
+    ConnectTimeoutOpt,
     ExtraVarsOpt,
     ForksOpt,
     HtmlOpt,
@@ -27,14 +32,19 @@ from nodeprov.cli.options import (
     ListHostsOpt,
     ListTasksOpt,
     PlaybookOpt,
+    PrivateKeyOpt,
     SkipTagsOpt,
     TagsOpt,
+    TimeoutOpt,
+    UserOpt,
+    VaultIdOpt,
+    VaultPasswordFileOpt,
+    ansible_options,
     job_command,
-    resolve_inventory,
 )
 from nodeprov.cli.testbed import app as testbed_app
 from nodeprov.errors import InputError
-from nodeprov.util.fanout import DEFAULT_FORKS
+from nodeprov.util.redact import Redactor
 
 app = typer.Typer(
     help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "
@@ -59,7 +69,7 @@ def apply(
     tags: TagsOpt = None,
     skip_tags: SkipTagsOpt = None,
     extra_vars: ExtraVarsOpt = None,
-    forks: ForksOpt = DEFAULT_FORKS,
+    forks: ForksOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
     html_path: HtmlOpt = None,
@@ -67,12 +77,26 @@ def apply(
     list_tasks: ListTasksOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say why unchanged tasks "
                                           "are in sync.")] = False,
+    vault_id: VaultIdOpt = None,
+    vault_password_file: VaultPasswordFileOpt = None,
+    ask_vault_pass: AskVaultPassOpt = False,
+    ask_become_pass: AskBecomePassOpt = False,
+    become: BecomeOpt = False,
+    become_user: BecomeUserOpt = None,
+    user: UserOpt = None,
+    private_key: PrivateKeyOpt = None,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Make every node match the playbook (default: the full nodeprov setup)."""
     from nodeprov.commands.apply import run_apply
 
-    with exit_on_error():
-        code = run_apply(resolve_inventory(inventory), playbook, check=check, diff=diff,
+    redactor = Redactor()
+    with redactor.streams(), exit_on_error():
+        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
+                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+                                  become=become, become_user=become_user, user=user,
+                                  private_key=private_key, timeout=timeout)
+        code = run_apply(inventory, playbook, ansible, redactor, check=check, diff=diff,
                          limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
                          forks=forks, accept_new_host_keys=accept_new_host_keys,
                          json_path=json_path, html_path=html_path, verbose=verbose,
@@ -86,15 +110,29 @@ def facts(
     inventory: InventoryArg = None,
     limit: LimitOpt = None,
     extra_vars: ExtraVarsOpt = None,
-    forks: ForksOpt = DEFAULT_FORKS,
+    forks: ForksOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    vault_id: VaultIdOpt = None,
+    vault_password_file: VaultPasswordFileOpt = None,
+    ask_vault_pass: AskVaultPassOpt = False,
+    ask_become_pass: AskBecomePassOpt = False,
+    become: BecomeOpt = False,
+    become_user: BecomeUserOpt = None,
+    user: UserOpt = None,
+    private_key: PrivateKeyOpt = None,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Show what nodeprov reads from each node (one SSH round trip per node)."""
     from nodeprov.commands.facts import run_facts
 
-    with exit_on_error():
-        code = run_facts(resolve_inventory(inventory), limit=limit, forks=forks,
+    redactor = Redactor()
+    with redactor.streams(), exit_on_error():
+        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
+                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+                                  become=become, become_user=become_user, user=user,
+                                  private_key=private_key, timeout=timeout)
+        code = run_facts(inventory, ansible, redactor, limit=limit, forks=forks,
                          accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                          extra_vars=extra_vars or ())
     raise typer.Exit(code)
@@ -106,7 +144,7 @@ def verify(
     playbook: PlaybookOpt = None,
     limit: LimitOpt = None,
     extra_vars: ExtraVarsOpt = None,
-    forks: ForksOpt = DEFAULT_FORKS,
+    forks: ForksOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
     html_path: HtmlOpt = None,
@@ -116,6 +154,15 @@ def verify(
     pairwise: Annotated[bool, typer.Option(
         "--pairwise", help="Also run the job on every pair of nodes, one pair at a time, "
         "slowest pair first, to find a slow link (N(N-1)/2 short jobs).")] = False,
+    vault_id: VaultIdOpt = None,
+    vault_password_file: VaultPasswordFileOpt = None,
+    ask_vault_pass: AskVaultPassOpt = False,
+    ask_become_pass: AskBecomePassOpt = False,
+    become: BecomeOpt = False,
+    become_user: BecomeUserOpt = None,
+    user: UserOpt = None,
+    private_key: PrivateKeyOpt = None,
+    timeout: TimeoutOpt = None,
 ) -> None:
     """Check that every node is as apply left it; print each drift and its repair command,
     then prove the cluster again with the job. Changes nothing.
@@ -125,10 +172,15 @@ def verify(
     """
     from nodeprov.commands.verify import run_verify
 
-    with exit_on_error():
+    redactor = Redactor()
+    with redactor.streams(), exit_on_error():
         if pairwise and not job:
             raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
-        code = run_verify(resolve_inventory(inventory), playbook, limit=limit,
+        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
+                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+                                  become=become, become_user=become_user, user=user,
+                                  private_key=private_key, timeout=timeout)
+        code = run_verify(inventory, playbook, ansible, redactor, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                           html_path=html_path, job=job, pairwise=pairwise, forks=forks,
                           extra_vars=extra_vars or ())
@@ -162,13 +214,35 @@ def inventory_command(
     host: Annotated[str | None, typer.Option("--host", help="Print one host's vars (JSON).",
                                              metavar="NAME")] = None,
     extra_vars: ExtraVarsOpt = None,
+    show_vaulted: Annotated[bool, typer.Option(
+        "--show-vaulted", help="Show the values of vault-encrypted files decrypted, as "
+        "ansible-inventory does (default: <vaulted>).")] = False,
+    vault_id: VaultIdOpt = None,
+    vault_password_file: VaultPasswordFileOpt = None,
+    ask_vault_pass: AskVaultPassOpt = False,
 ) -> None:
     """Show the inventory as nodeprov (and Ansible) resolve it; connects to nothing."""
     from nodeprov.commands.inventory import show_inventory
 
+    redactor = Redactor()
+    with redactor.streams(), exit_on_error():
+        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
+                                  ask_vault_pass=ask_vault_pass)
+        shown = show_inventory(inventory, ansible, redactor, as_list=as_list, graph=graph,
+                               host=host, extra_vars=extra_vars or (),
+                               show_vaulted=show_vaulted)
+    typer.echo(shown)  # asked for: shown as it is
+
+
+@app.command("config")
+def config_command() -> None:
+    """Show the Ansible settings nodeprov uses (ansible.cfg and ANSIBLE_* variables), where
+    each comes from, as ansible-config dump --only-changed shows them, and what it does not use.
+    """
+    from nodeprov.commands.config import show_config
+
     with exit_on_error():
-        typer.echo(show_inventory(resolve_inventory(inventory), as_list=as_list, graph=graph,
-                                  host=host, extra_vars=extra_vars or ()))
+        typer.echo(show_config())
 
 
 @app.command(cls=AfterDashDash, no_args_is_help=True)
@@ -191,10 +265,19 @@ def run(
     preflight: Annotated[bool, typer.Option(
         "--preflight/--no-preflight", help="Run the connectivity matrix first and refuse to "
         "start when a node cannot reach another.")] = True,
-    forks: ForksOpt = DEFAULT_FORKS,
+    forks: ForksOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
     html_path: HtmlOpt = None,
+    vault_id: VaultIdOpt = None,
+    vault_password_file: VaultPasswordFileOpt = None,
+    ask_vault_pass: AskVaultPassOpt = False,
+    ask_become_pass: AskBecomePassOpt = False,
+    become: BecomeOpt = False,
+    become_user: BecomeUserOpt = None,
+    user: UserOpt = None,
+    private_key: PrivateKeyOpt = None,
+    ssh_timeout: ConnectTimeoutOpt = None,
 ) -> None:
     """Run your torchrun script on every node at once: nodeprov run [INVENTORY] [OPTIONS] --
     SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
@@ -202,10 +285,15 @@ def run(
     from nodeprov.commands.run import run_command
     from nodeprov.job.runargs import parse_request
 
-    with exit_on_error():
+    redactor = Redactor()
+    with redactor.streams(), exit_on_error():
         request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
                                 env=env or [], timeout=timeout, preflight=preflight)
-        code = run_command(resolve_inventory(inventory), request, limit=limit, forks=forks,
+        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
+                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+                                  become=become, become_user=become_user, user=user,
+                                  private_key=private_key, timeout=ssh_timeout)
+        code = run_command(inventory, request, ansible, redactor, limit=limit, forks=forks,
                            accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                            html_path=html_path)
     raise typer.Exit(code)

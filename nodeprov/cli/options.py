@@ -20,25 +20,28 @@ import typer
 from typer.core import TyperCommand
 
 from nodeprov.cli.exits import exit_on_error
-from nodeprov.errors import InputError
+from nodeprov.config.defaults import AnsibleOptions, CommandLine
 from nodeprov.util import reportfile
 
 COMMAND_KEY = "nodeprov.run.command"  # where AfterDashDash keeps the words after --
 
 InventoryArg = Annotated[Path | None, typer.Argument(
     help="Inventory (Ansible INI or YAML, a directory, a script, or ansible-inventory --list "
-    "JSON). Default: ./inventory.yaml, else $NODEPROV_INVENTORY.",
+    "JSON). Default: ansible.cfg's inventory, else ./inventory.yaml, else $NODEPROV_INVENTORY.",
     show_default=False)]
 PlaybookOpt = Annotated[Path | None, typer.Option(
     "--playbook", "-p", help="Playbook to run (default: the built-in site.yaml).")]
 LimitOpt = Annotated[str | None, typer.Option(
     "--limit", "-l", help="Only these hosts, an Ansible pattern: a:b, a,b, a:&b, a:!b, !b, "
     "~regex, group[0:2], globs, @file.")]
-ForksOpt = Annotated[int, typer.Option("--forks", "-f", help="Hosts handled in parallel.",
-                                       min=1)]
+ForksOpt = Annotated[int | None, typer.Option(
+    "--forks", "-f", help="Hosts handled in parallel (default: forks in ansible.cfg, else 32).",
+    min=1, show_default=False)]
 AcceptKeysOpt = Annotated[bool, typer.Option(
     "--accept-new-host-keys", help="Trust and record unknown SSH host keys (changed keys are "
     "always refused).")]
+
+
 def report_path_option(option: str) -> Callable[[str | None], str | None]:
     """A Typer callback checking a report option's PATH as the command line is read, before
     anything runs (``util.reportfile``): a symlink, a folder or an unwritable place is exit 2
@@ -78,16 +81,52 @@ ListTasksOpt = Annotated[bool, typer.Option(
     "connection).")]
 
 
-def resolve_inventory(given: Path | None) -> Path:
-    """The inventory given, else ./inventory.yaml if it exists, else $NODEPROV_INVENTORY."""
-    if given is not None:
-        return given
-    if Path("inventory.yaml").exists():
-        return Path("inventory.yaml")
-    if os.environ.get("NODEPROV_INVENTORY"):
-        return Path(os.environ["NODEPROV_INVENTORY"])
-    raise InputError("no inventory: give a path, create ./inventory.yaml, or set "
-                     "NODEPROV_INVENTORY")
+# Ansible's own options, with Ansible's names and precedence (docs/ansible.md)
+VaultIdOpt = Annotated[list[str] | None, typer.Option(
+    "--vault-id", help="A vault identity, LABEL@SOURCE: a password file, an executable that "
+    "prints the password, or prompt. Repeatable.", metavar="LABEL@SOURCE")]
+VaultPasswordFileOpt = Annotated[list[Path] | None, typer.Option(
+    "--vault-password-file", "--vault-pass-file", help="A vault password file, or an "
+    "executable that prints the password. Repeatable.", metavar="FILE")]
+AskVaultPassOpt = Annotated[bool, typer.Option(
+    "--ask-vault-pass", "--ask-vault-password", "-J", help="Ask for the vault password.")]
+AskBecomePassOpt = Annotated[bool, typer.Option(
+    "--ask-become-pass", "-K", help="Ask for the sudo password (an inventory's "
+    "ansible_become_password wins, as in Ansible).")]
+BecomeOpt = Annotated[bool, typer.Option(
+    "--become", "-b", help="Use sudo on the nodes (ansible_become wins).")]
+BecomeUserOpt = Annotated[str | None, typer.Option(
+    "--become-user", help="The user sudo runs as: root, the only one nodeprov's tasks "
+    "work as.", metavar="USER")]
+UserOpt = Annotated[str | None, typer.Option(
+    "--user", "-u", help="SSH user (ansible_user wins, as in Ansible).", metavar="USER")]
+PrivateKeyOpt = Annotated[Path | None, typer.Option(
+    "--private-key", "--key-file", help="SSH private key (ansible_ssh_private_key_file "
+    "wins).", metavar="FILE")]
+TimeoutOpt = Annotated[int | None, typer.Option(
+    "--timeout", "-T", help="Seconds to open an SSH connection (ansible_ssh_timeout wins; "
+    "default: timeout in ansible.cfg, else 10).", min=1, show_default=False)]
+
+# nodeprov run's --timeout is the job's deadline: there, -T is --connect-timeout
+ConnectTimeoutOpt = Annotated[int | None, typer.Option(
+    "--connect-timeout", "-T", help="Seconds to open an SSH connection (as -T/--timeout "
+    "elsewhere).", min=1, show_default=False)]
+
+
+def ansible_options(*, vault_id: list[str] | None = None,
+                    vault_password_file: list[Path] | None = None, ask_vault_pass: bool = False,
+                    ask_become_pass: bool = False, become: bool = False,
+                    become_user: str | None = None, user: str | None = None,
+                    private_key: Path | None = None, timeout: int | None = None
+                    ) -> AnsibleOptions:
+    """The options above, as the library takes them (paths from the current folder)."""
+    return AnsibleOptions(
+        vault_ids=tuple(vault_id or ()),
+        vault_password_files=tuple(os.path.abspath(p) for p in vault_password_file or ()),
+        ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
+        command_line=CommandLine(user=user, private_key=os.path.abspath(private_key)
+                                 if private_key else None, timeout=timeout, become=become,
+                                 become_user=become_user))
 
 
 class AfterDashDash(TyperCommand):

@@ -1,8 +1,9 @@
 """``nodeprov apply``: load and check the inventory and playbook, run the plays (batch by batch
 where ``serial:`` says), prove the cluster with the job, report, pick the exit code::
 
-    code = run_apply(Path("inventory.yaml"), None, check=True, diff=True, limit=None, tags=None,
-                     forks=32, accept_new_host_keys=False, json_path=None, verbose=False)
+    code = run_apply(None, None, AnsibleOptions(), Redactor(), check=True, diff=True,
+                     limit=None, tags=None, forks=None, accept_new_host_keys=False,
+                     json_path=None, verbose=False)   # inventory: from ansible.cfg, ...
 """
 
 from __future__ import annotations
@@ -17,38 +18,44 @@ from rich.console import Console
 
 from nodeprov import jsonreport
 from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches, print_recap
+from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
+from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled, run_rolling
 from nodeprov.engine.runner import RunOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from nodeprov.inventory import Host, Inventory, load_inventory
-from nodeprov.inventory.extravars import parse_extra_vars
+from nodeprov.inventory import Host, Inventory
+from nodeprov.inventory.extravars import parse_extra_vars, repeatable
 from nodeprov.playbook import JobSpec, default_playbook, load_playbook
 from nodeprov.playbook.listing import print_listing
 from nodeprov.playbook.tags import selected, tag_set
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
+from nodeprov.util.redact import Redactor
 
 if TYPE_CHECKING:
     from nodeprov.job.prove import Proof
 
 
-def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
-              limit: str | None, tags: str | None, forks: int, accept_new_host_keys: bool,
-              json_path: str | None, verbose: bool, html_path: str | None = None,
-              skip_tags: str | None = None,
+def run_apply(inventory_path: Path | None, playbook_path: Path | None,
+              ansible: AnsibleOptions, redactor: Redactor, *, check: bool, diff: bool,
+              limit: str | None, tags: str | None, forks: int | None,
+              accept_new_host_keys: bool, json_path: str | None, verbose: bool,
+              html_path: str | None = None, skip_tags: str | None = None,
               extra_vars: Sequence[str] = (), list_hosts: bool = False,
               list_tasks: bool = False) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
     from nodeprov.util.progress import Transfers  # lazy: rich's live display with it
 
     extra = parse_extra_vars(extra_vars)
-    inventory = load_inventory(inventory_path, playbook_path.parent if playbook_path else None,
-                               extra_vars=extra)
+    opened = open_for(inventory_path, ansible, redactor, extra=extra,
+                      playbook_dir=playbook_path.parent if playbook_path else None)
+    inventory = opened.inventory
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
     targets = inventory.limited(limit)
-    options = RunOptions(check=check, forks=forks, tags=tag_set(tags), skip_tags=tag_set(skip_tags),
+    options = RunOptions(check=check, forks=opened.forks(forks), tags=tag_set(tags),
+                         skip_tags=tag_set(skip_tags),
                          ssh=SshOptions(accept_new_host_keys=accept_new_host_keys))
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     if list_hosts or list_tasks:
@@ -77,10 +84,10 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
             except Interrupted as stopped:
                 rolled = Rolled(stopped.outcome, ())
                 interrupted = True
-        rerun = [str(inventory_path), *(["-p", str(playbook_path)] if playbook_path else []),
+        rerun = [str(inventory.path), *(["-p", str(playbook_path)] if playbook_path else []),
                  *(["--tags", tags] if tags else []),
                  *(["--skip-tags", skip_tags] if skip_tags else []),
-                 *(arg for value in extra_vars for arg in ("-e", value))]
+                 *repeatable(extra_vars)]
         run = rolled.run
         print_recap(console, run.results, check=check, rerun=rerun)
         print_batches(console, rolled.batches, rolled.stopped,
@@ -96,9 +103,10 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
     ok = (all(r.status in ("ok", "changed") for r in run.results) and rolled.stopped is None
           and all(p.ok for p in proofs))
     if json_path or html_path:
-        write_reports(apply_report(run.results, check=check, proofs=proofs, ok=ok,
-                                   batches=[dataclasses.asdict(b) for b in rolled.batches],
-                                   stopped=rolled.stopped), json_path, html_path)
+        write_reports(redactor.walk(apply_report(
+            run.results, check=check, proofs=proofs, ok=ok,
+            batches=[dataclasses.asdict(b) for b in rolled.batches], stopped=rolled.stopped)),
+            json_path, html_path)
     return EXIT_OK if ok else EXIT_HOST_FAILED
 
 

@@ -16,30 +16,33 @@ from rich.table import Table
 from rich.text import Text
 
 from nodeprov import jsonreport
+from nodeprov.commands.opening import open_for
+from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
-from nodeprov.inventory import load_inventory
 from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
+from nodeprov.util.redact import Redactor
 from nodeprov.util.validate import printable
 
 
-def run_facts(inventory_path: Path, *, limit: str | None, forks: int,
-              accept_new_host_keys: bool, json_path: str | None,
-              extra_vars: Sequence[str] = ()) -> int:
+def run_facts(inventory_path: Path | None, ansible: AnsibleOptions, redactor: Redactor, *,
+              limit: str | None, forks: int | None, accept_new_host_keys: bool,
+              json_path: str | None, extra_vars: Sequence[str] = ()) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
-    inventory = load_inventory(inventory_path, extra_vars=parse_extra_vars(extra_vars))
+    opened = open_for(inventory_path, ansible, redactor, extra=parse_extra_vars(extra_vars))
+    inventory = opened.inventory
     hosts = inventory.limited(limit)
     sessions, facts, errors = connect_all(
-        hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
+        hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), opened.forks(forks),
         SshFiles(inventory.ssh_configs))
     for session in sessions.values():
         session.close()
     report = facts_report([host.name for host in hosts], facts, errors)
     if json_path:
-        jsonreport.write_report(report, json_path)
+        jsonreport.write_report(redactor.walk(report), json_path)
     if json_path != "-":
         console = Console(highlight=False)
         table = Table("host", "fact", "value")

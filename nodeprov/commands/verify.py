@@ -1,8 +1,8 @@
 """``nodeprov verify``: the checks (checks.verify), their drift lines and summary, then the
 cluster proven again with the job; changes nothing.
 
-    code = run_verify(Path("inventory.yaml"), None, limit=None, accept_new_host_keys=False,
-                      json_path="-", job=True)
+    code = run_verify(None, None, AnsibleOptions(), Redactor(), limit=None,
+                      accept_new_host_keys=False, json_path="-", job=True)
 
 The JSON report (``--json PATH``, ``nodeprov.jsonreport``'s schema) has ``"drift": [line, ...]``
 and ``"checks": [{"check", "node", "area", "outcome", "message", "repair", "duration"}]``, and
@@ -19,15 +19,17 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from nodeprov.checks.verify import Verification, run_checks
+from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
+from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
-from nodeprov.inventory import load_inventory
+from nodeprov.inventory import Inventory
 from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.jsonreport import document
 from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
-from nodeprov.util.fanout import DEFAULT_FORKS
+from nodeprov.util.redact import Redactor
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
@@ -58,28 +60,33 @@ def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dic
                     proofs=[proof.to_json() for proof in proofs])
 
 
-def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str | None,
+def run_verify(inventory_path: Path | None, playbook_path: Path | None,
+               ansible: AnsibleOptions, redactor: Redactor, *, limit: str | None,
                accept_new_host_keys: bool, json_path: str | None, job: bool,
                html_path: str | None = None,
-               pairwise: bool = False, forks: int = DEFAULT_FORKS,
+               pairwise: bool = False, forks: int | None = None,
                extra_vars: Sequence[str] = ()) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
     bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes);
     prints the report and returns the exit code."""
-    verification = run_checks(inventory_path, playbook_path, limit=limit,
+    extra = parse_extra_vars(extra_vars)
+    opened = open_for(inventory_path, ansible, redactor, extra=extra,
+                      playbook_dir=playbook_path.parent if playbook_path else None)
+    forks = opened.forks(forks)
+    verification = run_checks(opened.inventory, playbook_path, limit=limit,
                               accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars,
                               forks=forks)
     console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     print_report(console, verification)
-    proofs = _prove_again(console, inventory_path, playbook_path,
+    proofs = _prove_again(console, opened.inventory, playbook_path,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
-                          pairwise, forks, parse_extra_vars(extra_vars)) if job else []
+                          pairwise, forks, extra) if job else []
     report = report_json(verification, proofs)
-    write_reports(report, json_path, html_path)
+    write_reports(redactor.walk(report), json_path, html_path)
     return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 
 
-def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | None,
+def _prove_again(console: Console, inventory: Inventory, playbook_path: Path | None,
                  options: SshOptions, pairwise: bool, forks: int,
                  extra: Mapping[str, Any]) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
@@ -88,7 +95,6 @@ def _prove_again(console: Console, inventory_path: Path, playbook_path: Path | N
     from nodeprov.job.prove import Proof, print_proof, prove_cluster
     from nodeprov.remote.hostkeys import SshFiles
 
-    inventory = load_inventory(inventory_path, extra_vars=extra)
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
     files = SshFiles(inventory.ssh_configs)
     proofs = []

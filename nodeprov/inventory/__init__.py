@@ -11,8 +11,10 @@ One module per concern: ``ranges`` (host names), ``ini`` and ``yamlsrc`` (the fo
 ``source`` (which format, scripts), ``data`` (groups and hosts as Ansible holds them),
 ``varsdirs`` (group_vars/host_vars), ``resolve`` (precedence), ``templating`` (sandboxed Jinja),
 ``connection`` (connection variables), ``variables`` (nodeprov's own: defaults and checks),
-``extravars`` (-e), ``build`` (nodeprov's checks), ``patterns``, ``listing`` (``nodeprov
-inventory``), ``guard`` and ``vault`` (hostile or encrypted input).
+``extravars`` (-e), ``build`` (nodeprov's checks), ``sshargs`` (ssh arguments), ``patterns``,
+``listing`` (``nodeprov inventory``), ``guard`` (hostile input), ``vaultformat``,
+``vaultsecrets`` and ``vaultlib`` (Ansible Vault), ``secrets`` (what output must not show),
+``opening`` (an inventory with ansible.cfg, vault and the command line's options).
 """
 
 from __future__ import annotations
@@ -21,29 +23,34 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nodeprov.inventory.build import build_hosts
+from nodeprov.inventory.build import Defaults, build_hosts
 from nodeprov.inventory.model import Host, Inventory
 from nodeprov.inventory.reading import read_inventory, warn_stderr
 from nodeprov.inventory.sshconfigs import SshConfigs
 from nodeprov.inventory.templating import HostTemplar
+from nodeprov.inventory.vaultlib import Vault
 
 __all__ = ["Host", "Inventory", "SshConfigs", "load_inventory", "read_inventory"]
 
 
 def load_inventory(path: Path, playbook_dir: Path | None = None,
                    warn: Callable[[str], None] = warn_stderr, *,
-                   extra_vars: Mapping[str, Any] | None = None) -> Inventory:
+                   extra_vars: Mapping[str, Any] | None = None,
+                   defaults: Defaults | None = None, vault: Vault | None = None) -> Inventory:
     """Load and validate an inventory; every problem is an InputError naming file and line.
-    ``extra_vars`` (``-e``) override every host's vars, as Ansible's extra vars do."""
+    ``extra_vars`` (``-e``) override every host's vars, as Ansible's extra vars do;
+    ``defaults`` (the command line's and ansible.cfg's) give what a host does not set;
+    ``vault`` decrypts vault-encrypted files and values."""
     from nodeprov.errors import InputError
 
-    resolved = read_inventory(path, playbook_dir, warn)
+    resolved = read_inventory(path, playbook_dir, warn, vault=vault)
     resolved.add_extra_vars(extra_vars or {})
     if not resolved.hostvars:
         raise InputError("no hosts; add hosts to a group (all: hosts: in YAML, or a [group] "
                          "section in INI)", source=str(path), line=1)
     folder = path if path.is_dir() else path.parent
-    hosts = build_hosts(resolved, HostTemplar(resolved, path, playbook_dir), folder, warn)
+    hosts = build_hosts(resolved, HostTemplar(resolved, path, playbook_dir), folder, warn,
+                        defaults)
     groups = {name: tuple(resolved.data.group_hosts(name)) for name in resolved.data.groups}
     return Inventory(path=path, hosts=hosts, groups=groups, ssh_configs=SshConfigs(),
                      resolved=resolved)

@@ -1,8 +1,10 @@
 """From Ansible's resolution to nodeprov's hosts: values templated, connection variables read
-under every alias, nodeprov's variables validated, and every problem one InputError naming the
-file, the line, the host and the variable.
+under every alias, below them what the command line and ansible.cfg give (``defaults``, as
+Ansible ranks them), nodeprov's variables validated, and every problem one InputError naming the
+file, the line (or the setting), the host and the variable.
 
-    hosts = build_hosts(resolved, HostTemplar(resolved, path), path, warn=print)
+    hosts = build_hosts(resolved, HostTemplar(resolved, path), path, warn=print,
+                        defaults={"ansible_user": ("ops", "-u")})
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,14 @@ from nodeprov.inventory import connection
 from nodeprov.inventory.data import Origin
 from nodeprov.inventory.model import Host
 from nodeprov.inventory.resolve import Resolved
+from nodeprov.inventory.sshargs import SshArgs, first_of, parse_ssh_args
 from nodeprov.inventory.templating import HostTemplar
 from nodeprov.inventory.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
+from nodeprov.inventory.vaultlib import VaultError
 from nodeprov.util import validate
 
 KNOWN = frozenset(VARIABLES) | connection.CONNECTION_NAMES
+Defaults = Mapping[str, tuple[Any, str]]  # variable -> (value, where: "-u", "ansible.cfg: ...")
 # what Ansible's names are made of (ranges already expanded, host:port split off)
 
 
@@ -33,8 +38,9 @@ class _HostBuilder:
     """Builds each Host of one inventory, warning once per place a problem is written."""
 
     def __init__(self, resolved: Resolved, templar: HostTemplar, folder: Path,
-                 warn: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], defaults: Defaults) -> None:
         self.resolved, self.templar, self.folder, self.warn = resolved, templar, folder, warn
+        self.defaults = defaults
         self.near_misses: dict[str, str | None] = {}
         self.warned: set[tuple[str, int | None, str]] = set()
         # per host: canonical name -> the alias its value came from, so errors name that one
@@ -43,7 +49,10 @@ class _HostBuilder:
     def error(self, host: str, var: str, message: str) -> InputError:
         """``message`` at the place ``var`` (as the inventory spells it) was written."""
         var = self.written_as.get(host, {}).get(var, var)
-        origin = self.resolved.origins[host].get(var) or self.resolved.data.hosts[host].origin
+        origin = self.resolved.origins[host].get(var)
+        if origin is None and var in self.defaults:  # from the command line or ansible.cfg
+            return InputError(message, source=self.defaults[var][1], field=f"{host}: {var}")
+        origin = origin or self.resolved.data.hosts[host].origin
         return InputError(message, source=origin.source, line=origin.line, field=f"{host}: {var}")
 
     def _rendered(self, name: str, raw: dict[str, Any]) -> dict[str, Any]:
@@ -63,9 +72,20 @@ class _HostBuilder:
             self._check_spelling(name, var)
             try:
                 values[var] = self.templar.value(name, var)
-            except (TemplateError, TypeError, ValueError, ArithmeticError, RecursionError):
+            except (TemplateError, TypeError, ValueError, ArithmeticError, RecursionError,
+                    VaultError):
                 values[var] = raw[var]  # Ansible fails only where it is used; kept as written
+        for var in self._defaulted(raw):
+            values[var] = value = self.defaults[var][0]
+            why = connection.refusal(var, value) if var in connection.REFUSED else None
+            if why:
+                raise self.error(name, var, why)
         return values
+
+    def _defaulted(self, raw: Mapping[str, Any]) -> list[str]:
+        """The defaults a host takes: the inventory's own value wins, under any of its names."""
+        return [var for var in self.defaults
+                if not any(alias in raw for alias in connection.ALIASES.get(var, (var,)))]
 
     def value(self, host: str, var: str) -> Any:
         try:
@@ -82,7 +102,7 @@ class _HostBuilder:
                              field=name) from None
         raw = self.resolved.hostvars[name]
         values = self._rendered(name, raw)
-        written = {var: values[var] for var in raw}
+        written = {var: values[var] for var in (*raw, *self._defaulted(raw))}
         written_as = self.written_as.setdefault(name, {})
         for canonical in connection.ALIASES:
             picked = connection.pick(written, canonical)
@@ -90,7 +110,7 @@ class _HostBuilder:
             if picked:
                 written_as[canonical] = picked[0]
         for var, spec in VARIABLES.items():
-            if var not in raw and var not in written_as:
+            if var not in raw and var not in written_as and var not in self.defaults:
                 continue
             try:
                 if var in PATH_VARIABLES and isinstance(values[var], str):
@@ -100,35 +120,45 @@ class _HostBuilder:
                 values[var] = spec.check(values[var])
             except ValueError as error:
                 raise self.error(name, var, str(error)) from None
-        jump, command = self._proxy(name, values)
+        # the order of Ansible's ssh command line, where ssh takes the first value of each
+        # option: ssh_args, then Ansible's own -o StrictHostKeyChecking=no (host_key_checking
+        # false) and -o Port, then ssh_common_args, then ssh_extra_args
+        args, common, extra = self._ssh_args(name, values)
+        ssh = first_of([args, SshArgs(port=values["ansible_port"], strict_host_keys=(
+            False if not values["ansible_host_key_checking"] else None)), common, extra])
+        if ssh.ssh_config_file and not values["ssh_config_file"]:
+            values["ssh_config_file"] = os.path.abspath(ssh.ssh_config_file)  # ssh's -F
         values["inventory_hostname"] = name
         address = values["ansible_host"] or self._name_as_address(name)
         node_address = self._node_address(name, address, values)
         values["node_address"] = node_address or None
         return Host(
             name=name, address=address, node_address=node_address,
-            port=values["ansible_port"], user=values["ansible_user"],
+            port=ssh.port, user=values["ansible_user"],
             key_file=values["ansible_ssh_private_key_file"], become=values["ansible_become"],
-            become_password=values["ansible_become_password"], proxy_jump=jump,
-            proxy_command=command, groups=tuple(self.resolved.group_names(name)), vars=values)
+            become_password=values["ansible_become_password"],
+            proxy_jump=ssh.jump if ssh.jump and ssh.jump.lower() != "none" else None,
+            proxy_command=ssh.proxy_command, timeout=values["ansible_timeout"],
+            accept_new_host_key=ssh.strict_host_keys is False,
+            known_hosts_files=ssh.known_hosts_files,
+            groups=tuple(self.resolved.group_names(name)), vars=values)
 
-    def _proxy(self, name: str, values: dict[str, Any]) -> tuple[str | None, str | None]:
-        jump: str | None = None
-        command: str | None = None
+    def _ssh_args(self, name: str, values: dict[str, Any]) -> list[SshArgs]:
+        """ansible_ssh_args, the common and the extra args, each parsed; what nodeprov does not
+        apply is named in a warning, once per place it is written."""
+        parsed = []
         for var in connection.SSH_ARGS:
-            if not values.get(var):
-                continue
             try:
-                found_jump, found_command, others = connection.proxy_from_args(str(values[var]))
+                found = parse_ssh_args(str(values.get(var) or ""))
             except ValueError as error:
                 raise self.error(name, var, f"{error} (expected -o ProxyJump=[user@]host[:port]"
-                                 ", -J ... or -o ProxyCommand=...)") from None
-            jump, command = found_jump or jump, found_command or command
-            if others:
-                self._warn_once(name, var, f"{' '.join(others)} not applied: nodeprov reads "
-                                "only ProxyJump and ProxyCommand from it (host keys are always "
-                                "checked; put other options in ssh_config_file)")
-        return jump, command
+                                 ", -J ..., -o ProxyCommand=..., -p PORT, -F FILE)") from None
+            if found.not_applied:
+                self._warn_once(name, var, f"{' '.join(found.not_applied)} not applied: "
+                                "nodeprov applies ProxyJump, ProxyCommand, the port, -F and "
+                                "the host-key options (put others in ssh_config_file)")
+            parsed.append(found)
+        return parsed
 
     def _name_as_address(self, name: str) -> str:
         """Without ansible_host, SSH goes to the inventory name: then it must be an address."""
@@ -174,7 +204,8 @@ class _HostBuilder:
             self._warn_once(host, var, f"unknown variable; did you mean {meant}?")
 
     def _warn_once(self, host: str, var: str, message: str) -> None:
-        origin = self.resolved.origins[host].get(var, Origin(""))
+        origin = self.resolved.origins[host].get(var) or Origin(
+            self.defaults[var][1] if var in self.defaults else "")
         key = (origin.source, origin.line, var)
         if key not in self.warned:
             self.warned.add(key)
@@ -183,8 +214,9 @@ class _HostBuilder:
 
 
 def build_hosts(resolved: Resolved, templar: HostTemplar, folder: Path,
-                warn: Callable[[str], None]) -> tuple[Host, ...]:
-    builder = _HostBuilder(resolved, templar, folder, warn)
+                warn: Callable[[str], None], defaults: Defaults | None = None
+                ) -> tuple[Host, ...]:
+    builder = _HostBuilder(resolved, templar, folder, warn, defaults or {})
     hosts = tuple(builder.build(name) for name in resolved.hostvars)
     _check_unique(hosts, builder)
     return hosts

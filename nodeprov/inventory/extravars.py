@@ -12,6 +12,7 @@ a bad one is an InputError naming where it came from.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Sequence
@@ -24,6 +25,10 @@ from nodeprov.util.yamlfile import YamlMap, load_yaml_file, load_yaml_text
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 OPTION = "-e/--extra-vars"
+# passwords: never repeated in a command nodeprov prints (the sudo one is asked by -K instead)
+BECOME_PASSWORDS = frozenset({"ansible_become_password", "ansible_become_pass",
+                              "ansible_sudo_pass"})
+PASSWORDS = BECOME_PASSWORDS | {"ansible_password", "ansible_ssh_pass", "ansible_ssh_password"}
 
 
 def parse_extra_vars(values: Sequence[str], *, checked: bool = True) -> dict[str, Any]:
@@ -38,6 +43,35 @@ def parse_extra_vars(values: Sequence[str], *, checked: bool = True) -> dict[str
         else:
             found.update(_from_words(value, checked))
     return found
+
+
+def repeatable(values: Sequence[str]) -> list[str]:
+    """The -e options for a command nodeprov prints to be run again (a re-run hint, a
+    repair): a password given as KEY=VALUE or in an inline mapping is left out, and ``-K``
+    asks for a sudo password instead; ``@FILE`` stays as it is.
+
+    >>> repeatable(["rdzv_port=29600 ansible_become_password=s3cret", "@vars.yaml"])
+    ['-e', 'rdzv_port=29600', '-e', '@vars.yaml', '-K']
+    """
+    args: list[str] = []
+    dropped: set[str] = set()
+    for value in values:
+        kept = value
+        if not value.startswith("@") and value.lstrip().startswith("{"):
+            data = _from_inline(value, checked=False)
+            dropped |= PASSWORDS & set(data)
+            kept = json.dumps({k: v for k, v in data.items() if k not in PASSWORDS}) if (
+                PASSWORDS & set(data)) else value
+        elif not value.startswith("@"):
+            words = shlex.split(value)  # parse_extra_vars read it already: it splits
+            names = {word.partition("=")[0] for word in words}
+            dropped |= PASSWORDS & names
+            kept = shlex.join(word for word in words
+                              if word.partition("=")[0] not in PASSWORDS) if (
+                PASSWORDS & names) else value
+        if kept and kept != "{}":
+            args += ["-e", kept]
+    return args + (["-K"] if dropped & BECOME_PASSWORDS else [])
 
 
 def _from_file(path: Path, checked: bool) -> dict[str, Any]:

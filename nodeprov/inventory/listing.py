@@ -2,6 +2,10 @@
 
     print(as_json(resolved))     # JSON: groups with hosts/children, _meta.hostvars
     print(as_graph(resolved))    # @all: / |--@gpu: / |  |--node1
+
+An inline ``!vault`` value is listed as Ansible lists it (``{"__ansible_vault": "..."}``);
+a variable from a vault-encrypted file as ``<vaulted>``, unless ``show_vaulted``: then as
+ansible-inventory lists it, decrypted.
 """
 
 from __future__ import annotations
@@ -16,25 +20,31 @@ from nodeprov.errors import InputError
 from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.reading import read_inventory
 from nodeprov.inventory.resolve import Resolved
+from nodeprov.inventory.vaultlib import Vault
+from nodeprov.util.yamlfile import Vaulted
 
 # what ansible-inventory 2.19 writes beside hostvars: the variable-precedence profile it used
 PROFILE = "inventory_legacy"
+VAULTED = "<vaulted>"  # a value from a vault-encrypted file, not shown
 
 
 def show(path: Path, *, as_list: bool, graph: str | None, host: str | None,
-         extra_vars: Mapping[str, Any] | None = None) -> str:
+         extra_vars: Mapping[str, Any] | None = None, vault: Vault | None = None,
+         show_vaulted: bool = False) -> str:
     """What ``nodeprov inventory`` prints: exactly one of --list, --graph GROUP, --host NAME;
     ``extra_vars`` (-e) join every host's vars, as with ``ansible-inventory -e``."""
     if [as_list, graph is not None, host is not None].count(True) != 1:
         raise InputError("give one of --list, --graph GROUP or --host NAME")
-    resolved = read_inventory(path)
+    resolved = read_inventory(path, vault=vault)
     resolved.add_extra_vars(extra_vars or {})
     if host is not None:
-        return as_host(resolved, host)
-    return as_graph(resolved, graph) if graph is not None else as_json(resolved)
+        return as_host(resolved, host, show_vaulted=show_vaulted)
+    if graph is not None:
+        return as_graph(resolved, graph)
+    return as_json(resolved, show_vaulted=show_vaulted)
 
 
-def as_json(resolved: Resolved) -> str:
+def as_json(resolved: Resolved, *, show_vaulted: bool = False) -> str:
     data = resolved.data
     groups: dict[str, Any] = {}
     for name in data.descendants("all"):
@@ -46,16 +56,28 @@ def as_json(resolved: Resolved) -> str:
             entry["children"] = list(group.children)
         if entry:
             groups[name] = entry
-    hostvars = {name: values for name, values in resolved.hostvars.items() if values}
+    hostvars = {name: _shown(resolved, name, show_vaulted)
+                for name, values in resolved.hostvars.items() if values}
     groups["_meta"] = {"hostvars": hostvars, "profile": PROFILE}
     return _dump(groups)
 
 
-def as_host(resolved: Resolved, name: str) -> str:
+def as_host(resolved: Resolved, name: str, *, show_vaulted: bool = False) -> str:
     if name not in resolved.hostvars:
         raise InputError(f"no host {name!r} in the inventory; hosts: "
                          f"{', '.join(resolved.hostvars)}", field="--host")
-    return _dump(resolved.hostvars[name])
+    return _dump(_shown(resolved, name, show_vaulted))
+
+
+def _shown(resolved: Resolved, host: str, show_vaulted: bool) -> dict[str, Any]:
+    """A host's vars, those from a vault-encrypted file masked unless ``show_vaulted``."""
+    vaulted = resolved.vault.vaulted_files
+    values = resolved.hostvars[host]
+    if show_vaulted or not vaulted:
+        return values
+    origins = resolved.origins[host]
+    return {var: VAULTED if var in origins and origins[var].source in vaulted else value
+            for var, value in values.items()}
 
 
 def as_graph(resolved: Resolved, top: str = "all") -> str:
@@ -85,9 +107,11 @@ def _dump(value: Any) -> str:
 
 def _plain(value: Any) -> Any:
     """What JSON cannot hold, as Ansible's encoder writes it: sets as lists, dates and times
-    in ISO 8601 (YAML timestamps), else text."""
+    in ISO 8601 (YAML timestamps), an inline vault value as its ciphertext, else text."""
     if isinstance(value, (set, frozenset)):
         return list(value)
     if isinstance(value, datetime.date):  # datetimes too
         return value.isoformat()
+    if isinstance(value, Vaulted):
+        return {"__ansible_vault": value.ciphertext}
     return str(value)

@@ -35,6 +35,9 @@ class Host:
     # ProxyJump spec "[user@]host[:port][,...]" or a ProxyCommand; None: ssh_config decides
     proxy_jump: str | None = None
     proxy_command: str | None = None
+    timeout: float | None = None  # to open the connection; None: SshOptions.connect_timeout
+    accept_new_host_key: bool = False  # host_key_checking false, StrictHostKeyChecking=no
+    known_hosts_files: tuple[str, ...] | None = None  # None: ssh_config's, else ~/.ssh's
     groups: tuple[str, ...] = ()
     vars: Mapping[str, Any] = field(default_factory=dict, repr=False)
 

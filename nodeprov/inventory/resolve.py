@@ -6,18 +6,19 @@
     3. group_vars/<group> for those groups in that order, beside the inventory, then the playbook
     4. the host's own inventory vars, then host_vars/<host> beside the inventory, the playbook
 
-    resolved = resolve(data, [VarsDir(Path("inventory"))], [])
+    resolved = resolve(data, [VarsDir(Path("inventory"), vault)], [], vault)
     resolved.hostvars["node1"]["rdzv_port"], resolved.origins["node1"]["rdzv_port"]
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodeprov.inventory.data import InventoryData, Origin
 from nodeprov.inventory.varsdirs import Loaded, VarsDir
+from nodeprov.inventory.vaultlib import Vault
 from nodeprov.util.yamlfile import YamlMap
 
 EXTRA_VARS = Origin("--extra-vars")
@@ -33,6 +34,8 @@ class Resolved:
     data: InventoryData
     hostvars: dict[str, dict[str, Any]]
     origins: dict[str, dict[str, Origin]]
+    # what decrypts inline values as they are used, and knows which files were vaults
+    vault: Vault = field(default_factory=Vault)
 
     def group_names(self, host: str) -> list[str]:
         """``group_names`` as Ansible sets it: sorted, without ``all`` and ``ungrouped``."""
@@ -51,7 +54,7 @@ def sort_groups(data: InventoryData, names: Iterable[str]) -> list[str]:
 
 
 def resolve(data: InventoryData, inventory_dirs: Sequence[VarsDir],
-            playbook_dirs: Sequence[VarsDir]) -> Resolved:
+            playbook_dirs: Sequence[VarsDir], vault: Vault) -> Resolved:
     by_groups: dict[tuple[str, ...], Merged] = {}  # hosts in the same groups share this part
     hostvars: dict[str, dict[str, Any]] = {}
     origins: dict[str, dict[str, Origin]] = {}
@@ -64,7 +67,7 @@ def resolve(data: InventoryData, inventory_dirs: Sequence[VarsDir],
         for folder in (*inventory_dirs, *playbook_dirs):
             _merge_files(values, where, folder.load("host_vars", name))
         hostvars[name], origins[name] = values, where
-    return Resolved(data, hostvars, origins)
+    return Resolved(data, hostvars, origins, vault)
 
 
 def _group_part(data: InventoryData, groups: Sequence[str], inventory_dirs: Sequence[VarsDir],

@@ -3,11 +3,11 @@ an executable script with a shebang runs with ``--list``; ``.yml``/``.yaml``/``.
 without an extension that parse as a YAML mapping) are YAML; ``.toml`` is TOML (Ansible's toml
 plugin: the YAML shape, children a list); anything else is INI. A directory
 reads every inventory file in it and in its subfolders, in name order; as Ansible, a file there
-that cannot be read is skipped with a warning (a README, a hosts.yml.example), never one holding
-vault values.
+that cannot be read is skipped with a warning (a README, a hosts.yml.example), never one that is
+a vault no given password opens. A vault-encrypted file is decrypted first (``vault``).
 
     data = InventoryData()
-    read_source(Path("inventory/hosts.ini"), data, warn=print)
+    read_source(Path("inventory/hosts.ini"), data, warn=print, vault=Vault())
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from nodeprov.errors import InputError, StricterThanAnsible
 from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.ini import parse_ini
-from nodeprov.inventory.vault import check_vault
+from nodeprov.inventory.vaultlib import Vault
 from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml, script_group
 from nodeprov.util.bounded import run_bounded
 from nodeprov.util.yamlfile import MAX_BYTES, kind_of, load_yaml_text, read_text
@@ -42,14 +42,15 @@ SKIPPED_FOLDERS = ("group_vars", "host_vars", "vars_plugins")
 SCRIPT_TIMEOUT = 120.0
 
 
-def read_source(path: Path, data: InventoryData, warn: Callable[[str], None]) -> None:
+def read_source(path: Path, data: InventoryData, warn: Callable[[str], None],
+                vault: Vault) -> None:
     if path.is_dir():
-        _read_folder(path, data, warn, set())
+        _read_folder(path, data, warn, vault, set())
     else:
-        _read_file(path, data, warn)
+        _read_file(path, data, warn, vault)
 
 
-def _read_folder(path: Path, data: InventoryData, warn: Callable[[str], None],
+def _read_folder(path: Path, data: InventoryData, warn: Callable[[str], None], vault: Vault,
                  seen: set[tuple[int, int]]) -> None:
     """Every member, subfolders too, each folder once (a symlink loop ends). A file that cannot
     be parsed is skipped with a warning, as in Ansible, which keeps what its lines before the
@@ -66,10 +67,10 @@ def _read_folder(path: Path, data: InventoryData, warn: Callable[[str], None],
                 IGNORED_EXTENSIONS):
             continue
         if member.is_dir():
-            _read_folder(member, data, warn, seen)
+            _read_folder(member, data, warn, vault, seen)
             continue
         try:
-            _read_file(member, data, warn)
+            _read_file(member, data, warn, vault)
         except StricterThanAnsible:
             raise
         except InputError as error:
@@ -78,13 +79,13 @@ def _read_folder(path: Path, data: InventoryData, warn: Callable[[str], None],
                  "this)")
 
 
-def _read_file(path: Path, data: InventoryData, warn: Callable[[str], None]) -> None:
+def _read_file(path: Path, data: InventoryData, warn: Callable[[str], None],
+               vault: Vault) -> None:
     if _is_script(path):
         parse_json_list(_run_script(path), str(path), data)
         return
     source = str(path)
-    text = read_text(path, kind="inventory")
-    check_vault(text, source)
+    text = vault.open_file(read_text(path, kind="inventory"), source)
     if path.suffix == ".toml":
         parse_yaml(_toml(text, source), source, data, warn)
         return
@@ -137,7 +138,7 @@ def _toml(text: str, source: str) -> dict[str, Any]:
 
 def _yaml(text: str, source: str) -> Any:
     try:
-        return load_yaml_text(text, source)
+        return load_yaml_text(text, source, vault=True)
     except RecursionError:
         raise InputError("nested too deeply to read; flatten the file", source=source) from None
 

@@ -1,6 +1,7 @@
 """Jinja in inventory values, templated as Ansible does: lazily (a value is rendered when it is
 read, with the vars it names rendered in turn), with ``inventory_hostname``, ``group_names``,
 ``groups`` and ``hostvars``, in Jinja's immutable sandbox (no attribute tricks, no mutation).
+An inline ``!vault`` value is decrypted when it is read, as Ansible does.
 
     templar = HostTemplar(resolved)
     templar.value("node1", "key_path")   # "{{ inventory_dir }}/keys/id" -> ".../keys/id"
@@ -19,6 +20,7 @@ from jinja2.nativetypes import NativeCodeGenerator
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.util.jinja import LimitedSandbox, RangeBudget, bounded
+from nodeprov.util.yamlfile import Vaulted
 
 
 def _concat(values: Iterator[Any]) -> Any:
@@ -62,6 +64,10 @@ class HostTemplar:
     def value(self, host: str, var: str) -> Any:
         """``var`` of ``host`` rendered; TemplateError (with the chain of vars) on failure."""
         raw = self.resolved.hostvars[host][var]
+        if isinstance(raw, Vaulted):
+            origin = self.resolved.origins[host].get(var)
+            return self.resolved.vault.value(raw, source=origin.source if origin else "",
+                                             field=f"{host}: {var}")
         if isinstance(raw, (int, float, bool)) or raw is None or (
                 isinstance(raw, str) and "{{" not in raw and "{%" not in raw):
             return raw  # most values: nothing to render, nothing to remember
@@ -89,6 +95,8 @@ class HostTemplar:
             if isinstance(result, Undefined):
                 str(result)  # "{{ nope }}" alone comes back undefined, not raised: raise it
             return result
+        if isinstance(value, Vaulted):  # inside a list or mapping
+            return self.resolved.vault.value(value, source="", field=host)
         if isinstance(value, Mapping):
             return {key: self.render(host, item) for key, item in value.items()}
         if isinstance(value, list):

@@ -182,6 +182,11 @@ VARIABLES: dict[str, Variable] = {
                                              "SSH private key (relative to the inventory)."),
     "ansible_become": Variable(False, validate.boolean, "Use sudo (for non-root users)."),
     "ansible_become_password": Variable(None, _optional(str), "sudo password (never logged)."),
+    "ansible_timeout": Variable(None, _optional(validate.positive_int),
+                                "Seconds to open an SSH connection (default 10)."),
+    "ansible_host_key_checking": Variable(True, validate.boolean,
+                                          "false: trust and record an unknown host key (a "
+                                          "changed one is still refused)."),
 }
 
 PATH_VARIABLES = ("ssh_config_file", "ansible_ssh_private_key_file")

@@ -4,7 +4,7 @@
     group_vars/gpu            # first of: gpu, gpu.yml, gpu.yaml, gpu.json
     group_vars/gpu/*.yml      # or a directory: every file in it, sorted, subdirectories too
 
-    found = VarsDir(Path("inventory"))
+    found = VarsDir(Path("inventory"), Vault())     # a vault-encrypted file is decrypted
     found.load("group_vars", "gpu")   # [(vars, source), ...] in the order they merge
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from nodeprov.errors import InputError
 from nodeprov.inventory.guard import check_size
-from nodeprov.inventory.vault import check_vault
+from nodeprov.inventory.vaultlib import Vault
 from nodeprov.util.yamlfile import YamlMap, kind_of, load_yaml_text, read_text
 
 EXTENSIONS = (".yml", ".yaml", ".json")
@@ -29,8 +29,9 @@ class VarsDir:
     """The group_vars/ and host_vars/ of one folder; each directory listed once, each file read
     once (a 1,000-host inventory must not stat 4,000 paths)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, vault: Vault) -> None:
         self.folder = folder
+        self.vault = vault
         self._listed: dict[str, set[str]] = {}
         self._loaded: dict[tuple[str, str], list[Loaded]] = {}
 
@@ -39,7 +40,7 @@ class VarsDir:
         key = (kind, name)
         if key not in self._loaded:
             self._loaded[key] = [(data, str(path)) for path in self._files(kind, name)
-                                 if (data := _load(path))]
+                                 if (data := _load(path, self.vault))]
         return self._loaded[key]
 
     def _files(self, kind: str, name: str) -> list[Path]:
@@ -70,12 +71,11 @@ def _walk(folder: Path) -> list[Path]:
     return found
 
 
-def _load(path: Path) -> Mapping[str, Any] | None:
+def _load(path: Path, vault: Vault) -> Mapping[str, Any] | None:
     source = str(path)
-    text = read_text(path)
-    check_vault(text, source)
+    text = vault.open_file(read_text(path), source)
     try:
-        data = load_yaml_text(text, source)
+        data = load_yaml_text(text, source, vault=True)
     except RecursionError:
         raise InputError("nested too deeply to read; flatten the file", source=source) from None
     if data is None:

@@ -21,13 +21,15 @@ from nodeprov.remote.options import OUTPUT_LIMIT
 class BoundedRemote(Remote):  # type: ignore[misc]
     """Fabric's remote runner, keeping at most OUTPUT_LIMIT characters of a hidden stream, and
     reading in large chunks: invoke joins everything read so far after each chunk (for its
-    watchers: the sudo prompt's), which its 1,000-byte chunks made quadratic."""
+    watchers: the sudo prompt's), which its 1,000-byte chunks made quadratic. Its watchers see
+    stderr only: what a command prints on stdout can never make one answer (remote/sudo.py)."""
 
     over_limit = False
     read_chunk_size = 65536
 
     def respond(self, buffer_: list[str]) -> None:
-        if self.watchers:  # the join costs as much without a watcher to show it to
+        # the join costs as much without a watcher to show it to
+        if self.watchers and buffer_ is self.stderr:
             super().respond(buffer_)
 
     def read_proc_output(self, reader: Callable[[int], bytes]) -> Iterator[str]:

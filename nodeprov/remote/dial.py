@@ -89,7 +89,7 @@ def connect(host: Host, options: SshOptions, files: SshFiles, *,
     turns it away and the connect timeout allows; Unreachable says why in one line."""
     quiet_library_logs()
     started = clock()
-    deadline = started + options.connect_timeout
+    deadline = started + (host.timeout or options.connect_timeout)  # ansible_ssh_timeout, -T
     wait = FIRST_PAUSE
     tries = 0
     while True:

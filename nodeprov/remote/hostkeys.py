@@ -59,7 +59,8 @@ class SshFiles:
     def config(self, ssh_config_file: str | None) -> Config:
         """A new Fabric Config over the once-parsed ``ssh_config_file``; without one, over what
         Fabric reads by default (~/.ssh/config and /etc/ssh/ssh_config). A Config per connection:
-        Fabric writes to its Config, and a shared one fails other threads' reads meanwhile."""
+        Fabric writes to its Config, and a shared one fails other threads' reads meanwhile.
+        Its runner lets watchers see stderr only (the sudo password's, remote.sudo)."""
         with self._lock:
             key = ssh_config_file or ""
             if key not in self._parsed:
@@ -76,10 +77,12 @@ class SshFiles:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), ssh_config_file)
         return parsed
 
-    def trust(self, connection: Any) -> Path:
+    def trust(self, connection: Any, given: tuple[str, ...] | None = None) -> Path:
         """Give the connection's client the recorded keys of its host, from the known_hosts
-        files its ssh_config names; returns the file a new key is recorded in."""
-        paths = known_hosts_files(connection.ssh_config)
+        files ``given`` (ssh arguments' UserKnownHostsFile) or its ssh_config names; returns
+        the file a new key is recorded in."""
+        paths = ([Path(os.path.expanduser(path)) for path in given] if given
+                 else known_hosts_files(connection.ssh_config))
         name = _known_hosts_name(connection.host, connection.port)
         keys: dict[str, PKey] = {}
         with self._lock:
@@ -204,7 +207,7 @@ def prepare(host: Host, options: SshOptions, files: SshFiles,
     (each checked the same way) or its ProxyCommand. Each step waits ``timeout`` s at most
     (default: the connect timeout)."""
     address = validate.address(host.address)  # again where used: a ProxyCommand's %h
-    timeout = timeout or options.connect_timeout
+    timeout = timeout or host.timeout or options.connect_timeout
     connect_kwargs: dict[str, Any] = {"banner_timeout": timeout, "auth_timeout": timeout}
     if host.key_file:
         connect_kwargs.update(key_filename=[host.key_file], look_for_keys=False)
@@ -220,19 +223,20 @@ def prepare(host: Host, options: SshOptions, files: SshFiles,
                 hop_address, user=user, port=port, gateway=gateway,
                 config=files.config(host.vars.get("ssh_config_file")),
                 connect_timeout=max(1, round(timeout)), connect_kwargs=dict(hop_kwargs)),
-                options, files)
+                host, options, files)
     elif host.proxy_command or "proxycommand" in settings:
         gateway = host.proxy_command or settings["proxycommand"]  # runs only in open()
     return _checked(_Connection(address, user=host.user, port=host.port, config=config,
                                 gateway=gateway, connect_timeout=max(1, round(timeout)),
-                                connect_kwargs=connect_kwargs), options, files)
+                                connect_kwargs=connect_kwargs), host, options, files)
 
 
-def _checked(connection: Any, options: SshOptions, files: SshFiles) -> Any:
-    """``connection`` with its host's recorded keys and the OpenSSH policy for others."""
-    record_to = files.trust(connection)
-    connection.client.set_missing_host_key_policy(
-        OpenSshPolicy(options.accept_new_host_keys, record_to, files))
+def _checked(connection: Any, host: Host, options: SshOptions, files: SshFiles) -> Any:
+    """``connection`` with its host's recorded keys and the OpenSSH policy for others (new
+    keys accepted with --accept-new-host-keys, or where host_key_checking is false)."""
+    record_to = files.trust(connection, host.known_hosts_files)
+    connection.client.set_missing_host_key_policy(OpenSshPolicy(
+        options.accept_new_host_keys or host.accept_new_host_key, record_to, files))
     return connection
 
 

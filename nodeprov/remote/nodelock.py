@@ -129,7 +129,8 @@ class RunLock:
                 output.startswith(started) or time.monotonic() < sudo_deadline):
             while channel.recv_stderr_ready():
                 errors += channel.recv_stderr(65536)
-            if errors.count(asked) > answered:
+            # sudo's prompt, before the holder said it started: typed at once, and only then
+            if not output.startswith(started) and errors.count(asked) > answered:
                 if answered or not password:
                     break  # it asks again: the password was refused
                 channel.sendall(password.encode() + b"\n")

@@ -32,7 +32,7 @@ from nodeprov.remote.batch import batch_script, batches, failed_step
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.remote.nodelock import RunLock, holder_argv, keepalive, under_batch_lock
 from nodeprov.remote.options import OUTPUT_LIMIT, SshOptions
-from nodeprov.remote.sudo import SUDO_PROMPT, as_root, sudo_responders
+from nodeprov.remote.sudo import AfterMark, Answer, GatedInput, SudoPrompt, as_root
 from nodeprov.remote.transfer import describe, run_local, stage, upload
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ class Session:
         self._run_lock = RunLock(host.name)
         self._lost: str | None = None  # why the connection was dropped under a round trip
         self._closed = threading.Event()
+        self._sudo = SudoPrompt.new()  # this session's: no command can know it in advance
 
     # --- connection -----------------------------------------------------------------------------
     def open(self) -> None:
@@ -116,14 +117,18 @@ class Session:
         live."""
         what = what or _short(argv)
         self.round_trips += 1
+        password = self.host.become_password if self.host.become and not as_login else None
+        answer = Answer(self._sudo, password) if password else None
+        in_stream: Any = False if stdin is None else (
+            GatedInput(stdin, answer) if answer else io.StringIO(stdin))
+        out, err = echo or (None, None)
         try:
             result = self._connection.run(
-                shlex.join(argv if as_login else as_root(self.host, argv)), hide=echo is None,
-                warn=True,
-                out_stream=echo[0] if echo else None, err_stream=echo[1] if echo else None,
-                timeout=timeout or self.options.command_timeout,
-                in_stream=io.StringIO(stdin) if stdin is not None else False,
-                watchers=[] if as_login else sudo_responders(self.host),
+                shlex.join(argv if as_login else as_root(self.host, argv, self._sudo)),
+                hide=echo is None, warn=True, out_stream=out,
+                err_stream=AfterMark(err, self._sudo) if err and answer else err,
+                timeout=timeout or self.options.command_timeout, in_stream=in_stream,
+                watchers=[answer] if answer else [],
             )
         except Exception as error:
             if type(getattr(error, "reason", None)).__name__ == "ResponseNotAccepted":
@@ -141,7 +146,8 @@ class Session:
         # as a job's processes do when their deadline or the stop step kills them.
         if result.exited == -1 and not self._connection.transport.is_active():
             raise self._broken(task, what, "the node ended the session without an exit status")
-        return Result(result.stdout, result.stderr.replace(SUDO_PROMPT, ""), result.exited)
+        stderr = self._sudo.command_stderr(result.stderr) if answer else result.stderr
+        return Result(result.stdout, stderr, result.exited)
 
     def _broken(self, task: str, what: str, cause: str) -> HostError:
         if self._lost:
@@ -172,13 +178,14 @@ class Session:
         # the holder's watchdog is for a connection cut without sshd noticing: a saturated
         # machine can send its heartbeats late, and must not lose the lock for it
         quiet = max(120.0, self.options.keepalive_interval * self.options.keepalive_count_max * 2)
-        command = shlex.join(as_root(self.host, holder_argv(script, token, lock_wait, quiet)))
+        command = shlex.join(as_root(self.host, holder_argv(script, token, lock_wait, quiet),
+                                     self._sudo, mark=False))
         self.round_trips += 1
         try:
             stdout = self._run_lock.take(
                 self._connection.transport, command, token, lock_wait,
                 password=self.host.become_password or "",
-                prompt=SUDO_PROMPT, lost=lambda: self._lost is not None)
+                prompt=self._sudo.text, lost=lambda: self._lost is not None)
         except HostError:
             raise
         except Exception as error:

@@ -56,6 +56,26 @@ class YamlList(list[Any]):
         return self.item_lines[index] if index < len(self.item_lines) else self.line
 
 
+class Vaulted:
+    """An inline ``!vault`` value as written: still encrypted (``inventory.vaultlib`` opens
+    it). Using it as text before that is an error, never the ciphertext in its place."""
+
+    def __init__(self, ciphertext: str, line: int) -> None:
+        self.ciphertext, self.line = ciphertext, line
+
+    def __repr__(self) -> str:
+        return f"Vaulted(line={self.line})"
+
+    def __str__(self) -> str:
+        raise ValueError(f"a !vault value (line {self.line}) no given vault password opens")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vaulted) and other.ciphertext == self.ciphertext
+
+    def __hash__(self) -> int:
+        return hash(self.ciphertext)
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader building YamlMap/YamlList and refusing duplicate keys."""
 
@@ -134,11 +154,25 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
-def _load(text: str, source: str) -> Any:
+def _construct_vaulted(loader: _Loader, node: yaml.Node) -> Vaulted:
+    if not isinstance(node, yaml.ScalarNode):
+        raise InputError("a !vault value is the text ansible-vault encrypt_string prints",
+                         source=loader.source, line=node.start_mark.line + 1)
+    return Vaulted(str(node.value), node.start_mark.line + 1)
+
+
+class _VaultLoader(_Loader):
+    """The loader of inventory files, where Ansible reads ``!vault`` values."""
+
+
+_VaultLoader.add_constructor("!vault", _construct_vaulted)
+
+
+def _load(text: str, source: str, loader_class: type[_Loader] = _Loader) -> Any:
     """Compose, check the size, depth and aliases, then build (raises yaml.YAMLError)."""
     if len(text) > MAX_BYTES:
         raise YamlTooBig(f"is {len(text)} characters; expected under {MAX_BYTES // 2**20} MiB")
-    loader = _Loader(text)
+    loader = loader_class(text)
     loader.source = source
     try:
         node = loader.get_single_node()
@@ -161,10 +195,11 @@ def load_limited(text: str) -> Any:
     return _load(text, "")
 
 
-def load_yaml_text(text: str, source: str) -> Any:
-    """Parse YAML text; syntax errors become InputError with the line."""
+def load_yaml_text(text: str, source: str, *, vault: bool = False) -> Any:
+    """Parse YAML text; syntax errors become InputError with the line. ``vault``: ``!vault``
+    values are read (as ``Vaulted``), as in Ansible's inventories and vars files."""
     try:
-        return _load(text, source)
+        return _load(text, source, _VaultLoader if vault else _Loader)
     except YamlTooBig as error:
         raise StricterThanAnsible(error.message, source=source, line=error.line) from None
     except yaml.MarkedYAMLError as error:

@@ -9,7 +9,7 @@ import pytest
 
 from nodeprov.errors import InputError
 from nodeprov.inventory import load_inventory
-from nodeprov.inventory.extravars import parse_extra_vars
+from nodeprov.inventory.extravars import parse_extra_vars, repeatable
 from nodeprov.playbook import load_playbook
 
 INVENTORY = """\
@@ -88,3 +88,24 @@ def test_extra_vars_reach_the_ssh_settings(tmp_path: Path) -> None:
     extra = parse_extra_vars(["ansible_user=deploy ansible_port=2222 ansible_become=true"])
     (host,) = load_inventory(tmp_path / "inventory.yaml", extra_vars=extra).hosts
     assert (host.user, host.port, host.become) == ("deploy", 2222, True)
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    (["ansible_become_password=Canary-1 rdzv_port=29600"], ["-e", "rdzv_port=29600", "-K"]),
+    (['{"ansible_sudo_pass": "Canary-1", "pip_packages": ["numpy"]}'],
+     ["-e", '{"pip_packages": ["numpy"]}', "-K"]),
+    (["ansible_ssh_pass=Canary-1"], []),
+    (['motd="a b" ipv6=enabled', "@vars.yaml"], ["-e", 'motd="a b" ipv6=enabled', "-e",
+                                                 "@vars.yaml"]),
+])
+def test_a_printed_command_repeats_the_extra_vars_but_no_password(
+        given: list[str], expected: list[str]) -> None:
+    assert repeatable(given) == expected
+
+
+def test_the_repair_command_of_a_drift_asks_for_the_password_instead() -> None:
+    from nodeprov.checks import Drift
+
+    drift = Drift("n2", "hosts", "inv.yaml", "hosts",
+                  extra_vars=("ansible_become_password=Canary-1",))
+    assert drift.repair == "nodeprov apply inv.yaml -K --limit n2 --tags hosts"

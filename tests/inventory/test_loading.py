@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -93,7 +94,7 @@ all:
     assert not touched.exists()
 
 
-def test_vault_is_named_with_file_line_and_variable(tmp_path: Path) -> None:
+def test_a_damaged_vault_is_named_with_file_line_host_and_variable(tmp_path: Path) -> None:
     path = write(tmp_path, "group_vars/all.yml", """\
 node_subnet: 10.0.0.0/24
 ansible_become_password: !vault |
@@ -103,7 +104,8 @@ ansible_become_password: !vault |
     write(tmp_path, "hosts.ini", "n1 ansible_host=10.0.0.1\n")
     with pytest.raises(InputError) as error:
         load_inventory(tmp_path / "hosts.ini")
-    assert str(error.value).startswith(f"{path}:2: ansible_become_password: value is vault")
+    assert str(error.value).startswith(f"{path}:2: n1: ansible_become_password: not a valid "
+                                       "vault")
 
 
 @pytest.mark.parametrize(("name", "text", "fragment"), [
@@ -223,17 +225,22 @@ def test_a_plays_hosts_take_ansible_patterns(tmp_path: Path) -> None:
 def test_connection_variables_nodeprov_does_not_apply_are_named_in_a_warning(
         tmp_path: Path) -> None:
     path = write(tmp_path, "hosts.ini", "[g]\nn1 ansible_host=10.0.0.1 "
-                 "ansible_host_key_checking=False ansible_ssh_args='-C'\n"
+                 "ansible_host_key_checking=False ansible_ssh_args='-C -o Port=2200'\n"
                  "n2 ansible_host=10.0.0.2 ansible_ssh_host_key_checking=True "
-                 "ansible_hostname=n2 ansible_becom=true\n[all:vars]\nnode_subnet=10.0.0.0/24\n")
+                 "ansible_hostname=n2 ansible_becom=true ansible_ssh_pipelining=true\n"
+                 "[all:vars]\nnode_subnet=10.0.0.0/24\n")
     warnings: list[str] = []
-    load_inventory(path, warn=warnings.append)
+    inventory = load_inventory(path, warn=warnings.append)
     assert warnings == [
-        f"{path}:2: ansible_host_key_checking: not applied: host keys are always checked "
-        "(--accept-new-host-keys records new ones)",
-        f"{path}:2: ansible_ssh_args: not applied: nodeprov connects with paramiko, not the "
-        "ssh program; use ssh_config_file",
-        f"{path}:3: ansible_becom: unknown variable; did you mean ansible_become?"]
+        f"{path}:2: ansible_ssh_args: -C not applied: nodeprov applies ProxyJump, "
+        "ProxyCommand, the port, -F and the host-key options (put others in ssh_config_file)",
+        f"{path}:3: ansible_becom: unknown variable; did you mean ansible_become?",
+        f"{path}:3: ansible_ssh_pipelining: not applied: nodeprov connects with paramiko, not "
+        "the ssh program; use ssh_config_file"]
+    # host key checking and the port of ssh arguments are applied now
+    n1, n2 = inventory.hosts
+    assert (n1.accept_new_host_key, n1.port) == (True, 2200)
+    assert (n2.accept_new_host_key, n2.port) == (False, None)
 
 
 @pytest.mark.parametrize(("name", "text", "message"), [
@@ -262,3 +269,13 @@ def test_an_unquoted_python_version_is_refused_as_the_number_it_reads_as(
     with pytest.raises(InputError, match=r"python_version: 3\.1 is a number, not a version "
                        r"\(3\.10 reads as 3\.1\): quote it"):
         load_inventory(tmp_path / name)
+
+
+def test_ssh_arguments_give_hops_config_and_known_hosts(tmp_path: Path) -> None:
+    path = write(tmp_path, "hosts.ini", "n1 ansible_host=10.0.0.1 ansible_ssh_common_args='-o "
+                 "UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -F cfg -J bastion'\n"
+                 "[all:vars]\nnode_subnet=10.0.0.0/24\n")
+    (host,) = load_inventory(path).hosts
+    assert (host.known_hosts_files, host.accept_new_host_key, host.proxy_jump) == (
+        ("/dev/null",), True, "bastion")
+    assert host.vars["ssh_config_file"] == os.path.abspath("cfg")  # as ssh reads -F

@@ -47,7 +47,7 @@ class LocalShell:
         self.stdins.append(stdin)
         argv = shlex.split(command)
         if argv[:2] == ["sudo", "-S"]:
-            argv = argv[5:]
+            argv = argv[5:]  # sh -c 'print the start mark; exec "$@"' MARK argv
             stdin = stdin.split("\n", 1)[1] if stdin else stdin
         argv = [arg.replace(STATE_DIR, f"{self.root}/state").replace(LOCK_DIR, f"{self.root}/run")
                 for arg in argv]
@@ -146,7 +146,9 @@ def test_a_failed_action_skips_the_read_after_it(tmp_path: Any) -> None:
 def test_become_sends_password_on_stdin_only(tmp_path: Any) -> None:
     session, shell = session_for(tmp_path, become=True, become_password="s3cret")
     session.run(["true"])
-    assert shell.commands[0].startswith("sudo -S -p '[nodeprov: sudo password]' -- true")
+    prompt = session._sudo
+    assert shell.commands[0].startswith(f"sudo -S -p '{prompt.text}' -- sh -c ")
+    assert shell.commands[0].endswith(f" {prompt.mark} true")
     assert "s3cret" not in shell.commands[0] and shell.stdins[0] is None
 
 

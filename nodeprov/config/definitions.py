@@ -1,0 +1,86 @@
+"""The Ansible settings nodeprov honours, each defined as ansible-core defines it: where
+Ansible reads it (INI entries, then environment variables; a later entry of each list wins),
+its type, and under which name ``ansible-config dump`` shows it. Connection settings are the
+``ssh`` connection plugin's and ``become_user``/``become_pass`` the ``sudo`` become plugin's
+(``ansible-config dump -t connection``/``-t become``): those are the ones Ansible's ssh and sudo
+read. Every other setting of an ansible.cfg is listed as not used, never dropped in silence.
+
+    >>> DEFINITIONS["forks"].env
+    ('ANSIBLE_FORKS',)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULTS = "defaults"
+BECOME = "privilege_escalation"
+SSH = "ssh_connection"
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str  # nodeprov's name for it: the ansible.cfg key
+    ansible: str  # ansible-config dump's name (DEFAULT_FORKS; ssh_args in the ssh plugin)
+    ini: tuple[tuple[str, str], ...]
+    env: tuple[str, ...]
+    kind: str | None = None  # bool, int, path, pathlist, list; None: the text as written
+    plugin: str = ""  # "" (Ansible's base settings), "ssh" (connection) or "sudo" (become)
+    secret: bool = False  # never shown
+    use: str = ""  # what nodeprov does with it
+
+
+def _base(name: str, ansible: str, section: str, kind: str | None, use: str) -> Definition:
+    return Definition(name, ansible, ((section, name),), (f"ANSIBLE_{name.upper()}",), kind,
+                      use=use)
+
+
+DEFINITIONS: dict[str, Definition] = {d.name: d for d in (
+    _base("inventory", "DEFAULT_HOST_LIST", DEFAULTS, "pathlist",
+          "the inventory when none is given"),
+    _base("remote_user", "DEFAULT_REMOTE_USER", DEFAULTS, None,
+          "SSH user (-u and ansible_user win)"),
+    _base("private_key_file", "DEFAULT_PRIVATE_KEY_FILE", DEFAULTS, "path",
+          "SSH key (--private-key and ansible_ssh_private_key_file win)"),
+    _base("remote_port", "DEFAULT_REMOTE_PORT", DEFAULTS, "int",
+          "SSH port (ansible_port wins)"),
+    _base("forks", "DEFAULT_FORKS", DEFAULTS, "int", "hosts in parallel (-f wins)"),
+    _base("timeout", "DEFAULT_TIMEOUT", DEFAULTS, "int",
+          "seconds to open an SSH connection (-T wins)"),
+    _base("become", "DEFAULT_BECOME", BECOME, "bool", "use sudo (-b, ansible_become win)"),
+    _base("become_method", "DEFAULT_BECOME_METHOD", BECOME, None,
+          "sudo only; another method is refused"),
+    _base("become_ask_pass", "DEFAULT_BECOME_ASK_PASS", BECOME, "bool",
+          "ask for the sudo password (as -K)"),
+    _base("vault_password_file", "DEFAULT_VAULT_PASSWORD_FILE", DEFAULTS, "path",
+          "vault password file or script, after --vault-password-file"),
+    _base("vault_identity_list", "DEFAULT_VAULT_IDENTITY_LIST", DEFAULTS, "list",
+          "vault ids (label@source), before --vault-id"),
+    _base("vault_identity", "DEFAULT_VAULT_IDENTITY", DEFAULTS, None,
+          "the vault id of password files and 1.1 vaults"),
+    # no type in Ansible: any text (even False) turns the match on, as in Ansible
+    _base("vault_id_match", "DEFAULT_VAULT_ID_MATCH", DEFAULTS, None,
+          "try only the secret whose label matches a vault's id"),
+    _base("ask_vault_pass", "DEFAULT_ASK_VAULT_PASS", DEFAULTS, "bool",
+          "ask for the vault password (as --ask-vault-pass)"),
+    Definition("host_key_checking", "host_key_checking", ((DEFAULTS, "host_key_checking"),
+               (SSH, "host_key_checking")), ("ANSIBLE_HOST_KEY_CHECKING",
+               "ANSIBLE_SSH_HOST_KEY_CHECKING"), "bool", "ssh",
+               use="False: unknown host keys are trusted and recorded (changed ones refused)"),
+    Definition("ssh_args", "ssh_args", ((SSH, "ssh_args"),), ("ANSIBLE_SSH_ARGS",),
+               plugin="ssh", use="ProxyJump, ProxyCommand, port, known-hosts options"),
+    Definition("ssh_common_args", "ssh_common_args", ((SSH, "ssh_common_args"),),
+               ("ANSIBLE_SSH_COMMON_ARGS",), plugin="ssh",
+               use="as ssh_args (ansible_ssh_common_args wins)"),
+    Definition("ssh_extra_args", "ssh_extra_args", ((SSH, "ssh_extra_args"),),
+               ("ANSIBLE_SSH_EXTRA_ARGS",), plugin="ssh",
+               use="as ssh_args (ansible_ssh_extra_args wins)"),
+    Definition("become_user", "become_user", ((BECOME, "become_user"),
+               ("sudo_become_plugin", "user")), ("ANSIBLE_BECOME_USER", "ANSIBLE_SUDO_USER"),
+               plugin="sudo", use="root only; another user is refused"),
+    Definition("become_pass", "become_pass", (("sudo_become_plugin", "password"),),
+               ("ANSIBLE_BECOME_PASS", "ANSIBLE_SUDO_PASS"), plugin="sudo", secret=True,
+               use="the sudo password (-K and ansible_become_password win)"),
+)}
+# read to find the others, never reported as not used
+CONFIG_ENV = "ANSIBLE_CONFIG"

@@ -1,0 +1,142 @@
+"""An inventory opened as ``ansible-playbook`` would open it: with the ansible.cfg and
+``ANSIBLE_*`` settings in force (``nodeprov.config``), the vault passwords from every source
+Ansible takes them from, and what the command line says, each below or above the inventory's
+own variables as in Ansible.
+
+    opened = open_inventory(None, AnsibleOptions(vault_ids=("prod@prompt",)), prompt=getpass,
+                            redactor=redactor)   # masks each password and decrypted value
+    opened.inventory.hosts, opened.forks(None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nodeprov.config import Settings, read_settings
+from nodeprov.config.defaults import AnsibleOptions, CommandLine, host_defaults
+from nodeprov.errors import InputError
+from nodeprov.inventory import load_inventory
+from nodeprov.inventory.model import Inventory
+from nodeprov.inventory.reading import warn_stderr
+from nodeprov.inventory.vaultlib import Vault
+from nodeprov.inventory.vaultsecrets import DEFAULT_IDENTITY, load_secrets
+from nodeprov.util.fanout import DEFAULT_FORKS
+from nodeprov.util.redact import Redactor
+
+DEFAULT_INVENTORY = Path("inventory.yaml")
+Prompt = Callable[[str], str]  # asks for a password without echo (getpass)
+
+
+@dataclass(frozen=True)
+class Opened:
+    inventory: Inventory
+    settings: Settings
+    vault: Vault
+
+    def forks(self, given: int | None) -> int:
+        """-f, else forks from ansible.cfg or ANSIBLE_FORKS, else nodeprov's own default."""
+        return given or int(self.settings.get("forks", DEFAULT_FORKS))
+
+
+def inventory_path(given: Path | None, settings: Settings,
+                   environ: Mapping[str, str]) -> Path:
+    """INVENTORY if given, else ansible.cfg's (or ANSIBLE_INVENTORY's) one inventory, else
+    ./inventory.yaml if it exists, else $NODEPROV_INVENTORY."""
+    if given is not None:
+        return given
+    configured = settings.values.get("inventory")
+    if configured is not None:
+        if len(configured.value) != 1:
+            raise InputError(f"{len(configured.value)} inventories; nodeprov reads one: give "
+                             "it as INVENTORY", source=configured.origin, field=configured.entry)
+        path = Path(configured.value[0])
+        if not path.exists():
+            raise InputError(f"{path} does not exist; fix the setting or give the inventory "
+                             "as INVENTORY", source=configured.origin, field=configured.entry)
+        return path
+    if DEFAULT_INVENTORY.exists():
+        return DEFAULT_INVENTORY
+    if environ.get("NODEPROV_INVENTORY"):
+        return Path(environ["NODEPROV_INVENTORY"])
+    raise InputError("no inventory: give a path, set inventory in ansible.cfg, create "
+                     "./inventory.yaml, or set NODEPROV_INVENTORY")
+
+
+def open_inventory(given: Path | None, options: AnsibleOptions, *, prompt: Prompt,
+                   redactor: Redactor, extra_vars: Mapping[str, Any] | None = None,
+                   playbook_dir: Path | None = None,
+                   warn: Callable[[str], None] = warn_stderr,
+                   environ: Mapping[str, str] | None = None) -> Opened:
+    """Read the settings, say once what of them nodeprov does not use, ask for the passwords
+    the options and settings ask for, then load the inventory with them. ``redactor`` learns
+    every password and decrypted value as soon as it is known, errors of the loading included.
+    """
+    prepared = prepare(given, options, prompt=prompt, redactor=redactor, warn=warn,
+                       environ=environ, become=True)
+    inventory = load_inventory(prepared.path, playbook_dir, warn, extra_vars=extra_vars,
+                               defaults=host_defaults(prepared.settings, prepared.command_line),
+                               vault=prepared.vault)
+    redactor.add(host.become_password for host in inventory.hosts if host.become_password)
+    return Opened(inventory, prepared.settings, prepared.vault)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What reading an inventory needs: its path, the settings, the vault, the command line."""
+
+    path: Path
+    settings: Settings
+    vault: Vault
+    command_line: CommandLine
+
+
+def prepare(given: Path | None, options: AnsibleOptions, *, prompt: Prompt,
+            redactor: Redactor, warn: Callable[[str], None] = warn_stderr,
+            environ: Mapping[str, str] | None = None, become: bool = False) -> Prepared:
+    """The settings (their warnings said), the inventory's path, the vault with its secrets
+    and (``become``) the sudo password asked for: what ``nodeprov inventory`` needs too."""
+    environ = os.environ if environ is None else environ
+    settings = read_settings(environ, Path.cwd())
+    for warning in settings.warnings:
+        warn(warning)
+    if settings.not_used:
+        where = settings.config_file or "the environment"
+        warn(f"{where}: not used by nodeprov (docs/ansible.md says why): "
+             f"{', '.join(settings.not_used)}")
+    path = inventory_path(given, settings, environ)
+    command_line = options.command_line
+    if become and (options.ask_become_pass or settings.get("become_ask_pass")):
+        typed = prompt("BECOME password: ")
+        redactor.add({typed})
+        command_line = dataclasses.replace(command_line, become_password=typed)
+    if settings.get("become_pass"):
+        redactor.add({settings.get("become_pass")})
+    vault = _vault(options, settings, prompt, warn, redactor)
+    redactor.follow(vault.snapshot)
+    redactor.add(secret.password.decode(errors="replace") for secret in vault.secrets)
+    return Prepared(path, settings, vault, command_line)
+
+
+def _vault(options: AnsibleOptions, settings: Settings, prompt: Prompt,
+           warn: Callable[[str], None], redactor: Redactor) -> Vault:
+    """The vault secrets in Ansible's order: vault_identity_list, --vault-id, each password
+    file (--vault-password-file, then vault_password_file), then the prompt."""
+    def asked(text: str) -> str:
+        typed = prompt(text)
+        redactor.add({typed})
+        return typed
+
+    identity = str(settings.get("vault_identity") or DEFAULT_IDENTITY)
+    configured_file = settings.get("vault_password_file")
+    secrets = load_secrets(
+        [*filter(None, settings.get("vault_identity_list", [])), *options.vault_ids],
+        [*options.vault_password_files, *([configured_file] if configured_file else [])],
+        ask=options.ask_vault_pass or bool(settings.get("ask_vault_pass")),
+        prompt=asked, warn=warn, identity=identity)
+    # no type in Ansible: any text turns it on, "False" too
+    return Vault(secrets, identity=identity, id_match=bool(settings.get("vault_id_match")))
