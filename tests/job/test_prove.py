@@ -13,6 +13,7 @@ from nodeprov.cli import app
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from tests.conftest import requires_root_namespaces
+from tests.wheels.mirror import uv_index
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +29,9 @@ def cluster() -> Iterator[Testbed]:
     reason = requires_root_namespaces()
     if reason:
         pytest.skip(reason)
-    with temporary(nodes=3, extra_vars=CLUSTER_VARS) as bed:
+    # the mirror holds uv too, as a site's would (only this machine reads that part)
+    with temporary(nodes=3, extra_vars={**CLUSTER_VARS, "pip_extra_index_url": [uv_index()]}
+                   ) as bed:
         yield bed
 
 
