@@ -152,10 +152,10 @@ def _upload_or_fetch(session: Session, distribution: Distribution, task: str,
                      action: PeerUpload) -> None:
     host = session.host.name
     if not action.address:
-        session.execute(task, alone(action))
+        session.execute(task, [alone(action)])
         return
     if distribution.seed_for(action.key, host) == host:
-        session.execute(task, alone(action))
+        session.execute(task, [alone(action)])
         if not _serve(session, distribution, task, action):
             distribution.failed(action.key)
         return
@@ -165,7 +165,7 @@ def _upload_or_fetch(session: Session, distribution: Distribution, task: str,
         _serve(session, distribution, task, action)  # the copies spread as a tree
         return
     distribution.warn(host, f"wheels uploaded from this machine after all: {why}")
-    session.execute(task, alone(action))
+    session.execute(task, [alone(action)])
 
 
 def _download(session: Session, distribution: Distribution, task: str,
@@ -183,7 +183,7 @@ def _download(session: Session, distribution: Distribution, task: str,
             distribution.failed(action.key)
         distribution.warn(host, "wheels downloaded by this node alone: this machine could not "
                           f"resolve them to check the others' copies ({redact(str(error))})")
-        session.execute(task, alone(action))
+        session.execute(task, [alone(action)])
         return
     if seed:
         try:
@@ -194,7 +194,7 @@ def _download(session: Session, distribution: Distribution, task: str,
             distribution.failed(action.key)
             distribution.warn(host, "the wheels this machine resolved could not be downloaded "
                               f"here ({_last_line(error.output)}): this node downloaded its own")
-            session.execute(task, alone(action))
+            session.execute(task, [alone(action)])
             return
         if not _serve(session, distribution, task, action):
             distribution.failed(action.key)
@@ -204,7 +204,7 @@ def _download(session: Session, distribution: Distribution, task: str,
         _serve(session, distribution, task, action)
         return
     distribution.warn(host, f"wheels downloaded by this node after all: {why}")
-    session.execute(task, alone(action))
+    session.execute(task, [alone(action)])
 
 
 def _pinned(action: PeerDownload) -> tuple[str, ...]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nodeprov.remote.actions import Run, Upload
-from nodeprov.wheels.thismachine import ThisMachine, WheelSet, wheels_in
+from nodeprov.wheels.thismachine import ThisMachine, WheelSet
 
 if TYPE_CHECKING:
     from nodeprov.remote.facts import Facts
@@ -84,13 +84,11 @@ class PeerDownload(Run):
 PeerCopy = PeerUpload | PeerDownload
 
 
-def alone(action: PeerCopy) -> list[Upload] | list[Run]:
-    """What the action is without peers: the upload of each wheel, or this node's own
-    download."""
+def alone(action: PeerCopy) -> Upload | Run:
+    """What the action is without peers: the upload, or this node's own download."""
     if isinstance(action, PeerUpload):
-        return [Upload(str(path), f"{action.remote_path}/{path.name}")
-                for path in wheels_in(action.local_path)]
-    return [Run(action.argv, hint=action.hint)]
+        return Upload(action.local_path, action.remote_path)
+    return Run(action.argv, hint=action.hint)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from nodeprov.util import validate
 from nodeprov.wheels.sources import redact
 
 LOG_NAME = ".fetch.log"
+_OLD_LOG = "fetch.log"  # where earlier versions logged, inside what is sent to the nodes
 _OLDEST_GLIBC_MINOR = 17  # manylinux2014, the oldest tag current wheels use
 
 
@@ -98,6 +99,7 @@ def fetch(dest: Path, pip_args: Sequence[str]) -> bool:
     stamp = dest / (".done-" + hashlib.sha256("\0".join(pip_args).encode()).hexdigest()[:16])
     with open(dest / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        (dest / _OLD_LOG).unlink(missing_ok=True)  # pip's command lines, credentials included
         if stamp.exists():
             return False
         argv = [sys.executable, "-m", "pip", *pip_args[:1], "--dest", str(dest), *pip_args[1:]]

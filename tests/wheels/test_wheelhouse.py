@@ -63,3 +63,12 @@ def test_a_failed_download_says_pips_reason_and_its_log_hides_credentials(
 def test_manylinux_platforms() -> None:
     assert wheelhouse.manylinux_platforms((2, 17), "aarch64") == (
         "manylinux_2_17_aarch64", "manylinux2014_aarch64")
+
+
+def test_an_earlier_versions_log_is_removed_before_the_folder_is_sent(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "fetch.log").write_text("pip download --index-url https://ci:s3cret@m/s\n")
+    monkeypatch.setattr(subprocess, "run", lambda argv, **_: subprocess.CompletedProcess(
+        argv, 0, "", ""))
+    wheelhouse.fetch(tmp_path, ["download", "--", "six"])
+    assert not (tmp_path / "fetch.log").exists()
