@@ -28,7 +28,7 @@ Capability = tuple[int, int]
 # /cuda-gpus and /cuda-legacy-gpus: GK104 3.0, GK110 3.5, GK210 3.7, GM10x 5.0, GM20x 5.2, GP100
 # 6.0, GP10x 6.1, GV100 7.0, TU1xx 7.5, GA100 8.0, GA10x 8.6, AD10x 8.9, GH100 9.0, GB100 10.0,
 # GB110 10.3, GB10B 11.0, GB20x 12.0, GB20B (GB10) 12.1). A range never spans a device of another
-# family; ids between ranges are unknown. tests/test_gpu_capability.py checks each range against
+# family; ids between ranges are unknown. tests/gpu/test_capability.py checks each range against
 # the recorded pci.ids and against 22 real (device id, deviceQuery capability) pairs.
 _PCI_RANGES: tuple[tuple[int, int, Capability], ...] = (
     (0x0FC0, 0x0FFF, (3, 0)), (0x1001, 0x100C, (3, 5)), (0x1024, 0x1024, (3, 5)),

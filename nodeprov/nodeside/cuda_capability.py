@@ -10,7 +10,6 @@ in PCI bus order, as nvidia-smi lists them, all of them (CUDA_VISIBLE_DEVICES is
 Python 3.8+, standard library only (ctypes): ``libcuda.so.1`` comes with every NVIDIA driver.
 """
 
-import ctypes
 import os
 import sys
 
@@ -22,8 +21,10 @@ def main() -> int:
     os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # read by cuInit
     os.environ.pop("CUDA_VISIBLE_DEVICES", None)
     try:
+        import ctypes  # here, not above: Debian's python3-minimal has none, and then PCI decides
+
         cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError as error:
+    except (ImportError, OSError) as error:
         print("error libcuda " + " ".join(str(error).split())[:200])
         return 0
     status = cuda.cuInit(0)

@@ -51,6 +51,7 @@ gpu() { timeout 20 nvidia-smi "$@" 2>&1; [ $? -ne 124 ] || echo "nvidia-smi time
 section nvidia_smi; command -v nvidia-smi >/dev/null 2>&1 && gpu
 # compute_cap: drivers >= 510; older ones reject the whole query, so ask again without it, and
 # ask the driver API instead (cuda_capability.py, as $nodeprov_cuda_probe): only then
+ask_cuda=  # never from the environment the login gave
 section nvidia_query; if command -v nvidia-smi >/dev/null 2>&1; then
   query=$(gpu --query-gpu=index,name,uuid,memory.total,driver_version,compute_cap --format=csv,noheader)
   case $query in
@@ -59,7 +60,7 @@ section nvidia_query; if command -v nvidia-smi >/dev/null 2>&1; then
     *) printf '%s\n' "$query" ;;
   esac
 fi
-section cuda_probe; if [ -n "${ask_cuda-}" ] && command -v python3 >/dev/null 2>&1; then
+section cuda_probe; if [ -n "$ask_cuda" ] && command -v python3 >/dev/null 2>&1; then
   # shellcheck disable=SC2154  # remote/facts.py's read_script sets it before this script
   timeout 20 python3 -I -c "$nodeprov_cuda_probe" 2>&1
 fi

@@ -104,7 +104,7 @@ class Transfers:
     def _new_bars(self, unit: Unit) -> Progress:
         amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
         rate = [TransferSpeedColumn()] if unit == "bytes" else []
-        bars = Progress(TextColumn("{task.description}"), BarColumn(), amount, *rate,
+        bars = Progress(TextColumn("{task.description}", markup=False), BarColumn(), amount, *rate,
                         TimeRemainingColumn(), console=self.console)
         self._bars[unit] = bars
         self._overall[unit] = bars.add_task(ALL, total=0)

@@ -10,23 +10,27 @@ sources (each ``pip_index_url``/``pip_extra_index_url``'s ``torch/`` page, each
 A page is the index's word: a wheel counts only when its file name is exactly
 ``torch-<version>+<variant>-<python>-<abi>-<platform>.whl``, and a page over ``MAX_PAGE_BYTES``
 or with more than ``MAX_LINKS`` links is refused. A page the index answers 404 or 403 for lists
-nothing (the variant was not published there); any other failure raises ``IndexUnreadable``,
-and the caller falls back to nodeprov's table, saying so. Architecture lists are not on the
-index: each variant takes the table's for its release, else the newest known release's that
-built it (``published.known_arch_list``); a variant no known release built has none, so it
-is chosen only when ``torch_cuda`` names it.
+nothing (the variant was not published there); pages of which none lists any torch wheel are
+no index's word (a proxy that refuses it, or its page of refusal), and raise
+``IndexUnreadable`` as any other failure does: the caller falls back to nodeprov's table,
+saying so. Architecture lists are not on the index: each variant takes the
+table's for its release, else the newest known release's that built it
+(``published.known_arch_list``); a variant no known release built has none, so it is chosen
+only when ``torch_cuda`` names it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
+from typing import Any
 
 from nodeprov.errors import NodeprovError
 from nodeprov.variants import published
@@ -36,6 +40,7 @@ TIMEOUT_S = 10
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 MAX_LINKS = 20_000
 _ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.9"
+_TORCH_WHEEL = re.compile(r"torch-\d[^-]*-.+\.whl")  # of any version and variant
 
 
 class IndexUnreadable(NodeprovError):
@@ -53,7 +58,7 @@ def read_url(url: str) -> str:
     request = urllib.request.Request(url, headers={"Accept": _ACCEPT})
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            body = response.read(MAX_PAGE_BYTES + 1)
+            body = _read_within(response, time.monotonic() + TIMEOUT_S, url)
     except urllib.error.HTTPError as error:
         if error.code in (403, 404):
             raise NotPublished(url) from None
@@ -63,6 +68,22 @@ def read_url(url: str) -> str:
     if len(body) > MAX_PAGE_BYTES:
         raise IndexUnreadable(f"{url}: larger than {MAX_PAGE_BYTES // 2**20} MiB")
     return str(body.decode("utf-8", "replace"))
+
+
+def _read_within(response: Any, deadline: float, url: str) -> bytes:
+    """At most MAX_PAGE_BYTES + 1 bytes of the body, by ``deadline``: urlopen's timeout bounds
+    each read only, so a server that trickles bytes would hold the run for as long as it likes."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_PAGE_BYTES:
+        if time.monotonic() > deadline:
+            raise IndexUnreadable(f"{url}: not read within {TIMEOUT_S} s")
+        chunk = response.read1(min(65536, MAX_PAGE_BYTES + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 class _Links(HTMLParser):
@@ -82,7 +103,10 @@ class _Links(HTMLParser):
 def file_names(page: str) -> list[str]:
     """The file names a PEP 503 (HTML) or PEP 691 (JSON) page links to."""
     if page.lstrip().startswith("{"):
-        files = json.loads(page).get("files")
+        try:
+            files = json.loads(page).get("files")
+        except RecursionError:  # the json module's own limit, raised as no ValueError
+            raise ValueError("JSON nested too deeply: not a PEP 691 project page") from None
         if not isinstance(files, list) or len(files) > MAX_LINKS:
             raise ValueError("not a PEP 691 project page")
         return [item["filename"] for item in files
@@ -100,7 +124,8 @@ def wheel_variants(version: str, names: Iterable[str]) -> dict[str, set[str]]:
     {'x86_64': {'cu129'}}
     """
     pattern = re.compile(rf"torch-{re.escape(version)}\+(cu\d{{3}}|rocm\d+\.\d+(?:\.\d+)?)-"
-                         r"cp\d{2,3}t?-(?:cp\d{2,3}t?|abi3|none)-[a-z0-9_.]*?(x86_64|aarch64)\.whl")
+                         r"cp\d{2,3}t?-(?:cp\d{2,3}t?|abi3|none)-(?:many)?linux[a-z0-9_.]*?(x86_64|aarch64)"
+                         r"\.whl")
     found: dict[str, set[str]] = {}
     for name in names:
         match = pattern.fullmatch(name)
@@ -130,23 +155,32 @@ def listing_pages(torch_version: str, index_urls: Sequence[str], find_links: Seq
 
 
 def index_builds(torch_version: str, pages: Sequence[str],
-                 read: Callable[[str], str] = read_url) -> ReleaseBuilds:
-    """The variants ``pages`` list for ``torch_version``, read in parallel; IndexUnreadable
+                 read: Callable[[str], str] | None = None) -> ReleaseBuilds:
+    """The variants ``pages`` list for ``torch_version``, read in parallel (by ``read``, else
+    by this module's ``read_url`` as it is at the call, so a test can replace it); IndexUnreadable
     when one page cannot be read, NoVariant when none lists a CUDA or ROCm wheel of it."""
-    def one(url: str) -> dict[str, set[str]]:
+    reader = read or read_url
+
+    def one(url: str) -> tuple[dict[str, set[str]], bool]:
+        """The page's variants of the version, and whether it lists any torch wheel at all."""
         try:
-            return wheel_variants(torch_version, file_names(read(url)))
+            names = file_names(reader(url))
         except NotPublished:
-            return {}
+            return {}, False
         except ValueError as error:
             raise IndexUnreadable(f"{url}: {error}") from None
+        return wheel_variants(torch_version, names), any(map(_TORCH_WHEEL.fullmatch, names))
 
-    found: dict[str, set[str]] = {}
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(pages)))) as pool:
-        for page in pool.map(one, pages):
-            for platform, variants in page.items():
-                found.setdefault(platform, set()).update(variants)
+        answers = list(pool.map(one, pages))
     where = _describe(pages)
+    if not any(lists_torch for _, lists_torch in answers):  # not the index's word: a proxy's
+        raise IndexUnreadable(f"{where}: no page lists a torch wheel (HTTP 403 or 404 for each, "
+                              "or pages that are no package index: a proxy that blocks it?)")
+    found: dict[str, set[str]] = {}
+    for page, _ in answers:
+        for platform, variants in page.items():
+            found.setdefault(platform, set()).update(variants)
     if not found:
         raise NoVariant(f"{where} lists no CUDA or ROCm wheel of torch {torch_version}; check "
                         "the version, or set torch_cuda (cpu, cuXYZ or rocmX.Y)")

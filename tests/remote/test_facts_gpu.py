@@ -49,7 +49,8 @@ def test_without_libcuda_the_capability_stays_unknown_and_says_why(tmp_path: Pat
 def test_drivers_with_compute_cap_do_not_run_the_probe(tmp_path: Path) -> None:
     # the probe starts a python: only nodes whose nvidia-smi lacks the field pay for it
     bin_dir = fake_nvidia_smi("driver-565-cuda127-8xh100-sxm", tmp_path / "bin")
-    sections = facts_sections(bin_dir, stub_libcuda(tmp_path / "lib"), STUB_MAJOR="1")
+    sections = facts_sections(bin_dir, stub_libcuda(tmp_path / "lib"), STUB_MAJOR="1",
+                              ask_cuda="1")  # nor does a login environment that sets its flag
     assert sections["cuda_probe"].strip() == ""
     facts = parse_facts(sections)
     assert facts.gpu is not None

@@ -73,3 +73,15 @@ def test_the_bar_for_all_goes_when_the_last_transfer_ends() -> None:
     assert not overall.visible
     transfers.start("node3", "torch wheels", total=10)
     assert overall.visible
+
+
+def test_a_bar_shows_its_words_as_written_never_as_markup() -> None:
+    # rich's TextColumn reads markup: a task named "Install torch [gpu]" lost its "[gpu]", and
+    # one with "[/cuda]" raised MarkupError in the live display (the log path prints plain text)
+    transfers = Transfers(Console(file=io.StringIO(), force_terminal=True), live=True)
+    transfers.start("node1", "Install torch [gpu]: torch.whl", total=10)
+    transfers.start("node2", "Torch [/cuda]: torch.whl", total=10)
+    shown = io.StringIO()
+    Console(file=shown, width=120).print(*transfers.renderable)
+    assert "node1: Install torch [gpu]: torch.whl" in shown.getvalue()
+    assert "node2: Torch [/cuda]: torch.whl" in shown.getvalue()

@@ -159,6 +159,7 @@ def test_pep_691_json_pages(serve: dict) -> None:
     "torch-2.9.1+cu129x-cp312-cp312-manylinux_2_28_x86_64.whl",
     "torch-2.9.10+cu129-cp312-cp312-manylinux_2_28_x86_64.whl",
     "torch-2.9.1+cu129-cp312-cp312-win_amd64.whl",
+    "torch-2.9.1+cu129-cp312-cp312-macosx_11_0_x86_64.whl",  # not linux, though x86_64
     "torch-2.9.1+cu129-cp312-cp312-manylinux_2_28_x86_64.whl/../../etc",
     "torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl",  # no variant label: not counted
 ])
@@ -189,3 +190,68 @@ def test_the_choice_says_where_its_variants_came_from(serve: dict,
     online = release_builds("2.9.1", pages)
     assert online.source.startswith(f"the index {base(serve)}/whl/cu126")
     assert release_builds("2.9.1", pages) is online  # read once per run
+
+
+def test_the_default_reader_is_the_one_the_tests_replace() -> None:
+    # index_builds without a reader reads through index.read_url as it is when called, so the
+    # conftest's offline reader covers it too (a default bound at import time bypassed it)
+    with pytest.raises(IndexUnreadable, match=r"offline \(tests read no index\)"):
+        index_builds("2.9.1", ["http://127.0.0.1:9/whl/cu129/torch/"])
+
+
+@pytest.mark.parametrize("refusal", [(403, b""), (404, b""), (
+    200, b"<html><body><h1>Access denied</h1><a href='/policy'>policy</a></body></html>")])
+def test_pages_that_list_no_torch_wheel_at_all_are_no_index(
+        refusal: tuple[int, bytes], serve: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a proxy that refuses download.pytorch.org (403 for every page, or its own page of
+    # refusal) is an offline site: the table decides, saying so, instead of "lists no CUDA or
+    # ROCm wheel of torch 2.9.1; check the version"
+    pages = [f"{base(serve)}/whl/{variant}/torch/" for variant in RECORDED]
+    for variant in RECORDED:
+        serve[f"/whl/{variant}/torch/"] = refusal
+    with pytest.raises(IndexUnreadable, match="no page lists a torch wheel"):
+        index_builds("2.9.1", pages, real_read_url)
+    monkeypatch.setattr(index, "read_url", real_read_url)
+    release_builds.cache_clear()
+    builds = release_builds("2.9.1", tuple(pages))
+    assert builds.source.startswith("nodeprov's table (index unreachable: ")
+    assert sorted(builds.cuda["x86_64"]) == ["cu126", "cu128", "cu129", "cu130"]
+    # one page that lists torch wheels, none of the version: the index's word, not an outage
+    serve["/whl/cu126/torch/"] = (200, recorded_page("cu126").encode())
+    with pytest.raises(NoVariant, match=r"lists no CUDA or ROCm wheel of torch 2\.99\.0"):
+        index_builds("2.99.0", pages, real_read_url)
+
+
+def test_a_json_page_nested_past_pythons_limit_is_unreadable(serve: dict) -> None:
+    serve["/simple/torch/"] = (200, ('{"files":' + '{"a":' * 200_000 + "1" + "}" * 200_001)
+                               .encode())
+    with pytest.raises(IndexUnreadable, match="nested too deeply"):
+        index_builds("2.9.1", [f"{base(serve)}/simple/torch/"], real_read_url)
+
+
+def test_a_page_that_trickles_in_is_cut_off_at_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """urlopen's timeout bounds each read only: a byte every 0.2 s would never trip it."""
+    import socket
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def trickle() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            for _ in range(50):
+                time.sleep(0.2)
+                try:
+                    connection.sendall(b"<")
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    monkeypatch.setattr(index, "TIMEOUT_S", 1)
+    started = time.monotonic()
+    with listener, pytest.raises(IndexUnreadable, match="not read within 1 s"):
+        real_read_url(f"http://127.0.0.1:{listener.getsockname()[1]}/torch/")
+    assert time.monotonic() - started < 5

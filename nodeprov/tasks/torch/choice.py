@@ -16,7 +16,6 @@ from functools import lru_cache
 
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, TaskFailed
-from nodeprov.variants import index
 from nodeprov.variants.choose import (
     NoVariant,
     ReleaseBuilds,
@@ -46,7 +45,7 @@ def node_gpus(facts: Facts) -> NodeGpus:
 def release_builds(torch_version: str, pages: tuple[str, ...]) -> ReleaseBuilds:
     """The version's builds as the index ``pages`` list them, else as nodeprov's table does."""
     try:
-        return index_builds(torch_version, pages, index.read_url)
+        return index_builds(torch_version, pages)
     except IndexUnreadable as error:
         known = known_builds(torch_version)
         if known is None:
