@@ -7,7 +7,9 @@
     ├── EnvironmentProblem        this machine lacks something (root, a tool) (exit 2)
     ├── HostError                 something failed on one host (exit 1); carries node and task
     │   ├── Unreachable           no SSH session could be opened
-    │   └── CommandFailed         a remote command exited non-zero
+    │   ├── CommandFailed         a remote command exited non-zero
+    │   └── InstallFailed         nothing could install: one line, the tool's lines below
+    │                             (wheels.peer_exec)
     ├── TaskFailed                a task's plan: the node cannot get there (exit 1; tasks.base)
     ├── UnknownHostKey            a host key not in known_hosts (remote.hostkeys)
     ├── ProxyCommandFailed        a ProxyCommand did not start or ended (remote.proxycommand;
@@ -23,7 +25,9 @@
         util.yamlfile), TemplateLimit and TemplateLoop (Jinja2 errors; util.jinja,
         inventory.templating), IndexUnreadable and NotPublished (variants.index: the torch
         choice falls back to nodeprov's table, saying why), BadValue (a ValueError;
-        config.convert), VaultFormatError (a ValueError; inventory.vaultformat)
+        config.convert), VaultFormatError (a ValueError; inventory.vaultformat), DownloadFailed
+        (this machine's pip; wheels.wheelhouse: a warning where what failed was only a faster
+        way, else a HostError)
 
 Each error prints as one line a person can act on::
 

@@ -164,7 +164,9 @@ def _run_modules(inventory_path: Path, playbook_path: Path | None, limit: str | 
     """The check modules of ``nodeprov.checks`` under pytest, in this process."""
     checks_dir = str(resources.files("nodeprov.checks"))
     args = [
-        "-p", "nodeprov.checks", "--pyargs", "nodeprov.checks",
+        # the folder, not --pyargs: pytest loads the conftest.py of the directory verify is
+        # run from (and its test* folders) when its arguments name no existing path
+        "-p", "nodeprov.checks", checks_dir,
         # isolate from the caller's pytest config and plugins' output: the report is ours
         "-c", os.devnull, "--rootdir", checks_dir, "--confcutdir", checks_dir,
         "-p", "no:cacheprovider", "-p", "no:terminal", "--continue-on-collection-errors",

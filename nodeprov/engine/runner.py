@@ -215,6 +215,8 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
             task.status = "failed"
             task.error = (f"{run.host.name}: {spec.type.name}: internal error "
                           f"{type(error).__name__}: {error} (please report this)")
+        # what the wheels' fast paths did instead (uv, a peer, the wheelhouse), failed or not
+        task.warnings[:0] = distribution.warnings_for(run.host.name)
         task.duration = time.monotonic() - started
         result.tasks.append(task)
         reporter.task_done(run.host.name, task)

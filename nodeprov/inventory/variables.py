@@ -133,6 +133,9 @@ VARIABLES: dict[str, Variable] = {
                            "Torch wheel variant: auto (from the drivers), cpu, cuXYZ or rocmX.Y."),
     "pip_packages": Variable((), _list_of(validate.option_safe),
                              "Extra pip requirement specs installed into the venv."),
+    "torch_numpy": Variable(True, validate.boolean,
+                            "numpy in the venv beside torch (which warns in every rank "
+                            "without it)."),
     "pip_index_url": Variable(None, _optional(validate.option_safe),
                               "pip --index-url for the nodes (a mirror)."),
     "pip_extra_index_url": Variable((), _list_of(validate.option_safe),

@@ -1,33 +1,33 @@
 """The node side of peer distribution: standalone scripts run with the node's python3.
 
-    python3 -c SERVE DIR ADDRESS LIFETIME IDLE TOKEN   # prints "PORT PID", serves detached
-    python3 -c FETCH URL DEST SECONDS NAME SHA256 [NAME SHA256 ...]
-    python3 -c LIST DIR                          # "SHA256 SIZE NAME" per file: a download's
+    python3 -c SERVE DIR ADDRESS LIFETIME IDLE MARK PATH  # prints "PORT PID", serves detached
+    python3 -c FETCH URL DEST SECONDS NAME SHA256 SIZE [NAME SHA256 SIZE ...]
 
-SERVE opens DIR's wheels and serves those open files read-only over HTTP on ADDRESS, port 0: the
-kernel picks a port from the node's ephemeral range, which the firewall task opens to the node
-subnet only (and before that task, ufw is off). Having opened them, it detaches and drops root
-for ``nobody`` (it exits rather than serve as root): the server reads no path after that, so
-the seed may remove DIR once it has installed. It stops on SIGTERM, after LIFETIME seconds, or
-after IDLE seconds with no transfer: nothing stays listening even if this machine dies mid-run.
-TOKEN only marks its command line, so the stop step can tell it from a process that took its
-pid after it ended by itself.
+SERVE opens DIR's wheels (``*.whl``, nothing else: no log, no list) and serves those open files
+read-only over HTTP on ADDRESS, port 0, under ``/PATH/`` only, PATH being a random token of the
+run: a host that can reach the port but was not told the token gets 404 for everything (the
+kernel picks the port from the node's ephemeral range, which the firewall task opens to the node
+subnet only; before that task, ufw may be off). Having opened them, it detaches and drops root
+for ``nobody`` (it exits rather than serve as root), and only then says it serves: the server
+reads no path after that, so the seed may remove DIR once it has installed. It stops on
+SIGTERM, after LIFETIME seconds, or after IDLE seconds with no transfer: nothing stays
+listening even if this machine dies mid-run. MARK only marks its command line, so the stop step
+can tell it from a process that took its pid after it ended by itself.
 
 FETCH downloads each NAME from URL (stdlib urllib only) into DEST through a temporary file,
-and keeps it only when its sha256 is the one given: the seed is not trusted, nor is its pace
-(it gives up after SECONDS in all). Exit 1 names the first file that failed.
-
-LIST prints each file of a download the seed made itself, for the others to check theirs
-against (the seed is trusted as far as its own download goes: it fetched from the index).
+stops at SIZE bytes (it writes no more than that, whatever the source sends), and keeps a file
+only when its sha256 is the one given: the source is not trusted, nor is its pace (it gives up
+after SECONDS in all). Exit 1 names the first file that failed.
 """
 
 from __future__ import annotations
 
 SERVE = r"""import http.server, os, pwd, signal, socket, sys, threading, time, urllib.parse
-source, address = sys.argv[1], sys.argv[2]
+source, address, prefix = sys.argv[1], sys.argv[2], "/" + sys.argv[6] + "/"
 lifetime, idle = float(sys.argv[3]), float(sys.argv[4])
-files = {name: os.open(os.path.join(source, name), os.O_RDONLY) for name in os.listdir(source)
-         if not name.startswith(".") and os.path.isfile(os.path.join(source, name))}
+files = {name: os.open(os.path.join(source, name), os.O_RDONLY | os.O_NOFOLLOW)
+         for name in os.listdir(source) if name.endswith(".whl") and not name.startswith(".")
+         and os.path.isfile(os.path.join(source, name))}
 state = {"active": 0, "last": time.monotonic()}
 lock = threading.Lock()
 
@@ -36,7 +36,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             state["active"] += 1
         try:
-            fd = files.get(urllib.parse.unquote(self.path.lstrip("/")))
+            name = self.path[len(prefix):] if self.path.startswith(prefix) else ""
+            fd = files.get(urllib.parse.unquote(name))
             if fd is None:
                 self.send_error(404)
                 return
@@ -64,10 +65,15 @@ class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
 server = Server((address, 0), Handler)
+ready, told = os.pipe()
 child = os.fork()
 if child:
+    os.close(told)
+    if os.read(ready, 1) != b"y":  # the child could not drop root: nothing serves
+        os._exit(1)
     print(server.server_address[1], child, flush=True)
     os._exit(0)
+os.close(ready)
 os.setsid()
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
@@ -80,6 +86,8 @@ if os.geteuid() == 0:
         os.setuid(nobody.pw_uid)
     except (KeyError, OSError):
         os._exit(1)  # never serve as root
+os.write(told, b"y")
+os.close(told)
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
 threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -96,40 +104,30 @@ server.server_close()
 
 FETCH = r"""import hashlib, os, sys, time, urllib.parse, urllib.request
 base, dest, deadline = sys.argv[1], sys.argv[2], time.monotonic() + float(sys.argv[3])
-pairs = sys.argv[4:]
-for name, expected in zip(pairs[0::2], pairs[1::2]):
+rest = sys.argv[4:]
+for name, expected, size in zip(rest[0::3], rest[1::3], map(int, rest[2::3])):
     part = os.path.join(dest, "." + name + ".part")
-    digest = hashlib.sha256()
+    digest, got = hashlib.sha256(), 0
     try:
         with urllib.request.urlopen(base + urllib.parse.quote(name), timeout=60) as response, \
                 open(part, "wb") as out:
             while True:
-                chunk = response.read1(1 << 20)
+                chunk = response.read1(min(1 << 20, size + 1 - got))
                 if not chunk:
                     break
+                got += len(chunk)
+                if got > size:
+                    sys.exit(f"{name}: the source sent more than {size} bytes")
                 if time.monotonic() > deadline:
                     sys.exit(f"{name}: too slow, gave up after {sys.argv[3]} seconds")
                 digest.update(chunk)
                 out.write(chunk)
         if digest.hexdigest() != expected:
-            sys.exit(f"{name}: sha256 {digest.hexdigest()} from the seed, expected {expected}")
+            sys.exit(f"{name}: sha256 {digest.hexdigest()} from the source, expected {expected}")
         os.replace(part, os.path.join(dest, name))
     except OSError as error:
         sys.exit(f"{name}: {error}")
     finally:
         if os.path.exists(part):
             os.unlink(part)
-"""
-
-LIST = r"""import hashlib, os, sys
-folder = sys.argv[1]
-for name in sorted(os.listdir(folder)):
-    path = os.path.join(folder, name)
-    if name.startswith(".") or not os.path.isfile(path):
-        continue
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for chunk in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(chunk)
-    print(digest.hexdigest(), os.path.getsize(path), name)
 """

@@ -1,7 +1,8 @@
 """``venv``: a Python venv built with the node's python3, for torch and the verification job.
 
     - name: Python venv
-      venv: {path: "{{ venv_path }}", python_version: "{{ python_version }}"}
+      venv: {path: "{{ venv_path }}", python_version: "{{ python_version }}",
+             subnet: "{{ node_subnet }}", index_url: "{{ pip_index_url }}", ...}
 
 ``python_version`` is a minimum. An existing venv is kept while its python is new enough and
 still runs (rebuilding it would drop what is installed); a broken or too old one is rebuilt.
@@ -9,6 +10,9 @@ It is built with the node's python3, or, where that is too old (RHEL 9's 3.9, RH
 with the oldest ``python3.X`` beside it that is new enough (the one most torch releases have
 wheels for).
 On apt nodes whose python3 lacks ensurepip, the ``python3.X-venv`` package is installed first.
+pip is put in by uv where the node has uv or can get it (``installer.uv_copy``: downloaded once
+by this machine from the ``pip_*`` sources, else its own pip configuration, and fanned out over
+``subnet``); by ensurepip where uv cannot be had, and the plan or the task's warning says why.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Action, Change, Context, Plan, Probe, Run, TaskFailed, TaskType
 from nodeprov.util import validate
 from nodeprov.wheels import installer
-from nodeprov.wheels.installer import UvState, create_venv, parse_uv_line, push_uv, uv_unusable
+from nodeprov.wheels.installer import UvState, create_venv, parse_uv_line, uv_for
+from nodeprov.wheels.peers import plan_copy
+from nodeprov.wheels.sources import Sources
 
 # argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: whether uv is
 # there (installer.UV_PROBE), "yes" when its
@@ -58,12 +64,25 @@ SCRIPTS_PYTHON = "3.8"
 class VenvParams:
     path: str = "/opt/nodeprov/venv"
     python_version: str = "3.10"
+    # where this machine downloads uv from, and the subnet it is fanned out over
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    subnet: str | None = None
 
     def __post_init__(self) -> None:
         validate.absolute_path(self.path)
         validate.version(self.python_version)
         if self.path == "/":
             raise ValueError("path: a venv cannot be /")
+        for source in (*self.extra_index_urls, *self.find_links, *filter(None, [self.index_url])):
+            validate.option_safe(source)
+        if self.subnet is not None:
+            validate.cidr(self.subnet)
+
+    @property
+    def sources(self) -> Sources:
+        return Sources(self.index_url, self.extra_index_urls, self.find_links)
 
 
 @dataclass(frozen=True)
@@ -193,10 +212,14 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
         why += f" (installing {package} for ensurepip)"
     if state.version is not None:
         actions.append(Run(("rm", "-rf", "--", path)))
-    why_not = uv_unusable(state.uv, ctx.facts.arch)
-    actions[:0] = push_uv(state.uv, ctx.facts.arch, python) if why_not is None else ()
-    actions += create_venv(python, path, with_uv=why_not is None)
+    copy, why_not = uv_for(state.uv, ctx.facts.arch, python, params.sources,
+                           ctx.distribution.here if ctx.distribution else None)
     pip = "pip put in by uv" if why_not is None else f"pip put in by ensurepip ({why_not})"
+    if copy is not None:
+        copy, words = plan_copy(ctx.distribution, ctx.host.name, ctx.facts, params.subnet, copy)
+        actions.insert(0, copy)
+        pip += f" (uv {installer.UV_VERSION} {words})"
+    actions += create_venv(python, path, with_uv=why_not is None)
     return Plan.of(Change(f"{why} with {python} {version}, {pip}", tuple(actions)))
 
 

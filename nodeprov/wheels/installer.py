@@ -1,25 +1,31 @@
-"""Installs on the nodes at uv's speed: uv pushed once per node, pip where uv cannot run.
+"""Installs on the nodes at uv's speed, and with pip whenever uv cannot be had or fails.
 
     state = parse_uv_line("no-uv glibc 2.36")        # from UV_PROBE, in a task's probe
     why_not = uv_unusable(state, "x86_64")           # None: uv can be had
-    actions = (*push_uv(state, "x86_64", "/usr/bin/python3"),
-               install(venv, ("--find-links", "/opt/wheels"), ["torch==2.13.0+cpu"]))
+    copy = uv_copy(state, "x86_64", "/usr/bin/python3", sources)   # a PeerUpload, or None
+    step = install(venv, ("--find-links", "/opt/wheels"), ["torch==2.13.0+cpu"])
 
-This machine downloads uv's wheel for the node's platform once (``python -m
-nodeprov.wheels.wheelhouse``, shared by every host and run), pushes it (~18 MB) and the node's
-python3 unpacks the static binary to ``UV``, where later runs find it. uv reads no pip.conf: the
-sources are always given on its command line (the node's pip configuration, as ``pipconfig``
-reads it, included), with pip's index strategy. The venv stays a plain venv with pip in it.
+uv travels like the wheels: this machine downloads uv's wheel for the node's platform once
+(from the inventory's sources, else its own pip configuration: ``thismachine``), the first node
+gets it and the others fetch it from the nodes that have it (``peers``), and the node's python3
+unpacks the static binary to ``UV``, where later runs find it. Each step may fail without failing
+the task (the copy is ``optional``): the install script then runs pip, as it does where uv does
+not run (``UV_FAILED`` says why, and the plans say so) or where uv fails an install pip then
+completes. uv reads no pip.conf: the sources are always given on its command line (the node's
+pip configuration, as ``pipconfig`` reads it, included), with pip's index strategy. The venv
+stays a plain venv with pip in it.
 """
 
 from __future__ import annotations
 
 import shlex
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodeprov.remote.actions import Action, Local, Run, Upload
+from nodeprov.remote.actions import Run
+from nodeprov.wheels.peers import PeerUpload
+from nodeprov.wheels.sources import Sources
+from nodeprov.wheels.thismachine import ThisMachine, WheelSet
 from nodeprov.wheels.wheelhouse import cache_root, manylinux_platforms
 
 UV_VERSION = "0.13.9"
@@ -27,6 +33,7 @@ UV_DIR = f"/var/cache/nodeprov/uv-{UV_VERSION}"
 UV = f"{UV_DIR}/uv"
 UV_FAILED = f"{UV_DIR}/failed"  # the first line uv printed where it did not run: pip from then on
 _UPLOAD = f"{UV_DIR}.upload"
+WITHOUT_UV = f"uv {UV_VERSION} could not be had, so pip installs here"
 _ARCHES = ("x86_64", "aarch64")  # the platforms torch ships on; uv has a wheel for each
 # One line: "uv-failed" and why (uv did not run here), "uv" when the binary is there, else
 # "no-uv" and the glibc version (to fetch uv for).
@@ -34,7 +41,7 @@ UV_PROBE = (f"if [ -s {shlex.quote(UV_FAILED)} ]; then IFS= read -r why < "
             f"{shlex.quote(UV_FAILED)}; echo \"uv-failed $why\"; "
             f"elif [ -x {shlex.quote(UV)} ]; then echo uv; "
             "else echo \"no-uv $(getconf GNU_LIBC_VERSION 2>/dev/null)\"; fi\n")
-# argv: the upload folder, the binary's path. Unpacks uv from the pushed wheel, atomically.
+# argv: the upload folder, the binary's path. Unpacks uv from the sent wheel, atomically.
 _UNPACK = r"""import glob, os, shutil, sys, zipfile
 upload, dest = sys.argv[1:]
 (wheel,) = glob.glob(os.path.join(upload, "uv-*.whl"))
@@ -50,34 +57,54 @@ shutil.rmtree(upload)
 # The SFTP user (the sudo caller under become) must be able to write the upload folder.
 # argv: the folder. Emptied first: a failed run's files must not join this run's wheels.
 MAKE_UPLOAD_DIR = 'rm -rf -- "$1" && install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
-PIP: tuple[str, ...] = ("-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-                        "--progress-bar", "off", "--no-cache-dir")
-# uv_runs UV: true when uv runs; else its first line of error goes to UV_FAILED (the next
-# plans read it and say "with pip (uv failed: ...)") and to stderr.
+# uv_runs UV: true when uv runs; false, silently, where it is not there; else its first line
+# of error goes to UV_FAILED (the next plans read it and say "with pip (uv failed: ...)") and
+# to stderr.
 _UV_RUNS = r"""uv_runs() {
+  [ -x "$1" ] || return 1
   why=$("$1" --version 2>&1 >/dev/null) && return 0
   status=$? why=${why%%
 *}
   why=${why:-"$1 --version exited $status"}
-  printf '%s\n' "$why" > "$1.failed" && mv -f -- "$1.failed" "${1%/*}/failed" || :
+  uv_failed "$1" "$why"
   echo "nodeprov: installed with pip: uv failed: $why" >&2
   return 1
 }
+uv_failed() {
+  printf '%s\n' "$2" > "$1.failed" && mv -f -- "$1.failed" "${1%/*}/failed" || :
+}
 """
-# argv: uv, the venv, "reinstall" or "install", uv's cache, then sources, "--", specs. uv when
-# it runs (its cache beside the venv, so files are hard-linked, then removed), else pip.
-_INSTALL = _UV_RUNS + r"""uv=$1 venv=$2 mode=$3 cache=$4; shift 4
-if uv_runs "$uv"; then
+# argv: uv ("": pip only), the venv, "reinstall" or "install", uv's cache, the folder of this
+# machine's wheels ("": none), then sources, "--", specs. Where that folder exists, only its
+# wheels are installed (no index, no pip.conf); where it does not (its copy failed), the
+# sources. uv when it runs (its cache beside the venv, so files are hard-linked, then removed),
+# else pip; pip also when uv fails, and uv is not used here again when pip then succeeds.
+_INSTALL = _UV_RUNS + r"""uv=$1 venv=$2 mode=$3 cache=$4 wheels=$5; shift 5
+if [ -n "$wheels" ] && [ -d "$wheels" ]; then
+  while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done
+  set -- --no-index --find-links "$wheels" "$@"
+  PIP_CONFIG_FILE=/dev/null; export PIP_CONFIG_FILE
+fi
+uv_install() {
   [ "$mode" = install ] || set -- --reinstall --no-deps "$@"
-  status=0
   UV_CACHE_DIR=$cache "$uv" pip install --no-config --no-progress --python "$venv/bin/python" \
-    --index-strategy unsafe-best-match "$@" || status=$?
+    --index-strategy unsafe-best-match "$@"
+}
+uv_error=
+if uv_runs "$uv"; then
+  status=0
+  out=$(uv_install "$@" 2>&1) || status=$?
   rm -rf -- "$cache"
-  exit "$status"
+  printf '%s\n' "$out" >&2
+  [ "$status" -ne 0 ] || exit 0
+  uv_error=$(printf '%s\n' "$out" | sed -n '/^error:/{p;q;}')
+  uv_error=${uv_error:-"uv exited $status"}
+  echo "nodeprov: uv failed ($uv_error): trying pip" >&2
 fi
 [ "$mode" = install ] || set -- --force-reinstall --no-deps "$@"
-exec "$venv/bin/python" -m pip install --no-input --disable-pip-version-check \
-  --progress-bar off --no-cache-dir "$@"
+"$venv/bin/python" -m pip install --no-input --disable-pip-version-check \
+  --progress-bar off --no-cache-dir "$@" || exit
+[ -z "$uv_error" ] || uv_failed "$uv" "could not install what pip then did: $uv_error"
 """
 # argv: uv, the venv. pip into a venv made --without-pip, from the wheel ensurepip would use
 # (Debian: /usr/share/python-wheels), by uv: ~0.3 s where ensurepip takes ~3 s.
@@ -134,42 +161,62 @@ def uv_unusable(state: UvState, arch: str) -> str | None:
     return None
 
 
-def push_uv(state: UvState, arch: str, python: str) -> tuple[Action, ...]:
-    """Download uv for the node's platform here (once), push it, unpack it with ``python``;
-    nothing when the node has it (or cannot have it: ``uv_unusable``)."""
+def uv_copy(state: UvState, arch: str, python: str, sources: Sources) -> PeerUpload | None:
+    """uv for the node's platform, downloaded here once from ``sources`` (the inventory's),
+    sent, unpacked with ``python``; None when the node has it (or cannot have it:
+    ``uv_unusable``). Optional: without it, the node installs with pip."""
     if state.present or state.glibc is None or uv_unusable(state, arch):
-        return ()
-    platforms = [arg for tag in manylinux_platforms(state.glibc, arch)
-                 for arg in ("--platform", tag)]
+        return None
+    platforms = tuple(arg for tag in manylinux_platforms(state.glibc, arch)
+                      for arg in ("--platform", tag))
     local = cache_root().parent / "uv" / f"uv-{UV_VERSION}-{arch}-glibc{state.glibc[0]}." \
                                          f"{state.glibc[1]}"
-    return (Local((sys.executable, "-m", "nodeprov.wheels.wheelhouse", str(local), "download",
-                   "--no-deps", "--only-binary=:all:", *platforms, "--no-input",
-                   "--progress-bar", "off", "--", f"uv=={UV_VERSION}")),
-            Run(("sh", "-c", MAKE_UPLOAD_DIR, "nodeprov-mkdir", _UPLOAD)),
-            Upload(str(local), _UPLOAD),
-            Run((python, "-c", _UNPACK, _UPLOAD, UV)))
+    return PeerUpload(str(local), _UPLOAD, key=str(local), python=python,
+                      fill=WheelSet(("--no-deps", *platforms), (f"uv=={UV_VERSION}",), sources),
+                      optional=WITHOUT_UV, then=(python, "-c", _UNPACK, _UPLOAD, UV))
+
+
+def uv_for(state: UvState, arch: str, python: str, sources: Sources,
+           here: ThisMachine | None) -> tuple[PeerUpload | None, str | None]:
+    """The uv copy a node needs (None: none), and why pip installs instead (None: uv does):
+    ``uv_unusable``, or this machine already failed to download uv in this run."""
+    why_not = uv_unusable(state, arch)
+    copy = uv_copy(state, arch, python, sources) if why_not is None else None
+    failure = here.failure(copy.local_path) if here is not None and copy is not None else None
+    if failure:
+        return None, f"uv {UV_VERSION} could not be had: this machine could not download it " \
+                     f"{failure}"
+    return copy, why_not
+
+
+@dataclass(frozen=True)
+class Install(Run):
+    """An install on the node (``_INSTALL``), shown as what it installs; its failure is said
+    as ``what`` could not be installed from ``source``, and ``hint`` says how to fix it
+    (``peer_exec``)."""
+
+    what: str = ""
+    source: str = ""
+
+    def __str__(self) -> str:
+        return f"install {self.what}"
 
 
 def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstall: bool = False,
-            hint: str = "") -> Run:
-    """Install ``specs`` into ``venv`` from ``sources`` (pip's options) with uv (pip if uv does
-    not run); ``reinstall`` replaces them without their dependencies."""
-    return Run(("sh", "-c", _INSTALL, "nodeprov-install", UV, venv,
-                "reinstall" if reinstall else "install", f"{venv}.uv-cache", *sources, "--",
-                *specs),
-               hint=hint)
-
-
-def pip_install(venv: str, sources: Sequence[str], specs: Sequence[str], *,
-                reinstall: bool = False, hint: str = "") -> Run:
-    """The same with pip, where uv cannot be had."""
-    again = ("--force-reinstall", "--no-deps") if reinstall else ()
-    return Run((f"{venv}/bin/python", *PIP, *again, *sources, "--", *specs), hint=hint)
+            with_uv: bool = True, wheels: str = "", source: str = "", hint: str = "") -> Install:
+    """Install ``specs`` into ``venv`` from ``sources`` (pip's options), or only from the
+    folder ``wheels`` where it exists, with uv (pip if uv does not run or fails; pip only
+    without ``with_uv``); ``reinstall`` replaces them without their dependencies."""
+    more = f" and {len(specs) - 1} more" if len(specs) > 1 else ""
+    return Install(("sh", "-c", _INSTALL, "nodeprov-install", UV if with_uv else "", venv,
+                    "reinstall" if reinstall else "install", f"{venv}.uv-cache", wheels,
+                    *sources, "--", *specs),
+                   hint=hint, what=f"{specs[0]}{more}" if specs else "", source=source)
 
 
 def create_venv(python: str, venv: str, with_uv: bool) -> tuple[Run, ...]:
-    """A plain venv with pip: pip put in by uv, or by ``python -m venv`` where uv cannot be had."""
+    """A plain venv with pip: pip put in by uv (by ensurepip where uv is not there after all),
+    or by ``python -m venv`` where uv cannot be had."""
     if not with_uv:
         return (Run((python, "-m", "venv", "--", venv)),)
     return (Run((python, "-m", "venv", "--without-pip", "--", venv)),

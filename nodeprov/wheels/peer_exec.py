@@ -1,22 +1,28 @@
-"""Run a task's actions where one may be a PeerUpload or PeerDownload: the seed uploads or
-downloads and serves, the others fetch from it (``peers``); everything else goes to
-``Session.execute``.
+"""Run a task's actions where some are the wheels' own: a PeerUpload or PeerDownload (the seed
+uploads or downloads and serves, the others fetch from it: ``peers``), and an Install, whose
+failure is said as what could not be installed from where, and how to fix it. Everything else
+goes to ``Session.execute``, in as few round trips as before.
 
     read = execute(session, distribution, "torch", actions, then_read=probes)
+
+An optional copy that fails (this machine cannot download uv, a node cannot unpack it) is a
+warning for the task (``Distribution.warn``), and the steps after it run without it: the
+install script then uses pip, or the node's own sources.
 """
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from nodeprov.errors import HostError
-from nodeprov.nodeside.peer_scripts import FETCH, LIST, SERVE
-from nodeprov.remote.actions import STOP_MARKED, Action
+from nodeprov.errors import CommandFailed, HostError
+from nodeprov.nodeside.peer_scripts import FETCH, SERVE
+from nodeprov.remote.actions import STOP_MARKED, Action, Run, Write
+from nodeprov.wheels.installer import MAKE_UPLOAD_DIR, Install
 from nodeprov.wheels.peers import (
+    MAX_WHEEL,
     SERVE_IDLE,
     SERVE_LIFETIME,
     Distribution,
@@ -26,11 +32,16 @@ from nodeprov.wheels.peers import (
     WheelFile,
     alone,
 )
+from nodeprov.wheels.resolve import Pinned, requirements
+from nodeprov.wheels.sources import redact
+from nodeprov.wheels.wheelhouse import DownloadFailed
 
 # a fetch slower than this gives up for the next source (or the upload): a stuck node
 FETCH_RATE, FETCH_SLACK = 5e6, 60.0  # bytes/s, seconds
-# a line of LIST, from a node: its names become paths on the other nodes
-_LISTED = re.compile(r"([0-9a-f]{64}) ([0-9]{1,15}) ([A-Za-z0-9][A-Za-z0-9._+-]{0,254})")
+GUESSED_SIZE = 1 << 30  # bytes per file for a fetch's deadline where no size is known
+DETAIL_LINES = 8  # of a failed install's output, below its first line
+FIRST_LINE = 199  # characters at most
+_REQUIREMENTS = ".nodeprov-requirements.txt"  # in the download folder: a dot file, not served
 
 if TYPE_CHECKING:
     from nodeprov.remote.actions import Probe
@@ -38,70 +49,184 @@ if TYPE_CHECKING:
     from nodeprov.remote.session import Session
 
 
-def execute(session: Session, distribution: Distribution | None, task: str,
+class InstallFailed(HostError):
+    """Nothing could install: the first line names the node, the task, what, from where and
+    how to fix it (under 200 characters); the tool's last lines follow, one per line."""
+
+    def __init__(self, node: str, task: str, message: str, *, hint: str,
+                 details: Sequence[str]) -> None:
+        self.details = tuple(details)
+        super().__init__(node, task, message, hint=hint)
+
+    def _render(self) -> str:
+        return "\n".join([super()._render(), *(f"  {line}" for line in self.details)])
+
+
+def execute(session: Session, distribution: Distribution, task: str,
             actions: Sequence[Action], *, then_read: Sequence[Probe | None] | None = None
             ) -> tuple[Facts, list[str]] | None:
-    """``session.execute``, with a PeerUpload or PeerDownload taken from the seed when there
-    is one."""
-    where = next((i for i, a in enumerate(actions) if isinstance(a, PeerCopy)), None)
-    if where is None or distribution is None:
-        return session.execute(task, actions, then_read=then_read)
-    action = actions[where]
-    assert isinstance(action, PeerCopy)
-    seed = distribution.seed_for(action.key, session.host.name) == session.host.name
+    """``session.execute``, with the wheels' own actions run here."""
+    host = session.host.name
+    pending: list[Action] = []
     try:
-        session.execute(task, actions[:where])
-        if seed:
-            _seed(session, distribution, task, action)
+        for action in actions:
+            if isinstance(action, PeerUpload):
+                _batch(session, task, pending)
+                pending = []
+                _copy(session, distribution, task, action)
+            elif isinstance(action, PeerDownload):
+                _batch(session, task, pending)
+                pending = []
+                _download(session, distribution, task, action)
+            else:
+                pending.append(action)
+        return _batch(session, task, pending, then_read)
     except BaseException:
+        for action in actions:  # a seed that will never serve: its waiters do without it
+            if isinstance(action, PeerCopy) and distribution.seed_for(action.key, host) == host:
+                distribution.failed(action.key)
+        raise
+
+
+def _batch(session: Session, task: str, actions: Sequence[Action],
+           then_read: Sequence[Probe | None] | None = None
+           ) -> tuple[Facts, list[str]] | None:
+    """The actions in one round trip; an Install's failure said as ``InstallFailed``."""
+    if not actions and then_read is None:
+        return None
+    try:
+        return session.execute(task, actions, then_read=then_read)
+    except CommandFailed as error:
+        failed = next((a for a in actions if isinstance(a, Install) and str(a) == error.command),
+                      None)
+        if failed is None:
+            raise
+        raise install_failed(error, failed) from None
+
+
+def install_failed(error: CommandFailed, action: Install) -> InstallFailed:
+    """The install's failure: a line under 200 characters (the source shortened to fit), then
+    the tool's last lines (credentials masked)."""
+    fixed = len(f"{error.node}: {error.task}: could not install {action.what} from  "
+                f"({action.hint})")
+    room = max(FIRST_LINE - fixed, 24)
+    source = action.source if len(action.source) <= room else action.source[:room - 3] + "..."
+    lines = [line.strip() for line in redact(error.output).splitlines() if line.strip()]
+    details = [line if len(line) <= 300 else line[:297] + "..." for line in
+               lines[-DETAIL_LINES:]] or [f"exited {error.returncode}"]
+    return InstallFailed(error.node, error.task, f"could not install {action.what}"
+                         + (f" from {source}" if source else ""), hint=action.hint,
+                         details=details)
+
+
+def _copy(session: Session, distribution: Distribution, task: str, action: PeerUpload) -> None:
+    """The copy, this machine's download first; an optional one that fails is a warning and
+    leaves no folder behind."""
+    try:
+        if action.fill is not None:
+            distribution.here.fill(action.local_path, action.fill)
+        session.execute(task, [_make_dir(action.remote_path)])
+        _upload_or_fetch(session, distribution, task, action)
+        if action.then:
+            session.execute(task, [Run(action.then)])
+    except (DownloadFailed, HostError) as error:
+        if isinstance(error, HostError):
+            if not action.optional:
+                raise
+            why = redact(error.message)
+        else:
+            why = f"this machine could not download {action.fill.what if action.fill else ''} " \
+                  f"{redact(str(error))}"
+            if not action.optional:
+                raise HostError(session.host.name, task, why) from None
+        distribution.warn(session.host.name, f"{action.optional}: {why}")
+        with suppress(HostError):
+            session.execute(task, [Run(("rm", "-rf", "--", action.remote_path))])
+
+
+def _make_dir(folder: str) -> Run:
+    return Run(("sh", "-c", MAKE_UPLOAD_DIR, "nodeprov-mkdir", folder))
+
+
+def _upload_or_fetch(session: Session, distribution: Distribution, task: str,
+                     action: PeerUpload) -> None:
+    host = session.host.name
+    if not action.address:
+        session.execute(task, [alone(action)])
+        return
+    if distribution.seed_for(action.key, host) == host:
+        session.execute(task, [alone(action)])
+        if not _serve(session, distribution, task, action):
+            distribution.failed(action.key)
+        return
+    files = distribution.expected(action)  # this machine's copy: hashed while the seed uploads
+    why = _fetch(session, distribution, task, action, files)
+    if why is None:
+        _serve(session, distribution, task, action)  # the copies spread as a tree
+        return
+    distribution.warn(host, f"wheels uploaded from this machine after all: {why}")
+    session.execute(task, [alone(action)])
+
+
+def _download(session: Session, distribution: Distribution, task: str,
+              action: PeerDownload) -> None:
+    """download_once: the seed downloads exactly what this machine resolved, the others fetch
+    its copy and check it against that; where nothing can be checked, each downloads its own."""
+    host = session.host.name
+    seed = distribution.seed_for(action.key, host) == host
+    try:
+        if action.wanted is None:
+            raise DownloadFailed("nothing to resolve them from")
+        pins = distribution.here.pins(action.wanted)
+    except DownloadFailed as error:
         if seed:
             distribution.failed(action.key)
-        raise
-    why = None if seed else _fetch(session, distribution, task, action)
-    if why is not None:
-        how = "uploaded from this machine" if isinstance(action, PeerUpload) else \
-            "downloaded by this node"
-        distribution.warn(session.host.name, f"wheels {how} after all: {why}")
+        distribution.warn(host, "wheels downloaded by this node alone: this machine could not "
+                          f"resolve them to check the others' copies ({redact(str(error))})")
         session.execute(task, [alone(action)])
-    elif not seed:
-        _serve(session, distribution, task, action)  # the copies spread as a tree
-    return session.execute(task, actions[where + 1:], then_read=then_read)
-
-
-def _seed(session: Session, distribution: Distribution, task: str, action: PeerCopy) -> None:
-    """Upload or download as without peers, then serve; a seed whose server does not start
-    (or whose download cannot be listed) leaves the others to do as without peers."""
-    session.execute(task, [alone(action)])
-    if isinstance(action, PeerDownload):
-        files = _listed(session, task, action)
-        if not files:
+        return
+    if seed:
+        try:
+            session.execute(task, [Write(f"{action.remote_path}/{_REQUIREMENTS}",
+                                         requirements(pins), mode=0o600),
+                                   Run(_pinned(action), hint=action.hint)])
+        except CommandFailed as error:
             distribution.failed(action.key)
+            distribution.warn(host, "the wheels this machine resolved could not be downloaded "
+                              f"here ({_last_line(error.output)}): this node downloaded its own")
+            session.execute(task, [alone(action)])
             return
-        distribution.downloaded(action.key, files)
-    if not _serve(session, distribution, task, action):
-        distribution.failed(action.key)
+        if not _serve(session, distribution, task, action):
+            distribution.failed(action.key)
+        return
+    why = _fetch(session, distribution, task, action, pinned_files(pins))
+    if why is None:
+        _serve(session, distribution, task, action)
+        return
+    distribution.warn(host, f"wheels downloaded by this node after all: {why}")
+    session.execute(task, [alone(action)])
 
 
-def _listed(session: Session, task: str, action: PeerDownload) -> tuple[WheelFile, ...]:
-    """The seed's download as the others check it; nothing when the node's list is not one
-    (its names become paths on the other nodes)."""
-    try:
-        listed = session.run([action.python, "-c", LIST, action.remote_path], task=task,
-                             what="list the downloaded wheels")
-    except HostError:
-        return ()
-    matches = [_LISTED.fullmatch(line) for line in listed.stdout.splitlines()]
-    if listed.exit_code != 0 or not matches or None in matches:
-        return ()
-    return tuple(WheelFile(m[3], m[1], int(m[2])) for m in matches if m is not None)
+def _pinned(action: PeerDownload) -> tuple[str, ...]:
+    """The download's argv for exactly the resolved files: the specs replaced by the hashed
+    requirements (pip's hash-checking mode)."""
+    head = action.argv[:action.argv.index("--")] if "--" in action.argv else action.argv
+    return (*head, "--no-deps", "-r", f"{action.remote_path}/{_REQUIREMENTS}")
+
+
+def _last_line(output: str) -> str:
+    lines = [line.strip() for line in redact(output).splitlines() if line.strip()]
+    return (lines or ["no output"])[-1][:200]
 
 
 def _serve(session: Session, distribution: Distribution, task: str, action: PeerCopy) -> bool:
-    """Serve this node's copy to the others; False if the server did not start."""
-    token = f"nodeprov-serve-{secrets.token_hex(6)}"
+    """Serve this node's copy to the others, under a token of this run; False if the server
+    did not start."""
+    mark = f"nodeprov-serve-{secrets.token_hex(6)}"
+    token = secrets.token_urlsafe(16)
     try:
         started = session.run([action.python, "-c", SERVE, action.remote_path, action.address,
-                               str(SERVE_LIFETIME), str(SERVE_IDLE), token], task=task,
+                               str(SERVE_LIFETIME), str(SERVE_IDLE), mark, token], task=task,
                               what="serve the wheels to the other nodes")
     except HostError:
         return False
@@ -112,28 +237,26 @@ def _serve(session: Session, distribution: Distribution, task: str, action: Peer
 
     def stop() -> None:
         with suppress(HostError):  # else the server stops by itself after SERVE_IDLE seconds
-            session.run(["sh", "-c", STOP_MARKED, "nodeprov-stop", pid, token], task=task,
+            session.run(["sh", "-c", STOP_MARKED, "nodeprov-stop", pid, mark], task=task,
                         what="stop serving the wheels")
 
-    distribution.serving(action.key, f"http://{host}:{port}/", stop)
+    distribution.serving(action.key, f"http://{host}:{port}/{token}/", stop)
     return True
 
 
-def _fetch(session: Session, distribution: Distribution, task: str,
-           action: PeerCopy) -> str | None:
-    """Fetch from the least busy node serving the wheels, each file checked against this
-    machine's copy (or the seed's list of its download), trying the next node after a
-    failure; None when done, else why not."""
+def _fetch(session: Session, distribution: Distribution, task: str, action: PeerCopy,
+           files: tuple[WheelFile, ...]) -> str | None:
+    """Fetch ``files`` from the least busy node serving them, each checked against what this
+    machine knows (sha256, size), trying the next node after a failure; None when done, else
+    why not."""
     why = "no node served them (the seed failed, or none had room in time)"
-    files = distribution.expected(action)  # this machine's copy: hashed while the seed uploads
+    words = [word for file in files for word in (file.name, file.sha256, str(file.size))]
+    size = sum(file.size if file.size < MAX_WHEEL else GUESSED_SIZE for file in files)
+    seconds = str(int(FETCH_SLACK + size / FETCH_RATE))
     while (url := distribution.acquire(action.key)) is not None:
-        files = files or distribution.expected(action)  # a download's: listed before served
-        pairs = [word for file in files for word in (file.name, file.sha256)]
-        seconds = str(int(FETCH_SLACK + sum(file.size for file in files) / FETCH_RATE))
         try:
             fetched = session.run([action.python, "-c", FETCH, url, action.remote_path, seconds,
-                                   *pairs],
-                                  task=task, what=f"fetch the wheels from {url}")
+                                   *words], task=task, what="fetch the wheels from a node")
         except BaseException:  # this node's connection, not the source, failed
             distribution.release(action.key, url, good=True)
             raise
@@ -141,5 +264,11 @@ def _fetch(session: Session, distribution: Distribution, task: str,
         distribution.release(action.key, url, good)
         if good:
             return None
-        why = f"{url}: {(fetched.stderr.strip().splitlines() or ['failed'])[-1]}"
+        source = url.split("/")[2]  # the node's address and port, not the run's token
+        why = f"{source}: {(fetched.stderr.strip().splitlines() or ['failed'])[-1]}"
     return why
+
+
+def pinned_files(pins: Sequence[Pinned]) -> tuple[WheelFile, ...]:
+    """What a fetch of a resolved set must yield (sizes unknown: at most ``MAX_WHEEL``)."""
+    return tuple(WheelFile(pin.filename, pin.sha256, MAX_WHEEL) for pin in pins)

@@ -1,48 +1,64 @@
 """Wheels leave this machine once: the first node to need a wheel set seeds the others.
 
     distribution = Distribution()                 # one per run (the runner makes it)
-    upload = PeerUpload(local, remote, key, address)   # the torch task plans either
-    download = PeerDownload(pip_download_argv, key=key, remote_path=remote, address=address)
+    upload = PeerUpload(local, remote, key, address, fill=torch_set, optional="...")
+    download = PeerDownload(pip_download_argv, key=key, remote_path=remote, address=address,
+                            wanted=torch_set)     # the torch task plans either
     ...                                           # peer_exec.execute runs them
     distribution.close()                          # stops every seed's server
 
 The first host whose plan asks for a wheel set (``key``) becomes its seed: it gets the upload
-from this machine (``PeerUpload``), or downloads the set itself (``PeerDownload``, where no
-wheelhouse is used), then serves its copy over HTTP on its node-subnet address
-(``peer_scripts.SERVE``). Every other host waits for the seed, fetches from it and checks each
-file's sha256 (against this machine's copy, or the list the seed read of its download), then
-serves its copy too; if no node could give a good copy (the seed failed or took too long, a
-file was wrong), that host gets the upload or makes the download itself: a failed seed never
-fails another host. Run by anything else, either is the plain action (``alone``).
+from this machine (``PeerUpload``, filled here first: ``thismachine``), or downloads the set
+itself (``PeerDownload``, where no wheelhouse is used: exactly the files this machine resolved,
+each with the sha256 the index gave), then serves its copy over HTTP on its node-subnet address
+under a per-run token (``peer_scripts.SERVE``). Every other host waits for the seed, fetches
+from it and checks each file's sha256 and size against what this machine knows (its own copy,
+or the index's hashes), never against anything a node says; then it serves its copy too. If
+no node could give a good copy (the seed failed or took too long, a file was wrong), that host
+gets the upload or makes the download itself: a failed seed never fails another host. A host
+without a node-subnet address (``address`` empty) takes the upload or its own download.
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
+import ipaddress
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nodeprov.remote.actions import Run, Upload
+from nodeprov.wheels.thismachine import ThisMachine, WheelSet
+
+if TYPE_CHECKING:
+    from nodeprov.remote.facts import Facts
 
 WAIT_SECONDS = 3600.0  # for the seed's upload: one copy of ~3 GB over a slow uplink
 SERVE_LIFETIME = 3600.0
 SERVE_IDLE = 300.0
 PER_SOURCE = 4  # fetches a node serves at once: more wait for the nodes that finished
+MAX_WHEEL = 4 << 30  # bytes of one fetched file whose size this machine cannot know
 UPLOADED = "uploaded from this machine"
 DOWNLOADED = "downloaded by the node itself"
 
 
 @dataclass(frozen=True)
 class PeerUpload(Upload):
-    """An Upload this host may take from the wheel set's seed instead (``address``: this
-    host's node-subnet address, where it serves if it is the seed)."""
+    """``local_path``'s files into ``remote_path`` (made first, emptied): from a node that has
+    them, else uploaded. ``fill``: what this machine downloads into ``local_path`` first;
+    ``address``: this host's node-subnet address, where it serves if it is the seed (empty:
+    no peers); ``optional``: when the copy fails, the task goes on and warns with these words
+    (what the node does instead); ``then``: run on the node once the files are there."""
 
     key: str = ""
     address: str = ""
     python: str = "python3"
+    fill: WheelSet | None = None
+    optional: str = ""
+    then: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"wheels {self.local_path} -> {self.remote_path} (from a peer, else uploaded)"
@@ -50,17 +66,19 @@ class PeerUpload(Upload):
 
 @dataclass(frozen=True)
 class PeerDownload(Run):
-    """The node's own download of a wheel set into ``remote_path`` (``argv``: pip download),
-    which only the set's seed runs: the others fetch the seed's copy (``address``: this host's
-    node-subnet address, where it serves if it is the seed)."""
+    """The node's own download of a wheel set into ``remote_path`` (``argv``: pip download,
+    ending ``-- SPECS``), which only the set's seed runs, of the files this machine resolved
+    from ``wanted``: the others fetch the seed's copy and check it against those
+    (``address``: this host's node-subnet address, where it serves if it is the seed)."""
 
     key: str = ""
     remote_path: str = ""
     address: str = ""
     python: str = "python3"
+    wanted: WheelSet | None = None
 
     def __str__(self) -> str:
-        return f"{super().__str__()} (on one node; the others fetch its copy)"
+        return "download the wheels on one node (the others fetch its copy)"
 
 
 PeerCopy = PeerUpload | PeerDownload
@@ -75,7 +93,7 @@ def alone(action: PeerCopy) -> Upload | Run:
 
 @dataclass(frozen=True)
 class WheelFile:
-    """One file of a wheel set, as a fetch checks it."""
+    """One file of a wheel set, as a fetch checks it (``size``: at most this many bytes)."""
 
     name: str
     sha256: str
@@ -87,7 +105,6 @@ class _WheelSet:
     seed: str
     settled: bool = False  # the seed serves, or never will
     fetching: dict[str, int] = field(default_factory=dict)  # source URL -> fetches under way
-    files: tuple[WheelFile, ...] = ()  # a download's files, as its seed listed them
     stops: list[Callable[[], None]] = field(default_factory=list)
 
 
@@ -99,13 +116,13 @@ class Distribution:
     least busy source with room.
     """
 
-    def __init__(self, wait_seconds: float = WAIT_SECONDS, per_source: int = PER_SOURCE) -> None:
+    def __init__(self, wait_seconds: float = WAIT_SECONDS, per_source: int = PER_SOURCE,
+                 here: ThisMachine | None = None) -> None:
         self.wait_seconds, self.per_source = wait_seconds, per_source
+        self.here = here or ThisMachine()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._sets: dict[str, _WheelSet] = {}
-        self._digests: dict[str, tuple[tuple[str, str], ...]] = {}
-        self._digest_locks: dict[str, threading.Lock] = {}
         self._warnings: dict[str, list[str]] = {}
 
     def seed_for(self, key: str, host: str) -> str:
@@ -113,19 +130,10 @@ class Distribution:
         with self._lock:
             return self._sets.setdefault(key, _WheelSet(host)).seed
 
-    def downloaded(self, key: str, files: tuple[WheelFile, ...]) -> None:
-        """The seed's download of ``key`` holds ``files`` (before it serves them)."""
-        with self._lock:
-            self._sets[key].files = files
-
-    def expected(self, action: PeerCopy) -> tuple[WheelFile, ...]:
-        """The files a fetch of the action's wheel set must yield: this machine's copy, or
-        what the seed listed of its download."""
-        if isinstance(action, PeerDownload):
-            with self._lock:
-                return self._sets[action.key].files
+    def expected(self, action: PeerUpload) -> tuple[WheelFile, ...]:
+        """The files a fetch of the action's wheel set must yield: this machine's copy."""
         return tuple(WheelFile(name, digest, (Path(action.local_path) / name).stat().st_size)
-                     for name, digest in self.digests(action.local_path))
+                     for name, digest in self.here.digests(action.local_path))
 
     def serving(self, key: str, url: str, stop: Callable[[], None]) -> None:
         """A node serves ``key`` at ``url``; ``stop`` ends that (at ``close``)."""
@@ -179,18 +187,6 @@ class Distribution:
         with self._lock:
             return self._warnings.pop(host, [])
 
-    def digests(self, local_dir: str) -> tuple[tuple[str, str], ...]:
-        """(name, sha256) of each file an Upload of ``local_dir`` sends, read once per run
-        (under the folder's own lock: hashing gigabytes holds up no other wheel set)."""
-        with self._lock:
-            folder_lock = self._digest_locks.setdefault(local_dir, threading.Lock())
-        with folder_lock:
-            if local_dir not in self._digests:
-                self._digests[local_dir] = tuple(
-                    (path.name, _sha256(path)) for path in sorted(Path(local_dir).iterdir())
-                    if path.is_file() and not path.name.startswith("."))
-            return self._digests[local_dir]
-
     def close(self) -> None:
         """Stop every server (each also stops by itself: ``peer_scripts.SERVE``)."""
         with self._lock:
@@ -201,9 +197,35 @@ class Distribution:
             stop()
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+
+def plan_copy(distribution: Distribution | None, host: str, facts: Facts, subnet: str | None,
+              copy: PeerUpload) -> tuple[PeerUpload, str]:
+    """``copy`` as ``host`` takes it, and the plan's words on where it comes from: from the
+    seed when the run distributes and the host has an address in ``subnet``, else uploaded."""
+    address = subnet_address(facts, subnet)
+    if distribution is None or address is None or not facts.python_path:
+        return dataclasses.replace(copy, address=""), UPLOADED
+    seed = distribution.seed_for(copy.key, host)
+    return (dataclasses.replace(copy, address=address, python=facts.python_path),
+            UPLOADED if seed == host else f"from {seed} over the node subnet")
+
+
+def plan_download(distribution: Distribution | None, host: str, facts: Facts,
+                  subnet: str | None, download: PeerDownload) -> tuple[Run, str]:
+    """``download`` as one node's for every host whose download is the same, and the plan's
+    words on where the wheels come from; the plain download without peers."""
+    address = subnet_address(facts, subnet)
+    if distribution is None or address is None or not facts.python_path:
+        return Run(download.argv, hint=download.hint), DOWNLOADED
+    seed = distribution.seed_for(download.key, host)
+    words = (f"{DOWNLOADED}, for the other nodes too" if seed == host
+             else f"downloaded once by {seed}, fetched over the node subnet")
+    return dataclasses.replace(download, address=address, python=facts.python_path), words
+
+
+def subnet_address(facts: Facts, subnet: str | None) -> str | None:
+    """The host's address in ``subnet``, where it serves wheels."""
+    addresses = facts.interfaces_in(subnet) if subnet else []
+    if not addresses:
+        return None
+    return str(ipaddress.ip_interface(addresses[0].addresses_in(str(subnet))[0]).ip)

@@ -1,9 +1,13 @@
-"""The node's own pip configuration: where its pip installs from when the inventory sets no
-``pip_*`` variable.
+"""A pip configuration, the node's or this machine's: where pip installs from when the
+inventory sets no ``pip_*`` variable.
 
     >>> conf = node_pip({"/etc/pip.conf": "[global]\\nindex-url = http://10.0.0.1/simple\\n"}, {})
     >>> conf.sources.options("cpu"), conf.describe()
     (('--index-url', 'http://10.0.0.1/simple'), "the node's pip configuration (/etc/pip.conf)")
+    >>> here = node_pip({"/etc/pip.conf": "[global]\\nfind-links = /srv/w\\n"}, {},
+    ...                 "this machine's")
+    >>> for_this_machine(Sources(), ("--index-url", "https://pypi.org/simple"), here)
+    ((), "this machine's pip configuration (/etc/pip.conf)")
 
 pip reads its files in this order, a later value winning (pip's ``configuration.py``): the
 site-wide files (``$XDG_CONFIG_DIRS``/pip/pip.conf, /etc/pip.conf), the user's (~/.pip/pip.conf,
@@ -11,16 +15,24 @@ site-wide files (``$XDG_CONFIG_DIRS``/pip/pip.conf, /etc/pip.conf), the user's (
 pip.conf, then ``PIP_CONFIG_FILE``; ``PIP_CONFIG_FILE=/dev/null`` reads none. A key of the
 ``[install]`` section beats the same key of ``[global]``, and ``PIP_*`` variables beat both.
 ``SHELL`` (a probe's part) lists the files into ``"$@"`` and prints the variables as the
-install will see them (the same SSH session and sudo).
+install will see them (the same SSH session and sudo); ``local_files`` lists this machine's.
+
+What this machine downloads for the nodes (uv, the wheelhouse, download_once's hashes) comes from
+the inventory's sources, else from this machine's own pip configuration, else from the defaults
+(``for_this_machine``): never from an index the inventory did not name. As on the nodes, pip's
+own configuration still adds its extra indexes and find-links to the options given.
 """
 
 from __future__ import annotations
 
 import configparser
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-from nodeprov.wheels.wheelhouse import Sources
+from nodeprov.wheels.sources import Sources, redact
 
 ENV_PREFIX = "pip-env "
 # Needs $venv; appends the pip files to "$@" for nodeprov_read, in pip's override order.
@@ -47,13 +59,14 @@ class NodePip:
 
     sources: Sources
     origins: tuple[str, ...]
+    whose: str = "the node's"
 
     @property
     def configured(self) -> bool:
         return self.sources.custom
 
     def describe(self) -> str:
-        return f"the node's pip configuration ({', '.join(self.origins)})"
+        return f"{self.whose} pip configuration ({', '.join(self.origins)})"
 
 
 def parse_env(lines: str) -> dict[str, str]:
@@ -70,7 +83,8 @@ def parse_env(lines: str) -> dict[str, str]:
     return values
 
 
-def node_pip(files: Mapping[str, str | None], env: Mapping[str, str]) -> NodePip:
+def node_pip(files: Mapping[str, str | None], env: Mapping[str, str],
+             whose: str = "the node's") -> NodePip:
     """What pip on the node uses from ``files`` (path -> text, None when absent, in pip's
     order) and ``env`` (``parse_env``). A file pip could not parse raises ValueError."""
     found: dict[tuple[str, str], tuple[str, str]] = {}  # (section, key) -> (value, origin)
@@ -102,4 +116,53 @@ def node_pip(files: Mapping[str, str | None], env: Mapping[str, str]) -> NodePip
                       find_links=tuple(value.get("find-links", "").split()),
                       no_index=value.get("no-index", "").lower() in _TRUE)
     origins = dict.fromkeys(origin for _, origin in chosen.values())
-    return NodePip(sources, tuple(origins))
+    return NodePip(sources, tuple(origins), whose)
+
+
+def local_files(environ: Mapping[str, str], prefix: str, home: str) -> list[str]:
+    """The files pip reads on this machine, in its order: what ``SHELL`` lists on a node.
+
+    >>> local_files({"XDG_CONFIG_DIRS": "/a:/b"}, "/v", "/root")[:3]
+    ['/a/pip/pip.conf', '/b/pip/pip.conf', '/etc/pip.conf']
+    """
+    config_file = environ.get("PIP_CONFIG_FILE", "")
+    if config_file == os.devnull:
+        return []
+    files = [f"{folder}/pip/pip.conf" for folder in
+             (environ.get("XDG_CONFIG_DIRS") or "/etc/xdg").split(":") if folder]
+    files.append("/etc/pip.conf")
+    if not (config_file and os.path.exists(config_file)):
+        user = environ.get("XDG_CONFIG_HOME") or f"{home}/.config"
+        files += [f"{home}/.pip/pip.conf", f"{user}/pip/pip.conf"]
+    files.append(f"{prefix}/pip.conf")
+    return [*files, config_file] if config_file else files
+
+
+def this_machine() -> NodePip:
+    """This machine's pip configuration, as the pip nodeprov runs (``sys.executable -m pip``)
+    reads it; a file it cannot parse counts as none (pip itself then says why)."""
+    files: dict[str, str | None] = {}
+    for path in local_files(os.environ, sys.prefix, str(Path.home())):
+        try:
+            files[path] = Path(path).read_text(errors="replace")
+        except OSError:
+            files[path] = None
+    env = {key: value.strip() for key in _KEYS
+           if (value := os.environ.get(f"PIP_{key.upper().replace('-', '_')}", "")).strip()}
+    try:
+        return node_pip(files, env, "this machine's")
+    except ValueError:
+        return NodePip(Sources(), (), "this machine's")
+
+
+def for_this_machine(sources: Sources, default: tuple[str, ...], here: NodePip, variant: str = ""
+                     ) -> tuple[tuple[str, ...], str]:
+    """The source options for a download this machine makes for the nodes, and words naming
+    them: the inventory's ``sources``, else none (``here``, this machine's pip configuration,
+    applies), else ``default``."""
+    if sources.custom:
+        return sources.options(variant), sources.describe(variant)
+    if here.configured:
+        return (), here.describe()
+    urls = [word for word in default if not word.startswith("-")]
+    return default, redact(", ".join(urls)) or "pip's default index (https://pypi.org/simple)"

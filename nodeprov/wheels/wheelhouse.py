@@ -1,19 +1,14 @@
-"""Where wheels come from: pip's source options, and the wheelhouse on this machine.
+"""The wheelhouse on this machine: what it downloads for the nodes, once.
 
-    >>> Sources().options("cpu")
-    ('--index-url', 'https://download.pytorch.org/whl/cpu', '--extra-index-url', 'https://pypi.org/simple')
+    args = download_args("3.11", (2, 36), "x86_64", sources, ["torch==2.13.0+cpu"])
+    fetch(Path(local_dir("cpu", "torch-2.13.0-cp311-glibc2.36-x86_64")), args)
 
-By default a node installs from the PyTorch index of its variant, with PyPI as an extra index for
-everything else: torch's local label (``+cpu``, ``+cu130``) exists only on the PyTorch index, so
-PyPI cannot shadow it. Given ``index_url``, ``extra_index_urls`` or ``find_links`` (a mirror, an
-air-gapped cluster), those replace the defaults entirely.
-
-In wheelhouse mode this machine downloads what the nodes need once per variant, into
-``$XDG_CACHE_HOME/nodeprov/wheelhouse/<variant>/<target>/``, under a file lock, so that parallel
-hosts (and parallel runs) share one download; the nodes then install from the pushed copy with
-``--no-index``. The runner calls it through a ``Local`` action::
-
-    python -m nodeprov.wheels.wheelhouse DEST PIP-DOWNLOAD-ARGUMENTS...
+In wheelhouse mode this machine downloads what the nodes need once per variant (and uv's wheel
+once per platform), into ``$XDG_CACHE_HOME/nodeprov/wheelhouse/<variant>/<target>/``, under a
+file lock, so that parallel hosts (and parallel runs) share one download; the nodes then install
+from the pushed copy with ``--no-index``. pip's output goes to ``.fetch.log`` in that folder,
+credentials masked (a dot file: never sent to a node, never served); a failed download raises
+DownloadFailed with pip's own reason.
 """
 
 from __future__ import annotations
@@ -26,47 +21,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from nodeprov.errors import NodeprovError
 from nodeprov.util import validate
-from nodeprov.variants.choose import index_url
+from nodeprov.wheels.sources import redact
 
-PYPI = "https://pypi.org/simple"
-LOG_NAME = "fetch.log"
+LOG_NAME = ".fetch.log"
+_OLD_LOG = "fetch.log"  # where earlier versions logged, inside what is sent to the nodes
 _OLDEST_GLIBC_MINOR = 17  # manylinux2014, the oldest tag current wheels use
-
-
-@dataclass(frozen=True)
-class Sources:
-    """pip's source options as the inventory gives them (empty: the variant's defaults)."""
-
-    index_url: str | None = None
-    extra_index_urls: tuple[str, ...] = ()
-    find_links: tuple[str, ...] = ()
-    no_index: bool = False  # a node's pip.conf may say so (pipconfig); the inventory cannot
-
-    @property
-    def custom(self) -> bool:
-        return bool(self.index_url or self.extra_index_urls or self.find_links or self.no_index)
-
-    def options(self, variant: str) -> tuple[str, ...]:
-        if not self.custom:
-            return ("--index-url", index_url(variant), "--extra-index-url", PYPI)
-        options = ["--no-index"] if self.no_index else []
-        options += ["--index-url", self.index_url] if self.index_url else []
-        for url in self.extra_index_urls:
-            options += ["--extra-index-url", url]
-        for link in self.find_links:
-            options += ["--find-links", link]
-        return tuple(options)
-
-    def describe(self, variant: str) -> str:
-        """Where wheels come from, for a change summary: "/opt/wheels", "https://..."."""
-        if not self.custom:
-            return index_url(variant)
-        return ", ".join([*self.find_links, *([] if self.no_index else filter(
-            None, [self.index_url, *self.extra_index_urls]))]) or "no index (--no-index)"
 
 
 def manylinux_platforms(glibc: tuple[int, int], arch: str) -> tuple[str, ...]:
@@ -100,17 +63,30 @@ def local_dir(variant: str, name: str) -> str:
     return validate.under(str(cache_root()), variant, name)
 
 
+def platform_args(python: str, glibc: tuple[int, int], arch: str) -> tuple[str, ...]:
+    """pip's options picking a node's wheels: its interpreter and platform.
+
+    >>> platform_args("3.11", (2, 17), "aarch64")[:4]
+    ('--implementation', 'cp', '--python-version', '3.11')
+    """
+    platforms = [arg for tag in manylinux_platforms(glibc, arch) for arg in ("--platform", tag)]
+    return ("--implementation", "cp", "--python-version", python, *platforms)
+
+
 def download_args(python: str, glibc: tuple[int, int], arch: str, sources: Sequence[str],
                   specs: Sequence[str]) -> tuple[str, ...]:
     """``pip download`` arguments for a node's interpreter and platform, wheels only."""
-    platforms = [arg for tag in manylinux_platforms(glibc, arch) for arg in ("--platform", tag)]
-    return ("download", "--only-binary=:all:", "--implementation", "cp", "--python-version",
-            python, *platforms, "--no-input", "--progress-bar", "off", *sources, "--", *specs)
+    return ("download", "--only-binary=:all:", *platform_args(python, glibc, arch),
+            "--no-input", "--progress-bar", "off", *sources, "--", *specs)
 
 
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "nodeprov" / "wheelhouse"
+
+
+class DownloadFailed(NodeprovError):
+    """pip on this machine could not download a wheel set; the message is pip's reason."""
 
 
 def fetch(dest: Path, pip_args: Sequence[str]) -> bool:
@@ -123,31 +99,31 @@ def fetch(dest: Path, pip_args: Sequence[str]) -> bool:
     stamp = dest / (".done-" + hashlib.sha256("\0".join(pip_args).encode()).hexdigest()[:16])
     with open(dest / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        (dest / _OLD_LOG).unlink(missing_ok=True)  # pip's command lines, credentials included
         if stamp.exists():
             return False
         argv = [sys.executable, "-m", "pip", *pip_args[:1], "--dest", str(dest), *pip_args[1:]]
         started = time.monotonic()
-        subprocess.run(argv, check=True)
-        stamp.touch()
+        done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              check=False)
+        output = redact(done.stdout + done.stderr)
         with open(dest / LOG_NAME, "a") as log:
-            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} downloaded in "
-                      f"{time.monotonic() - started:.0f}s: pip {' '.join(pip_args)}\n")
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pip exited {done.returncode} "
+                      f"after {time.monotonic() - started:.0f}s: pip "
+                      f"{redact(' '.join(pip_args))}\n{output}\n")
+        if done.returncode != 0:
+            raise DownloadFailed(pip_reason(output, done.returncode))
+        stamp.touch()
         return True
 
 
-def main(argv: Sequence[str]) -> int:
-    if len(argv) < 2:
-        sys.stderr.write("usage: python -m nodeprov.wheels.wheelhouse DEST "
-                         "PIP-DOWNLOAD-ARGUMENTS...\n")
-        return 2
-    try:
-        fetch(Path(argv[0]), argv[1:])
-    except subprocess.CalledProcessError as error:
-        sys.stderr.write(f"pip download exited {error.returncode}: see its output above; does "
-                         "this machine reach the index (pip_index_url, pip_find_links)?\n")
-        return 1
-    return 0
+def pip_reason(output: str, exit_code: int) -> str:
+    """pip's own reason for a failure, one line: its last ``ERROR:`` line, else its last line.
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    >>> pip_reason("Looking in links: /w\\nERROR: No matching distribution found for uv==9\\n", 1)
+    'No matching distribution found for uv==9'
+    """
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
+    reason = (errors or lines or [f"pip exited {exit_code}"])[-1]
+    return reason if len(reason) <= 200 else reason[:197] + "..."

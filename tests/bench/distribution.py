@@ -1,27 +1,31 @@
-"""How long the wheelhouse takes to reach every node, and how many bytes leave this machine.
+"""How long the wheelhouse and uv take to reach every node, and how many bytes leave this machine.
 
-    python -m tests.bench.distribution --nodes 1,8,32 --rate 100mbit [--upload-each 8]
+    python -m tests.bench.distribution --nodes 1,4,32 --rate 100mbit [--upload-each 8]
         [--apply 1,8] [--download-once 8]
 
 For each size: a fresh testbed, this machine's link to the nodes throttled with tc (tbf on the
 bridge device's egress, in the root namespace: what this machine sends to the nodes passes it,
-what the bridge forwards between nodes does not), then the distribution phase as the torch task
-runs it (peer_exec.execute of the mkdir and the PeerUpload on every node at once, until every
-node holds the wheels), timed, with the bytes the bridge device sent (tx_bytes) over the
-wheelhouse's size. ``--upload-each`` runs the same with the old way (one SFTP upload per node)
-for comparison; ``--apply`` times a whole `nodeprov apply` (venv + torch from the wheelhouse,
-installs included) at those sizes, reported apart. ``--download-once`` serves the same
-wheels over HTTP from this machine (the index behind the throttled link, as the internet is
-behind a site's uplink) and times every node downloading its own copy, then
-``download_once`` (one node downloads, ``peers.PeerDownload``, the others fetch its copy).
-The tc qdisc is removed on every exit. Needs root. Prints the machine's load average before and
-after each size.
+what the bridge forwards between nodes does not), then the distribution phase as the venv and
+torch tasks run it (peer_exec.execute of uv's PeerUpload and the wheels' on every node at once,
+until every node holds both), timed, with the bytes the bridge device sent (tx_bytes) over one
+copy (wheels + uv). Each size runs it twice, side by side on the same nodes: uv sent to each
+node as before (a plain upload per node; the wheels from the peers), then uv like the wheels
+(one upload, then the peers). ``--upload-each`` also runs it with every file uploaded to each
+node; ``--apply`` times a whole `nodeprov apply` (venv + torch from the wheelhouse, installs
+included) at those sizes, reported apart. ``--download-once`` serves the same wheels over HTTP
+from this machine (the index behind the throttled link, as the internet is behind a site's
+uplink) and times every node downloading its own copy, then ``download_once`` (one node
+downloads what this machine resolved, ``peers.PeerDownload``, the others fetch its copy,
+checked against this machine's hashes). The tc qdisc is removed on every exit. Needs root.
+Prints the machine's load average before and after each size.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,26 +41,37 @@ from nodeprov.inventory import load_inventory
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
 from nodeprov.tasks.base import Action, Context, Run
-from nodeprov.tasks.torch.install import peer_download, peer_upload
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from nodeprov.wheels import installer, wheelhouse
 from nodeprov.wheels.peer_exec import execute
-from nodeprov.wheels.peers import Distribution
+from nodeprov.wheels.peers import (
+    Distribution,
+    PeerDownload,
+    PeerUpload,
+    plan_copy,
+    plan_download,
+)
+from nodeprov.wheels.resolve import Pinned
+from nodeprov.wheels.thismachine import ThisMachine, WheelSet, wheels_in
 from tests.mirrors import LOCAL_MIRRORS
+from tests.wheels.mirror import uv_index
 
 REMOTE = "/var/cache/nodeprov/wheelhouse/bench-torch-2.13.0"
+UV_REMOTE = "/var/cache/nodeprov/bench-uv.upload"
 SOURCES = ("--find-links", "/opt/wheels", "--index-url", "file:///opt/pypi/simple")
 PLAYBOOK = """\
 - name: venv and torch from the wheelhouse
   hosts: all
   tasks:
     - name: Python venv
-      venv: {path: /opt/bench/venv}
+      venv: {path: /opt/bench/venv, index_url: "file:///opt/pypi/simple",
+             find_links: [/opt/wheels], extra_index_urls: ["{{ uv_index }}"],
+             subnet: "{{ node_subnet }}"}
     - name: torch
       torch: {venv: /opt/bench/venv, version: 2.13.0, cuda: cpu, wheelhouse: true,
               find_links: [/opt/wheels], index_url: "file:///opt/pypi/simple",
-              subnet: "{{ node_subnet }}"}
+              extra_index_urls: ["{{ uv_index }}"], subnet: "{{ node_subnet }}"}
 """
 
 
@@ -88,15 +103,28 @@ def fill_wheelhouse(cluster: Testbed, cache: Path) -> Path:
     return dest
 
 
-def on_every_node(cluster: Testbed, peers: bool,
+def uv_folder(cache: Path) -> Path:
+    """A folder holding uv's wheel only, as this machine's uv download leaves it."""
+    folder = cache / "uv"
+    if not folder.exists():
+        folder.mkdir()
+        (wheel,) = Path(uv_index().removeprefix("file://")).parent.glob("files/uv-*.whl")
+        shutil.copy(wheel, folder / wheel.name)
+    return folder
+
+
+def size_of(folder: Path) -> int:
+    return sum(path.stat().st_size for path in wheels_in(str(folder)))
+
+
+def on_every_node(cluster: Testbed, distribution: Distribution,
                   actions: Callable[[Context], list[Action]]) -> tuple[float, dict[str, float]]:
     """Every node runs its ``actions`` (made from its Context) at once, through
-    ``peer_exec.execute`` with one Distribution (``peers``) or none: wall seconds, and each
-    node's seconds. A node that fell back from its peers fails the run; REMOTE is removed."""
+    ``peer_exec.execute`` with one Distribution: wall seconds, and each node's seconds. A node
+    that fell back from its peers fails the run; the folders are removed."""
     inventory = load_inventory(cluster.inventory_path)
     sessions, facts, errors = connect_all(inventory.hosts, SshOptions(), forks=64)
     assert not errors, errors
-    distribution = Distribution() if peers else None
     cluster_view = {h.name: (h, facts[h.name]) for h in inventory.hosts}
     done: dict[str, float] = {}
     try:
@@ -114,12 +142,11 @@ def on_every_node(cluster: Testbed, peers: bool,
         for thread in threads:
             thread.join()
         wall = time.monotonic() - started
-        if distribution is not None:
-            fell_back = {name: distribution.warnings_for(name) for name in sessions}
-            assert not any(fell_back.values()), fell_back
-            distribution.close()
+        fell_back = {name: distribution.warnings_for(name) for name in sessions}
+        assert not any(fell_back.values()), fell_back
+        distribution.close()
         for name, session in sessions.items():
-            session.run(["rm", "-rf", "--", REMOTE])
+            session.run(["rm", "-rf", "--", REMOTE, UV_REMOTE])
             assert name in done, f"{name} failed"
     finally:
         for session in sessions.values():
@@ -127,17 +154,27 @@ def on_every_node(cluster: Testbed, peers: bool,
     return wall, done
 
 
-MKDIR = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", REMOTE))
+def distribute(cluster: Testbed, wheels: Path, uv: Path | None, peers: bool, uv_peers: bool
+               ) -> tuple[float, dict[str, float]]:
+    """Every node gets ``wheels`` (and ``uv``) at once, each from the peers or uploaded: wall
+    seconds, and each node's seconds."""
+    distribution = Distribution()
+
+    def copies(ctx: Context) -> list[Action]:
+        def copy(local: Path, remote: str, from_peers: bool) -> PeerUpload:
+            return plan_copy(distribution, ctx.host.name, ctx.facts,
+                             cluster.subnet if from_peers else None,
+                             PeerUpload(str(local), remote, key=str(local)))[0]
+        wanted: list[Action] = [copy(uv, UV_REMOTE, uv_peers)] if uv else []
+        return [*wanted, copy(wheels, REMOTE, peers)]
+
+    return on_every_node(cluster, distribution, copies)
 
 
-def distribute(cluster: Testbed, local: Path, peers: bool) -> tuple[float, dict[str, float]]:
-    """Every node gets ``local`` into REMOTE at once: wall seconds, and each node's seconds."""
-    return on_every_node(cluster, peers, lambda ctx: [
-        MKDIR, peer_upload(ctx, str(local), REMOTE, "bench", cluster.subnet)[0]])
-
-
-# argv: the folder, the index URL, the wheel names; what pip download does, minus the resolve
-CURL = 'cd -- "$1" && base=$2 && shift 2 && for name; do curl -sSfO -- "$base$name"; done'
+# argv: the folder, the index URL, the wheel names (up to the first option, which is pip's);
+# what pip download does, minus the resolve
+CURL = ('cd -- "$1" && base=$2 && shift 2 && for name; do case $name in -*) break;; esac; '
+        'curl -sSfO -- "$base$name"; done')
 
 
 @contextmanager
@@ -155,28 +192,47 @@ def index(local: Path, address: str) -> Iterator[str]:
         server.wait()
 
 
-def download(cluster: Testbed, url: str, names: list[str], once: bool
+class Resolved(ThisMachine):
+    """This machine, having resolved the wheels ``local`` holds (the bench's index)."""
+
+    def __init__(self, local: Path) -> None:
+        super().__init__()
+        self.local = local
+
+    def pins(self, wanted: WheelSet) -> tuple[Pinned, ...]:
+        return tuple(Pinned(path.name.split("-")[0], path.name.split("-")[1], path.name,
+                            hashlib.sha256(path.read_bytes()).hexdigest())
+                     for path in wheels_in(str(self.local)))
+
+
+def download(cluster: Testbed, url: str, local: Path, once: bool
              ) -> tuple[float, dict[str, float]]:
-    """Every node downloads ``names`` from ``url`` into REMOTE at once (``once``: one node
-    does, the others fetch its copy): wall seconds, and each node's seconds."""
-    fetch = Run(("sh", "-c", CURL, "download", REMOTE, url, *names))
-    return on_every_node(cluster, once, lambda ctx: [
-        MKDIR, peer_download(ctx, fetch, REMOTE, cluster.subnet)[0],
-        Run(("sh", "-c", f'[ "$(ls -- "$1" | wc -l)" -eq {len(names)} ]', "count", REMOTE))])
+    """Every node downloads ``local``'s wheels from ``url`` into REMOTE at once (``once``: one
+    node does, the others fetch its copy): wall seconds, and each node's seconds."""
+    names = [path.name for path in wheels_in(str(local))]
+    # curl standing in for pip download; with the seed's pins, the names are still these
+    argv = ("sh", "-c", CURL, "download", REMOTE, url, *names, "--")
+    distribution = Distribution(here=Resolved(local))
+    mkdir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", REMOTE))
+    count = Run(("sh", "-c", f'[ "$(ls -- "$1" | wc -l)" -eq {len(names)} ]', "count", REMOTE))
+    return on_every_node(cluster, distribution, lambda ctx: [
+        mkdir, plan_download(distribution, ctx.host.name, ctx.facts,
+                             cluster.subnet if once else None,
+                             PeerDownload(argv, key="bench", remote_path=REMOTE,
+                                          wanted=WheelSet((), tuple(names))))[0], count])
 
 
 def measure_download(nodes: int, rate: str, cache: Path) -> None:
     """Each node downloading from the index, then download_once, behind the same link."""
     with temporary(nodes=nodes, shared=LOCAL_MIRRORS) as cluster:
         local = fill_wheelhouse(cluster, cache)
-        names = sorted(p.name for p in local.iterdir() if not p.name.startswith("."))
-        size = sum((local / name).stat().st_size for name in names)
+        size = size_of(local)
         with index(local, cluster.state.bridge_address.split("/")[0]) as url, \
                 throttled(cluster.state.bridge, rate):
             for once in (False, True):
                 how = "download_once" if once else "each node downloads"
                 before = tx_bytes(cluster.state.bridge)
-                wall, done = download(cluster, url, names, once)
+                wall, done = download(cluster, url, local, once)
                 sent = tx_bytes(cluster.state.bridge) - before
                 print(f"{nodes} nodes, {how}, index behind {rate}: every node holds the "
                       f"{size / 1e6:.1f} MB in {wall:.1f}s (first {min(done.values()):.1f}s); "
@@ -187,7 +243,7 @@ def measure_download(nodes: int, rate: str, cache: Path) -> None:
 def apply_wall(cluster: Testbed, work: Path) -> float:
     inventory = yaml.safe_load(cluster.inventory_path.read_text())
     (work / "inventory.yaml").write_text(yaml.safe_dump(inventory))
-    (work / "site.yaml").write_text(PLAYBOOK)
+    (work / "site.yaml").write_text(PLAYBOOK.replace("{{ uv_index }}", uv_index()))
     program = Path(sys.executable).with_name("nodeprov")
     started = time.monotonic()
     subprocess.run([str(program), "apply", str(work / "inventory.yaml"), "-p",
@@ -203,24 +259,26 @@ def load() -> str:
 
 def measure(nodes: int, rate: str, cache: Path, upload_each: bool, with_apply: bool
             ) -> float:
+    """The distribution at ``nodes``: uv to each node, then uv like the wheels, side by side
+    (``upload_each``: everything to each node); the wall time of the latter."""
     with temporary(nodes=nodes, shared=LOCAL_MIRRORS) as cluster:
-        local = fill_wheelhouse(cluster, cache)
-        size = sum(p.stat().st_size for p in local.iterdir() if not p.name.startswith("."))
-        how = "upload to each node" if upload_each else "one upload, peers fetch"
-        print(f"{nodes} nodes, {how}, {rate}: wheelhouse {size / 1e6:.1f} MB; {load()}",
+        wheels, uv = fill_wheelhouse(cluster, cache), uv_folder(cache)
+        size = size_of(wheels) + size_of(uv)
+        print(f"{nodes} nodes, {rate}: wheelhouse {size_of(wheels) / 1e6:.1f} MB + uv "
+              f"{size_of(uv) / 1e6:.1f} MB = one copy {size / 1e6:.1f} MB; {load()}",
               flush=True)
-        with throttled(cluster.state.bridge, rate):
-            before = tx_bytes(cluster.state.bridge)
-            wall, done = distribute(cluster, local, peers=not upload_each)
-            sent = tx_bytes(cluster.state.bridge) - before
-        first, last = min(done.values()), max(done.values())
-        print(f"  distribution {wall:.1f}s (first node done {first:.1f}s, last {last:.1f}s); "
-              f"sent by this machine {sent / 1e6:.1f} MB = {sent / size:.2f}x one copy; "
-              f"{load()}", flush=True)
-        if nodes > 1 and not upload_each:
-            print(f"  this machine -> seed {size / first / 1e6:.1f} MB/s; nodes -> "
-                  f"{nodes - 1} peers {size * (nodes - 1) / max(last - first, 1e-3) / 1e6:.1f}"
-                  " MB/s together (the bridge forwards them past the tbf)", flush=True)
+        ways = ([("everything uploaded to each node", False, False)] if upload_each else
+                [("uv to each node (before)", True, False), ("uv like the wheels (now)", True,
+                                                             True)])
+        for how, peers, uv_peers in ways:
+            with throttled(cluster.state.bridge, rate):
+                before = tx_bytes(cluster.state.bridge)
+                wall, done = distribute(cluster, wheels, uv, peers, uv_peers)
+                sent = tx_bytes(cluster.state.bridge) - before
+            first, last = min(done.values()), max(done.values())
+            print(f"  {how}: {wall:.1f}s (first node done {first:.1f}s, last {last:.1f}s); "
+                  f"sent by this machine {sent / 1e6:.1f} MB = {sent / size:.2f}x one copy "
+                  f"(wheels + uv); {load()}", flush=True)
         if with_apply:
             with throttled(cluster.state.bridge, rate), tempfile.TemporaryDirectory() as work:
                 seconds = apply_wall(cluster, Path(work))
@@ -231,7 +289,7 @@ def measure(nodes: int, rate: str, cache: Path, upload_each: bool, with_apply: b
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", default="1,8,32")
+    parser.add_argument("--nodes", default="1,4,32")
     parser.add_argument("--rate", default="100mbit")
     parser.add_argument("--upload-each", default="", help="sizes to also run the old way")
     parser.add_argument("--apply", default="", help="sizes to also time a whole apply at")

@@ -4,7 +4,7 @@
 
 On one fresh test cluster node, from the cluster's local mirrors (/opt/wheels, /opt/pypi), each
 repetition builds a venv and installs torch twice: with the commands nodeprov ran before uv
-(``python -m venv``, then ``pip install`` as ``installer.pip_install`` builds it) and with the
+(``python -m venv``, then ``pip install``: ``installer.install`` without uv) and with the
 commands it runs now (``installer.create_venv`` and ``installer.install``, uv pushed first, as
 nodeprov does once per node). The wall time is measured here, the CPU time is what the node's
 shell reports for its children (``times``). A markdown table goes to stdout.
@@ -71,8 +71,8 @@ def one_round(bed: Testbed) -> dict[str, tuple[float, float]]:
     steps = {
         "pip: python -m venv": timed(bed, installer.create_venv("/usr/bin/python3", pip_venv,
                                                                 with_uv=False)[0].argv),
-        "pip: pip install torch": timed(bed, installer.pip_install(pip_venv, SOURCES,
-                                                                   [SPEC]).argv),
+        "pip: pip install torch": timed(bed, installer.install(pip_venv, SOURCES, [SPEC],
+                                                               with_uv=False).argv),
     }
     create, seed = installer.create_venv("/usr/bin/python3", uv_venv, with_uv=True)
     steps["uv: venv --without-pip"] = timed(bed, create.argv)

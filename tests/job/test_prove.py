@@ -14,6 +14,7 @@ from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from tests.conftest import requires_root_namespaces
 from tests.mirrors import LOCAL_MIRRORS
+from tests.wheels.mirror import uv_index
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,9 @@ def cluster() -> Iterator[Testbed]:
     reason = requires_root_namespaces()
     if reason:
         pytest.skip(reason)
-    with temporary(nodes=3, extra_vars=CLUSTER_VARS, shared=LOCAL_MIRRORS) as bed:
+    # the mirror holds uv too, as a site's would (only this machine reads that part)
+    with temporary(nodes=3, extra_vars={**CLUSTER_VARS, "pip_extra_index_url": [uv_index()]},
+                   shared=LOCAL_MIRRORS) as bed:
         yield bed
 
 

@@ -61,7 +61,7 @@ def test_the_folder_holds_the_node_side_files() -> None:
     assert {path.name for path in PYTHON} >= {"netcheck.py", "syncnode.py", "peer_scripts.py"}
     assert {path.name for path in SHELL} == {"facts.sh", "ufw-helper.sh"}
     assert [name for name, _ in scripts(NODESIDE / "peer_scripts.py")][1:] == [
-        "peer_scripts.py:SERVE", "peer_scripts.py:FETCH", "peer_scripts.py:LIST"]
+        "peer_scripts.py:SERVE", "peer_scripts.py:FETCH"]
 
 
 @pytest.mark.parametrize("path", PYTHON, ids=lambda path: path.name)

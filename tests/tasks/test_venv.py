@@ -15,7 +15,7 @@ from nodeprov.cli import app
 from nodeprov.inventory import Host
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
-from nodeprov.tasks.base import Context, Local, ParamError, Run, TaskFailed, Upload, parse_params
+from nodeprov.tasks.base import Context, ParamError, Run, TaskFailed, parse_params
 from nodeprov.tasks.venv import (
     VenvParams,
     VenvState,
@@ -29,6 +29,8 @@ from nodeprov.tasks.venv import (
 )
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.wheels import installer
+from nodeprov.wheels.peers import Distribution, PeerUpload
+from nodeprov.wheels.sources import Sources
 from tests.tasks.kit import make_facts, one_node
 
 VENV = "/opt/nodeprov/venv"
@@ -74,17 +76,21 @@ def test_missing_venv_is_created_with_the_nodes_python() -> None:
 def test_uv_is_pushed_where_missing_and_pip_installs_where_uv_cannot_run(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    (change,) = plan(context(node_facts()), VenvParams(VENV),
+    mirror = {"index_url": "file:///mirror/simple", "find_links": ("/srv/wheels",)}
+    (change,) = plan(context(node_facts()), VenvParams(VENV, **mirror),
                      observed(uv="no-uv glibc 2.36")).changes
-    fetch, mkdir, upload, unpack, create, _ = change.actions
+    copy, create, _ = change.actions
     local = str(tmp_path / "nodeprov" / "uv" / f"uv-{installer.UV_VERSION}-x86_64-glibc2.36")
-    assert fetch == Local((sys.executable, "-m", "nodeprov.wheels.wheelhouse", local, "download",
-                           "--no-deps", "--only-binary=:all:", *fetch.argv[7:-5], "--no-input",
-                           "--progress-bar", "off", "--", f"uv=={installer.UV_VERSION}"))
-    assert "manylinux_2_17_x86_64" in fetch.argv and "manylinux_2_36_x86_64" in fetch.argv
-    assert isinstance(mkdir, Run) and upload == Upload(local, mkdir.argv[-1])
-    assert isinstance(unpack, Run) and unpack.argv[-2:] == (mkdir.argv[-1], installer.UV)
+    assert isinstance(copy, PeerUpload) and copy.local_path == local and not copy.address
+    assert copy.fill is not None and copy.fill.sources == Sources(**mirror)  # not pip's default
+    assert copy.fill.specs == (f"uv=={installer.UV_VERSION}",)
+    assert "manylinux_2_17_x86_64" in copy.fill.platform
+    assert "manylinux_2_36_x86_64" in copy.fill.platform
+    assert copy.optional == installer.WITHOUT_UV  # without uv: ensurepip, then pip
+    assert copy.then[-2:] == (copy.remote_path, installer.UV)
     assert "--without-pip" in str(create)
+    assert change.summary.endswith(
+        f"pip put in by uv (uv {installer.UV_VERSION} uploaded from this machine)")
     for uv, arch, why in (("no-uv ", "x86_64", "the node has no glibc"),
                           ("no-uv glibc 2.36", "ppc64le", "no uv build for ppc64le"),
                           ("uv-failed uv: Exec format error", "x86_64",
@@ -93,6 +99,21 @@ def test_uv_is_pushed_where_missing_and_pip_installs_where_uv_cannot_run(
                          observed(uv=uv)).changes
         assert change.summary.endswith(f"pip put in by ensurepip ({why}") or why in change.summary
         assert change.actions == (Run(("/usr/bin/python3", "-m", "venv", "--", VENV)),)
+
+
+def test_uv_is_fanned_out_over_the_node_subnet_like_the_wheels() -> None:
+    distribution = Distribution()
+    params = VenvParams(VENV, subnet="192.0.2.0/24")  # the recorded eth0's subnet
+    summaries = []
+    for name in ("node1", "node2"):
+        host, facts = Host(name, "192.0.2.2", "192.0.2.2"), node_facts()
+        (change,) = plan(Context(host, facts, {name: (host, facts)}, distribution), params,
+                         observed(uv="no-uv glibc 2.36")).changes
+        copy = change.actions[0]
+        assert isinstance(copy, PeerUpload) and copy.address == "192.0.2.2"
+        summaries.append(change.summary)
+    assert summaries[0].endswith(f"(uv {installer.UV_VERSION} uploaded from this machine)")
+    assert summaries[1].endswith(f"(uv {installer.UV_VERSION} from node1 over the node subnet)")
 
 
 def test_debian_without_ensurepip_gets_the_venv_package_first() -> None:

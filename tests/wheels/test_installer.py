@@ -13,6 +13,7 @@ import pytest
 
 from nodeprov.remote.actions import Run
 from nodeprov.wheels import installer
+from nodeprov.wheels.sources import Sources
 
 # Records its arguments (and uv's cache folder) in $0.log; fails when $0.fail exists.
 RECORDER = """#!/bin/sh
@@ -64,11 +65,75 @@ def test_uv_installs_with_the_given_sources_and_its_cache_beside_the_venv(
     assert logged(uv)[9:] == ["--reinstall", "--no-deps", "--", "torch"]
 
 
-def test_a_failed_uv_install_fails_and_still_removes_its_cache(fakes: tuple[Path, Path]) -> None:
+def test_a_failed_uv_install_is_tried_again_with_pip_and_uv_set_aside_if_pip_succeeds(
+        fakes: tuple[Path, Path]) -> None:
     uv, venv = fakes
     Path(f"{uv}.fail").touch()
+    done = run(installer.install(str(venv), ("--index-url", "http://m/simple"), ["six"]), uv)
+    assert done.returncode == 0 and not Path(f"{venv}.uv-cache").exists()
+    assert "nodeprov: uv failed (uv exited 1): trying pip" in done.stderr
+    assert logged(venv / "bin" / "python")[-4:] == ["--index-url", "http://m/simple", "--", "six"]
+    assert (uv.parent / "failed").read_text() == (
+        "could not install what pip then did: uv exited 1\n")
+    assert installer.parse_uv_line(uv_line(uv)).failed == (
+        "could not install what pip then did: uv exited 1")
+
+
+def test_when_uv_and_pip_both_fail_the_install_fails_and_uv_is_not_blamed(
+        fakes: tuple[Path, Path]) -> None:
+    uv, venv = fakes
+    Path(f"{uv}.fail").touch()
+    Path(f"{venv}/bin/python.fail").touch()
     done = run(installer.install(str(venv), (), ["six"]), uv)
-    assert done.returncode == 1 and not Path(f"{venv}.uv-cache").exists()
+    assert done.returncode == 1 and not (uv.parent / "failed").exists()
+
+
+def test_without_uv_pip_installs_and_nothing_is_recorded_against_uv(
+        fakes: tuple[Path, Path]) -> None:
+    uv, venv = fakes
+    uv.unlink()  # uv could not be had: not there at all
+    done = run(installer.install(str(venv), (), ["six"]), uv)
+    assert done.returncode == 0 and done.stderr == ""
+    assert logged(venv / "bin" / "python")[1:4] == ["-m", "pip", "install"]
+    assert not (uv.parent / "failed").exists()
+    uv.write_text(RECORDER)  # uv runs, but the plan said pip (uv_unusable): pip
+    uv.chmod(0o755)
+    assert run(installer.install(str(venv), (), ["six"], with_uv=False), uv).returncode == 0
+    assert not Path(f"{uv}.log").exists()
+
+
+def test_this_machines_wheels_are_all_that_is_installed_where_they_arrived(
+        fakes: tuple[Path, Path], tmp_path: Path) -> None:
+    uv, venv = fakes
+    wheels = tmp_path / "wheelhouse"
+    step = installer.install(str(venv), ("--index-url", "http://m/simple"), ["torch"],
+                             wheels=str(wheels))
+    assert run(step, uv).returncode == 0  # no folder (its copy failed): the sources
+    assert logged(uv)[-4:] == ["--index-url", "http://m/simple", "--", "torch"]
+    wheels.mkdir()
+    recorded = uv.with_name("env")
+    uv.write_text(RECORDER.replace('[ ! -e "$0.fail" ]',
+                                   f'echo "$PIP_CONFIG_FILE" > {recorded}; [ ! -e "$0.fail" ]'))
+    assert run(step, uv).returncode == 0
+    assert logged(uv)[-5:] == ["--no-index", "--find-links", str(wheels), "--", "torch"]
+    assert recorded.read_text() == "/dev/null\n"  # nor the node's pip.conf
+    assert str(step) == "install torch"
+
+
+def test_uv_comes_from_this_machine_like_the_wheels(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    sources = Sources(index_url="file:///mirror/simple")
+    copy = installer.uv_copy(installer.UvState(False, (2, 28)), "aarch64", "/usr/bin/python3",
+                             sources)
+    assert copy is not None and copy.optional == installer.WITHOUT_UV
+    assert copy.local_path == str(tmp_path / "nodeprov" / "uv" / "uv-0.13.9-aarch64-glibc2.28")
+    assert copy.fill is not None and copy.fill.sources == sources
+    assert copy.fill.specs == (f"uv=={installer.UV_VERSION}",)
+    assert copy.fill.platform[:3] == ("--no-deps", "--platform", "manylinux_2_28_aarch64")
+    assert copy.then == ("/usr/bin/python3", "-c", installer._UNPACK, copy.remote_path,
+                         installer.UV)
+    assert installer.uv_copy(installer.UvState(True), "x86_64", "/p", sources) is None
 
 
 def uv_line(uv: Path) -> str:
@@ -93,7 +158,7 @@ def test_pip_installs_where_uv_does_not_run_and_says_so(fakes: tuple[Path, Path]
     assert state == installer.UvState(False, None, why)
     assert installer.uv_unusable(state, "x86_64") == (
         f"uv failed: {why}; remove {installer.UV_FAILED} to try uv again")
-    assert installer.push_uv(state, "x86_64", "/usr/bin/python3") == ()
+    assert installer.uv_copy(state, "x86_64", "/usr/bin/python3", Sources()) is None
     python = venv / "bin" / "python"
     assert logged(python) == ["no-cache-dir", "-m", "pip", "install", "--no-input",
                               "--disable-pip-version-check", "--progress-bar", "off",

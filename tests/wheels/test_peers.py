@@ -8,10 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.tasks.base import Context, Upload
-from nodeprov.tasks.torch.install import peer_upload
-from nodeprov.wheels.peers import UPLOADED, Distribution, PeerUpload
-from tests.tasks.kit import HOST, RECORDED, make_facts
+from nodeprov.remote.actions import Run
+from nodeprov.remote.facts import Facts
+from nodeprov.wheels.peers import (
+    DOWNLOADED,
+    UPLOADED,
+    Distribution,
+    PeerDownload,
+    PeerUpload,
+    WheelFile,
+    plan_copy,
+    plan_download,
+)
+from tests.tasks.kit import RECORDED, make_facts
 
 SUBNET = "192.0.2.0/24"  # the recorded VM's eth0 holds 192.0.2.2/24
 
@@ -74,36 +83,43 @@ def test_digests_are_this_machines_files_as_an_upload_sends_them(tmp_path: Path)
     (tmp_path / "a.whl").write_bytes(b"wheel")
     (tmp_path / ".lock").write_bytes(b"")
     (tmp_path / "sub").mkdir()
-    assert Distribution().digests(str(tmp_path)) == (
+    distribution = Distribution()
+    assert distribution.expected(PeerUpload(str(tmp_path), "/r", "set")) == (
+        WheelFile("a.whl", hashlib.sha256(b"wheel").hexdigest(), 5),)
+    (tmp_path / "a.whl").write_bytes(b"changed")  # read once per run
+    assert distribution.here.digests(str(tmp_path)) == (
         ("a.whl", hashlib.sha256(b"wheel").hexdigest()),)
-
-
-def context(name: str, distribution: Distribution | None, **facts: object) -> Context:
-    host = HOST if name == HOST.name else type(HOST)(name, "192.0.2.3", "192.0.2.3")
-    own = make_facts(**facts) if facts else RECORDED
-    return Context(host, own, {name: (host, own)}, distribution)
 
 
 def test_the_plan_says_where_the_wheels_come_from() -> None:
     distribution = Distribution()
-    seed, words = peer_upload(context("node1", distribution), "/l", "/r", "set", SUBNET)
+    copy = PeerUpload("/l", "/r", "set")
+    seed, words = plan_copy(distribution, "node1", RECORDED, SUBNET, copy)
     assert words == UPLOADED == "uploaded from this machine"
     assert seed == PeerUpload("/l", "/r", "set", "192.0.2.2", str(RECORDED.python_path))
-    peer, words = peer_upload(context("node2", distribution), "/l", "/r", "set", SUBNET)
-    assert words == "from node1 over the node subnet" and isinstance(peer, PeerUpload)
+    peer, words = plan_copy(distribution, "node2", RECORDED, SUBNET, copy)
+    assert words == "from node1 over the node subnet" and peer.address == "192.0.2.2"
+    download = PeerDownload(("pip", "download"), key="set2", remote_path="/r")
+    seed_download, words = plan_download(distribution, "node1", RECORDED, SUBNET, download)
+    assert words == f"{DOWNLOADED}, for the other nodes too"
+    assert isinstance(seed_download, PeerDownload) and seed_download.address == "192.0.2.2"
+    assert plan_download(distribution, "node2", RECORDED, SUBNET, download)[1] == (
+        "downloaded once by node1, fetched over the node subnet")
 
 
 @pytest.mark.parametrize(("distribution", "subnet", "facts"), [
-    (None, SUBNET, {}),                         # verify's plans: no run to share
-    (Distribution(), None, {}),                 # no node_subnet
-    (Distribution(), "10.9.0.0/16", {}),        # no address in it
-    (Distribution(), SUBNET, {"python_path": None}),
+    (None, SUBNET, RECORDED),                   # verify's plans: no run to share
+    (Distribution(), None, RECORDED),           # no node_subnet
+    (Distribution(), "10.9.0.0/16", RECORDED),  # no address in it
+    (Distribution(), SUBNET, make_facts(python_path=None)),
 ])
-def test_otherwise_a_plain_upload(distribution: Distribution | None, subnet: str | None,
-                                  facts: dict[str, object]) -> None:
-    action, words = peer_upload(context("node1", distribution, **facts), "/l", "/r", "set",
-                                subnet)
-    assert action == Upload("/l", "/r") and type(action) is Upload and words == UPLOADED
+def test_otherwise_uploaded_or_downloaded_alone(distribution: Distribution | None,
+                                                subnet: str | None, facts: Facts) -> None:
+    action, words = plan_copy(distribution, "node1", facts, subnet, PeerUpload("/l", "/r", "k"))
+    assert action == PeerUpload("/l", "/r", "k") and not action.address and words == UPLOADED
+    download = PeerDownload(("pip", "download"), key="k", remote_path="/r")
+    alone, words = plan_download(distribution, "node1", facts, subnet, download)
+    assert alone == Run(("pip", "download")) and type(alone) is Run and words == DOWNLOADED
 
 
 def test_a_full_source_makes_the_next_fetch_wait_for_room_or_a_new_source() -> None:

@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.wheels.pipconfig import SHELL, node_pip, parse_env
-from nodeprov.wheels.wheelhouse import Sources
+from nodeprov.wheels.pipconfig import (
+    SHELL,
+    for_this_machine,
+    local_files,
+    node_pip,
+    parse_env,
+    this_machine,
+)
+from nodeprov.wheels.sources import Sources
 
 DATA = Path(__file__).parents[1] / "data" / "pip-conf"
 
@@ -83,3 +90,32 @@ def test_the_probe_lists_the_files_in_pips_order(tmp_path: Path) -> None:
         "/a/pip/pip.conf", "/b/pip/pip.conf", "/etc/pip.conf", "/v/pip.conf",
         f"{home}/env.conf"]
     assert listed(tmp_path, PIP_CONFIG_FILE="/dev/null")[4:] == []
+
+
+@pytest.mark.parametrize("env", [
+    {}, {"XDG_CONFIG_DIRS": "/a:/b"}, {"XDG_CONFIG_HOME": "/cfg"}, {"PIP_CONFIG_FILE": "/nope"},
+    {"PIP_CONFIG_FILE": "EXISTING"}, {"PIP_CONFIG_FILE": "/dev/null"},
+])
+def test_this_machines_files_are_the_ones_the_nodes_probe_lists(tmp_path: Path,
+                                                                env: dict[str, str]) -> None:
+    (tmp_path / "env.conf").touch()
+    env = {key: str(tmp_path / "env.conf") if value == "EXISTING" else value
+           for key, value in env.items()}
+    assert local_files(env, "/v", str(tmp_path)) == listed(tmp_path, **env)[4:]
+
+
+def test_this_machines_own_configuration_names_its_sources(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://ci:s3cret@mirror.example/simple\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    monkeypatch.setenv("PIP_FIND_LINKS", "/srv/wheels")
+    here = this_machine()
+    assert here.sources == Sources(index_url="https://ci:s3cret@mirror.example/simple",
+                                   find_links=("/srv/wheels",))
+    assert here.describe() == f"this machine's pip configuration ({conf}, PIP_FIND_LINKS)"
+    options, words = for_this_machine(Sources(), ("--index-url", "https://pypi.org/simple"),
+                                      here)
+    assert options == () and words == here.describe()  # its own pip reads it
+    conf.write_text("index-url = https://x\n")  # no [global]: pip says why itself
+    assert not this_machine().sources.index_url

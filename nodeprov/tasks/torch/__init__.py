@@ -12,6 +12,7 @@
         wheelhouse: "{{ wheelhouse }}"
         download_once: "{{ download_once }}"  # no wheelhouse: one node downloads for all
         subnet: "{{ node_subnet }}"         # nodes fetch wheels from a peer over it
+        numpy: "{{ torch_numpy }}"          # numpy too (torch warns in every rank without it)
 
 Every GPU node gets the same variant (each bundles its own NCCL, which must match across ranks),
 chosen by ``variants.choose`` from every inventory host's facts; CPU-only nodes get ``cpu``.
@@ -43,7 +44,7 @@ from nodeprov.tasks.base import (
     TaskType,
 )
 from nodeprov.tasks.torch.choice import choose_for_host
-from nodeprov.tasks.torch.install import install_actions, installed_with, local_dir, sources_for
+from nodeprov.tasks.torch.install import install_actions, local_dir, sources_for
 from nodeprov.tasks.torch.params import TorchParams, TorchState
 from nodeprov.tasks.venv import (
     marker_environment,
@@ -163,24 +164,25 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
     environment = marker_environment(python, ctx.facts.arch)
     spec = wheel_spec(params.version, variant)
     problem = torch_problem(state, params.version, variant)
-    missing = unsatisfied(params.packages, state.installed, environment)
+    missing = unsatisfied(params.wanted_packages, state.installed, environment)
     broken = [] if problem else unsatisfied(state.torch_requires, state.installed, environment)
     if not (problem or missing or broken):
         nccl = sorted(f"NCCL {v} ({n})" for n, v in state.installed.items()
                       if n.startswith("nvidia-nccl"))
-        satisfied = [f"{len(params.packages)} extra packages already satisfied"]
+        packages = params.wanted_packages
+        satisfied = [f"{len(packages)} extra packages already satisfied"]
         return Plan.noop(f"torch {state.torch_version} already in {params.venv}", *nccl,
-                         *satisfied[:len(params.packages)], *notes, warnings=warnings)
+                         *satisfied[:len(packages)], *notes, warnings=warnings)
     sources, where = sources_for(params, state, variant)
     force = bool(problem) and not unsatisfied([spec], state.installed, environment)
-    actions, wheels_from = install_actions(ctx, params, state, variant, python,
-                                           [spec, *missing], force, sources)
+    actions, wheels_from, installer_words = install_actions(
+        ctx, params, state, variant, python, [spec, *missing], force, sources, where)
     if params.wheelhouse:
         local = local_dir(params, variant, python, state, ctx)
         where = f"this machine's wheelhouse ({local}, {wheels_from})"
     elif params.download_once:
         where += f" ({wheels_from})"
-    where += f" {installed_with(ctx, state)}"
+    where += f" {installer_words}"
     if problem:
         size = "~200 MB" if variant == "cpu" else "~3 GB with the NVIDIA libraries"
         extras = f" with {', '.join(missing)}" if missing else ""

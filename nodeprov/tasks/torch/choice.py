@@ -25,7 +25,7 @@ from nodeprov.variants.choose import (
 )
 from nodeprov.variants.fit import NodeGpus
 from nodeprov.variants.index import IndexUnreadable, index_builds, listing_pages
-from nodeprov.wheels.wheelhouse import Sources
+from nodeprov.wheels.sources import Sources
 
 
 def node_gpus(facts: Facts) -> NodeGpus:

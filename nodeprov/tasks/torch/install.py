@@ -1,39 +1,44 @@
 """How the torch task installs: its sources, the wheelhouse, and uv or pip on the node.
 
     sources, where = sources_for(params, state, variant)
-    actions, wheels_from = install_actions(ctx, params, state, variant, python, specs, force,
-                                           sources)
+    actions, wheels_from, with_what = install_actions(ctx, params, state, variant, python, specs,
+                                                      force, sources, where)
 
 Sources: the inventory's ``pip_*`` variables, else the node's own pip configuration
 (``pipconfig``), else PyTorch's index of the variant with PyPI. In wheelhouse mode this machine
-downloads the wheels once and pushes them to one node, which the others fetch them from over
-the node subnet (``wheels.peers``; ``wheels_from`` says which); the node installs from that
-copy only. With ``download_once`` the first node downloads them from those sources itself
-(pip download, for its own platform) and the others fetch its copy the same way.
+downloads the wheels once (from the ``pip_*`` sources, else its own pip configuration) and sends
+them to one node, which the others fetch them from over the node subnet (``wheels.peers``;
+``wheels_from`` says which); the node installs from that copy only, or, when this machine
+could not fill the wheelhouse, from its own sources (a warning says so). With
+``download_once`` this machine resolves the wheels (each file's sha256 from the index), the
+first node downloads exactly those itself and the others fetch its copy, checked against this
+machine's hashes. uv comes the same way as the wheels (``installer.uv_copy``); the install uses
+pip wherever uv cannot be had.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import sys
 from typing import TYPE_CHECKING
 
-from nodeprov.tasks.base import Action, Context, Local, Run, TaskFailed, Upload
+from nodeprov.tasks.base import Action, Context, Run, TaskFailed
 from nodeprov.variants.choose import wheel_spec
 from nodeprov.wheels import installer, pipconfig, wheelhouse
-from nodeprov.wheels.peers import DOWNLOADED, UPLOADED, PeerDownload, PeerUpload
-from nodeprov.wheels.wheelhouse import Sources, download_args, target_name
+from nodeprov.wheels.peers import PeerDownload, PeerUpload, plan_copy, plan_download
+from nodeprov.wheels.sources import Sources
+from nodeprov.wheels.thismachine import WheelSet
+from nodeprov.wheels.wheelhouse import platform_args, target_name
 
 if TYPE_CHECKING:
     from nodeprov.tasks.torch.params import TorchParams, TorchState
 
 REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
+FIX_NODE = "set pip_index_url or pip_find_links to an index it reaches, or wheelhouse: true"
+FIX_HERE = "set pip_index_url or pip_find_links to a mirror this machine reaches"
 
 
 def sources_for(params: TorchParams, state: TorchState, variant: str) -> tuple[Sources, str]:
-    """Where the node installs from, and those words for the plan line. The wheelhouse is
-    filled here, from this machine's sources: the node's pip configuration names its own."""
-    if params.sources.custom or params.wheelhouse:
+    """Where the node installs from, and those words for the plan line."""
+    if params.sources.custom:
         return params.sources, params.sources.describe(variant)
     try:
         node = pipconfig.node_pip(state.pip_files, state.pip_env)
@@ -44,61 +49,70 @@ def sources_for(params: TorchParams, state: TorchState, variant: str) -> tuple[S
     return params.sources, params.sources.describe(variant)
 
 
-def installed_with(ctx: Context, state: TorchState) -> str:
-    """The plan line's words on the installer: uv, or pip and why."""
-    why_not = installer.uv_unusable(state.uv, ctx.facts.arch)
-    return f"with uv {installer.UV_VERSION}" if why_not is None else f"with pip ({why_not})"
+def installed_with(ctx: Context, params: TorchParams, state: TorchState
+                   ) -> tuple[PeerUpload | None, str]:
+    """uv's copy where the node needs it, and the plan line's words on the installer: uv, or
+    pip and why."""
+    copy, why_not = installer.uv_for(state.uv, ctx.facts.arch, ctx.facts.python_path or "python3",
+                                     params.sources,
+                                     ctx.distribution.here if ctx.distribution else None)
+    if copy is not None and not ctx.facts.python_path:
+        copy = None  # nothing could unpack it: uv's first install on this node waits
+    if copy is not None:
+        copy = plan_copy(ctx.distribution, ctx.host.name, ctx.facts, params.subnet, copy)[0]
+    return copy, (f"with uv {installer.UV_VERSION}" if why_not is None
+                  else f"with pip ({why_not})")
 
 
 def install_actions(ctx: Context, params: TorchParams, state: TorchState, variant: str,
-                    python: str, specs: list[str], force: bool,
-                    chosen: Sources) -> tuple[tuple[Action, ...], str]:
-    """Everything but the final import check: uv pushed if need be, the wheels, the install;
-    and in wheelhouse mode, where the wheels come from (``peer_upload``)."""
+                    python: str, specs: list[str], force: bool, chosen: Sources,
+                    where: str) -> tuple[tuple[Action, ...], str, str]:
+    """Everything but the final import check: uv sent if need be, the wheels, the install;
+    the words on where the wheels come from (wheelhouse and download_once modes) and on the
+    installer (uv, or pip and why)."""
     sources = chosen.options(variant)
-    hint = (f"could the node not reach {chosen.describe(variant)}? set pip_index_url or "
-            "pip_find_links to a source it reaches, or wheelhouse: true to send the wheels "
-            "from this machine")
     prepare: list[Action] = []
     finish: list[Action] = []
-    env: tuple[str, ...] = ()
-    wheels_from = ""
+    wheels_dir = wheels_from = ""
+    source, fix = where, FIX_NODE
     if params.wheelhouse or params.download_once:
-        remote_dir = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
-        wanted = (wheel_spec(params.version, variant), *params.packages)
-        args = download_args(_minor(python), _need_glibc(state), ctx.facts.arch, sources, wanted)
-        make_dir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", remote_dir))
+        wheels_dir = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
+        wanted = WheelSet(platform_args(_minor(python), _need_glibc(state), ctx.facts.arch),
+                          (wheel_spec(params.version, variant), *params.wanted_packages),
+                          params.sources, Sources().options(variant), variant)
+        key = "\0".join((*wanted.platform, *wanted.specs, *sources, wheels_dir))
         if params.wheelhouse:
             local = local_dir(params, variant, python, state, ctx)
-            fill = Local((sys.executable, "-m", "nodeprov.wheels.wheelhouse", local, *args))
-            # one wheel set: what is downloaded, and where it goes
-            upload, wheels_from = peer_upload(ctx, local, remote_dir, "\0".join(
-                (*fill.argv, remote_dir)), params.subnet)
-            prepare = [fill, make_dir, upload]
+            copy = PeerUpload(local, wheels_dir, key=f"{local}\0{key}", fill=wanted,
+                              optional=f"the node installs from {where} itself")
+            upload, wheels_from = plan_copy(ctx.distribution, ctx.host.name, ctx.facts,
+                                            params.subnet, copy)
+            prepare = [upload]
+            source, fix = f"this machine's wheelhouse, else {where}", FIX_HERE
         else:
-            download = Run((f"{params.venv}/bin/python", "-m", "pip", args[0], "--dest",
-                            remote_dir, "--no-cache-dir", "--disable-pip-version-check",
-                            *args[1:]), hint=hint)
-            fetched, wheels_from = peer_download(ctx, download, remote_dir, params.subnet)
+            download = PeerDownload(
+                (f"{params.venv}/bin/python", "-m", "pip", "download", "--dest", wheels_dir,
+                 "--no-cache-dir", "--disable-pip-version-check", "--only-binary=:all:",
+                 *wanted.platform, "--no-input", "--progress-bar", "off", *sources, "--",
+                 *wanted.specs),
+                hint=f"could the node not reach {where}? {FIX_NODE}", key=key,
+                remote_path=wheels_dir, wanted=wanted)
+            fetched, wheels_from = plan_download(ctx.distribution, ctx.host.name, ctx.facts,
+                                                 params.subnet, download)
+            make_dir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", wheels_dir))
             prepare = [make_dir, fetched]
-        # only the pushed wheels: not an index or find-links from the node's pip.conf
-        env = ("env", "PIP_CONFIG_FILE=/dev/null")
-        sources = ("--no-index", "--find-links", remote_dir)
-        finish = [Run(("rm", "-rf", "--", remote_dir))]
-        hint = ""
-    with_uv = installer.uv_unusable(state.uv, ctx.facts.arch) is None
-    if with_uv and ctx.facts.python_path:
-        prepare[:0] = installer.push_uv(state.uv, ctx.facts.arch, ctx.facts.python_path)
-    run = installer.install if with_uv else installer.pip_install
+        finish = [Run(("rm", "-rf", "--", wheels_dir))]
+    uv, with_what = installed_with(ctx, params, state)
+    with_uv = with_what.startswith("with uv")
+    if uv is not None:
+        prepare.insert(0, uv)
     if force:  # version.py disagrees with the metadata pip trusts: replace torch's files
-        prepare.append(_with_env(env, run(params.venv, sources, specs[:1], reinstall=True,
-                                          hint=hint)))
-    return (*prepare, _with_env(env, run(params.venv, sources, specs, hint=hint)),
-            *finish), wheels_from
-
-
-def _with_env(env: tuple[str, ...], action: Run) -> Run:
-    return Run((*env, *action.argv), hint=action.hint) if env else action
+        prepare.append(installer.install(params.venv, sources, specs[:1], reinstall=True,
+                                         with_uv=with_uv, wheels=wheels_dir, source=source,
+                                         hint=fix))
+    return (*prepare, installer.install(params.venv, sources, specs, with_uv=with_uv,
+                                        wheels=wheels_dir, source=source, hint=fix),
+            *finish), wheels_from, with_what
 
 
 def local_dir(params: TorchParams, variant: str, python: str, state: TorchState,
@@ -117,38 +131,3 @@ def _need_glibc(state: TorchState) -> tuple[int, int]:
 
 def _minor(python: str) -> str:
     return ".".join(python.split(".")[:2])
-
-
-def peer_upload(ctx: Context, local: str, remote: str, key: str,
-                subnet: str | None) -> tuple[Upload, str]:
-    """The action sending ``local`` to this host, and the plan's words on where it comes from:
-    a PeerUpload when the run distributes and this host has an address in ``subnet``."""
-    address = _address(ctx, subnet)
-    if ctx.distribution is None or address is None or not ctx.facts.python_path:
-        return Upload(local, remote), UPLOADED
-    seed = ctx.distribution.seed_for(key, ctx.host.name)
-    words = UPLOADED if seed == ctx.host.name else f"from {seed} over the node subnet"
-    return PeerUpload(local, remote, key, address, ctx.facts.python_path), words
-
-
-def peer_download(ctx: Context, download: Run, remote: str,
-                  subnet: str | None) -> tuple[Run, str]:
-    """``download`` (into ``remote``) as one node's for all whose download is the same, and
-    the plan's words on where the wheels come from; the plain download without peers."""
-    address = _address(ctx, subnet)
-    if ctx.distribution is None or address is None or not ctx.facts.python_path:
-        return download, DOWNLOADED
-    key = "\0".join((*download.argv, remote))
-    seed = ctx.distribution.seed_for(key, ctx.host.name)
-    words = (f"{DOWNLOADED}, for the other nodes too" if seed == ctx.host.name
-             else f"downloaded once by {seed}, fetched over the node subnet")
-    return PeerDownload(download.argv, hint=download.hint, key=key, remote_path=remote,
-                        address=address, python=ctx.facts.python_path), words
-
-
-def _address(ctx: Context, subnet: str | None) -> str | None:
-    """This host's address in ``subnet``, where it serves wheels."""
-    addresses = ctx.facts.interfaces_in(subnet) if subnet else []
-    if not addresses:
-        return None
-    return str(ipaddress.ip_interface(addresses[0].addresses_in(str(subnet))[0]).ip)

@@ -18,7 +18,7 @@ from nodeprov.inventory.variables import VARIABLES
 from nodeprov.util import validate
 from nodeprov.variants.choose import wheel_spec
 from nodeprov.wheels.installer import UvState
-from nodeprov.wheels.wheelhouse import Sources
+from nodeprov.wheels.sources import Sources
 
 
 def _check_requirement(spec: str) -> None:
@@ -45,6 +45,7 @@ class TorchParams:
     download_once: bool = False
     subnet: str | None = None
     python_version: str = "3.10"  # the venv task's minimum: which python a new venv gets
+    numpy: bool = True  # torch warns on import, in every rank, without it
 
     def __post_init__(self) -> None:
         validate.absolute_path(self.venv)
@@ -65,6 +66,20 @@ class TorchParams:
     @property
     def sources(self) -> Sources:
         return Sources(self.index_url, self.extra_index_urls, self.find_links)
+
+    @property
+    def wanted_packages(self) -> tuple[str, ...]:
+        """``packages``, and numpy unless turned off or named there: the 1.x line for torch
+        before 2.3, which was built against it and fails to load numpy 2's C API.
+
+        >>> TorchParams(version="2.2.2", packages=("six",)).wanted_packages
+        ('six', 'numpy<2')
+        """
+        names = {canonicalize_name(Requirement(spec).name) for spec in self.packages}
+        if not self.numpy or "numpy" in names:
+            return self.packages
+        old = tuple(int(part) for part in self.version.split(".")[:2]) < (2, 3)
+        return (*self.packages, "numpy<2" if old else "numpy")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from nodeprov.remote.session import Session
 from nodeprov.tasks.base import Upload
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
-from tests.tasks.torch.test_torch import MIRROR, apply, torch_on
+from tests.tasks.torch.test_torch import apply, mirror, torch_on
 
 # the firewall first: the seed's port must be one its rules open to the node subnet
 PLAYBOOK = """\
@@ -26,13 +26,16 @@ PLAYBOOK = """\
       firewall: {subnet: "{{ node_subnet }}", rdzv_port: "{{ rdzv_port }}",
                  ssh_port: "{{ ansible_port }}", ssh_allow_from: "{{ ssh_allow_from }}"}
     - name: Python venv
-      venv: {path: "{{ venv_path }}", python_version: "{{ python_version }}"}
+      venv: {path: "{{ venv_path }}", python_version: "{{ python_version }}",
+             index_url: "{{ pip_index_url }}", extra_index_urls: "{{ pip_extra_index_url }}",
+             find_links: "{{ pip_find_links }}", subnet: "{{ node_subnet }}"}
     - name: torch
       torch:
         venv: "{{ venv_path }}"
         version: "{{ torch_version }}"
         cuda: "{{ torch_cuda }}"
         index_url: "{{ pip_index_url }}"
+        extra_index_urls: "{{ pip_extra_index_url }}"
         find_links: "{{ pip_find_links }}"
         wheelhouse: "{{ wheelhouse }}"
         download_once: "{{ download_once }}"
@@ -65,11 +68,11 @@ def test_one_copy_leaves_this_machine_and_every_node_installs(
         uploads: list[tuple[str, Upload]]) -> None:
     cluster = make_testbed(nodes=3)
     for node in cluster.nodes:  # the nodes see no wheel anywhere: only what is sent
-        for mirror in ("/opt/wheels", "/opt/pypi", "/opt/pypi-more"):
-            assert cluster.exec(node, "mount", "-t", "tmpfs", "none", mirror).returncode == 0
+        for folder in ("/opt/wheels", "/opt/pypi", "/opt/pypi-more"):
+            assert cluster.exec(node, "mount", "-t", "tmpfs", "none", folder).returncode == 0
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     inventory = yaml.safe_load(cluster.inventory_path.read_text())
-    inventory["all"]["vars"].update(MIRROR, wheelhouse=True)
+    inventory["all"]["vars"].update(mirror(), wheelhouse=True)
     (tmp_path / "inventory.yaml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "site.yaml").write_text(PLAYBOOK)
     args = [str(tmp_path / "inventory.yaml"), "-p", str(tmp_path / "site.yaml")]
@@ -106,10 +109,10 @@ def test_download_once_one_node_downloads_and_the_others_reach_no_index(
         make_testbed: MakeTestbed, tmp_path: Path, uploads: list[tuple[str, Upload]]) -> None:
     cluster = make_testbed(nodes=3)
     for node in cluster.nodes[1:]:  # only node1, the seed, reaches the index (the mirror)
-        for mirror in ("/opt/wheels", "/opt/pypi", "/opt/pypi-more"):
-            assert cluster.exec(node, "mount", "-t", "tmpfs", "none", mirror).returncode == 0
+        for folder in ("/opt/wheels", "/opt/pypi", "/opt/pypi-more"):
+            assert cluster.exec(node, "mount", "-t", "tmpfs", "none", folder).returncode == 0
     inventory = yaml.safe_load(cluster.inventory_path.read_text())
-    inventory["all"]["vars"].update(MIRROR, download_once=True)
+    inventory["all"]["vars"].update(mirror(), download_once=True)
     (tmp_path / "inventory.yaml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "site.yaml").write_text(PLAYBOOK)
     # one host at a time: node1 plans first, so it is the seed, and serves before node2 asks

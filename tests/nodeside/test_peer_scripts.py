@@ -1,0 +1,174 @@
+"""The peer scripts run for real on this machine: SERVE serves the wheels only, under the run's
+token, as nobody, and stops by itself; FETCH keeps only a file of the expected sha256 and never
+writes more than its expected size, and gives up on a source that trickles."""
+
+from __future__ import annotations
+
+import hashlib
+import pwd
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import suppress
+from pathlib import Path
+
+import pytest
+
+from nodeprov.nodeside.peer_scripts import FETCH, SERVE
+
+TOKEN = "k3Q9-token_of-the-run"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[Path, str, int]]:
+    """A folder of two wheels and what must not be served, SERVE started on it: (folder, base
+    URL with the token, pid)."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    (folder / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"six")
+    (folder / "torch-2.13.0+cpu-cp311-none-any.whl").write_bytes(b"t" * 3_000_000)
+    (folder / "fetch.log").write_text("pip download --index-url https://ci:s3cret@m/simple\n")
+    (folder / ".nodeprov-requirements.txt").write_text("six==1.17.0 --hash=sha256:...\n")
+    started = subprocess.run(["python3", "-c", SERVE, str(folder), "127.0.0.1", "60", "5",
+                              "nodeprov-serve-test", TOKEN], capture_output=True, text=True,
+                             timeout=30, check=True)
+    port, pid = map(int, started.stdout.split())
+    yield folder, f"http://127.0.0.1:{port}/{TOKEN}/", pid
+    with suppress(ProcessLookupError):
+        subprocess.run(["kill", str(pid)], check=False)
+
+
+def status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_only_the_wheels_are_served_and_only_under_the_runs_token(
+        served: tuple[Path, str, int]) -> None:
+    folder, base, _ = served
+    assert status(base + "six-1.17.0-py2.py3-none-any.whl") == 200
+    assert status(base + "torch-2.13.0%2Bcpu-cp311-none-any.whl") == 200
+    root = base.removesuffix(f"{TOKEN}/")
+    assert status(root + "six-1.17.0-py2.py3-none-any.whl") == 404  # no token: nothing
+    assert status(root + "wrong-token/six-1.17.0-py2.py3-none-any.whl") == 404
+    assert status(base + "fetch.log") == 404  # pip's command line, credentials and all
+    assert status(base + ".nodeprov-requirements.txt") == 404
+    assert status(base + "..%2Fwheels%2Fsix-1.17.0-py2.py3-none-any.whl") == 404
+    assert status(base) == 404
+
+
+def test_it_serves_as_nobody_and_stops_by_itself_when_idle(tmp_path: Path) -> None:
+    (tmp_path / "a-1-py3-none-any.whl").write_bytes(b"a")
+    started = subprocess.run(["python3", "-c", SERVE, str(tmp_path), "127.0.0.1", "60", "0.5",
+                              "mark", TOKEN], capture_output=True, text=True, timeout=30,
+                             check=True)
+    port, pid = map(int, started.stdout.split())
+    # it said it serves only once it had dropped root: read at once, no wait
+    uid = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+               if line.startswith("Uid:"))
+    assert int(uid) == pwd.getpwnam("nobody").pw_uid
+    for _ in range(100):
+        if not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists()
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def fetch(base: str, dest: Path, *triples: str, seconds: str = "60"
+          ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["python3", "-c", FETCH, base, str(dest), seconds, *triples],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_fetch_keeps_the_files_of_the_expected_sha256(served: tuple[Path, str, int],
+                                                        tmp_path: Path) -> None:
+    _, base, _ = served
+    dest = tmp_path / "node2"
+    dest.mkdir()
+    good = fetch(base, dest, "six-1.17.0-py2.py3-none-any.whl",
+                 hashlib.sha256(b"six").hexdigest(), "3")
+    assert good.returncode == 0, good.stderr
+    assert (dest / "six-1.17.0-py2.py3-none-any.whl").read_bytes() == b"six"
+    wrong = fetch(base, dest, "torch-2.13.0+cpu-cp311-none-any.whl", "0" * 64, "3000000")
+    assert wrong.returncode == 1 and "torch-2.13.0+cpu-cp311-none-any.whl: sha256 " in wrong.stderr
+    assert sorted(path.name for path in dest.iterdir()) == ["six-1.17.0-py2.py3-none-any.whl"]
+
+
+def test_a_source_sending_more_than_the_size_known_is_cut_off(
+        served: tuple[Path, str, int], tmp_path: Path) -> None:
+    """The torch stand-in is 3 MB; told to expect 1,000 bytes, the fetch reads 1,001 at most
+    and writes 1,000 at most, before any hash check."""
+    _, base, _ = served
+    dest = tmp_path / "node2"
+    dest.mkdir()
+    written: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:  # the partial file's sizes seen while the fetch runs
+        while not stop.is_set():
+            written.extend(path.stat().st_size for path in dest.glob(".*.part"))
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    big = fetch(base, dest, "torch-2.13.0+cpu-cp311-none-any.whl",
+                hashlib.sha256(b"t" * 3_000_000).hexdigest(), "1000")
+    stop.set()
+    watcher.join()
+    assert big.returncode == 1
+    assert "torch-2.13.0+cpu-cp311-none-any.whl: the source sent more than 1000 bytes" in big.stderr
+    assert max(written, default=0) <= 1000 and list(dest.iterdir()) == []
+
+
+def test_a_source_that_never_stops_is_cut_off_at_the_size_not_at_the_deadline(
+        tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def flood() -> None:  # 2,000 bytes at once, then it holds the line open
+            connection, _ = listener.accept()
+            with connection, suppress(OSError):
+                connection.sendall(b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 2000)
+                time.sleep(20)
+
+        server = threading.Thread(target=flood, daemon=True)
+        server.start()
+        started = time.monotonic()
+        cut = fetch(f"http://127.0.0.1:{listener.getsockname()[1]}/", tmp_path, "a.whl",
+                    "0" * 64, "1000", seconds="15")
+    assert cut.returncode == 1 and "a.whl: the source sent more than 1000 bytes" in cut.stderr
+    assert time.monotonic() - started < 5 and list(tmp_path.iterdir()) == []
+
+
+def test_a_source_that_trickles_is_given_up(tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def trickle() -> None:
+            connection, _ = listener.accept()
+            with connection, suppress(OSError):  # the fetch hangs up first
+                connection.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\n")
+                for _ in range(40):  # one byte each 0.1 s: never stalls 60 s, never ends
+                    time.sleep(0.1)
+                    connection.sendall(b"x")
+
+        server = threading.Thread(target=trickle)
+        server.start()
+        port = listener.getsockname()[1]
+        started = time.monotonic()
+        slow = fetch(f"http://127.0.0.1:{port}/", tmp_path, "a.whl", "0" * 64, "100",
+                     seconds="1")
+        server.join()
+    assert slow.returncode == 1 and "a.whl: too slow, gave up after 1 seconds" in slow.stderr
+    assert time.monotonic() - started < 4 and list(tmp_path.iterdir()) == []
