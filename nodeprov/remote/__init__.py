@@ -31,7 +31,8 @@ kept, rename), its content inline up to 64 KiB a batch, else staged first by SFT
 A Run with stdin goes alone (stdin is the channel's); an Upload goes by SFTP; a Local runs on
 this machine; ConfirmNewConnection opens a second session and runs ``true``.
 
-Modules: actions (what may be done), options (SshOptions), session (Session), connect
+Modules: actions (what may be done), options (SshOptions), session (Session), channel
+(converse: a command on a channel of its own, for bulk stdin or a heartbeat), connect
 (connect_all: every host at once), hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch,
 transfer, nodelock (the run and batch locks, keepalive), facts (what a node is, as
 nodeside/facts.sh reads it) and factcheck (each fact held to a pattern), reader (exact file

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from nodeprov.errors import CommandFailed, HostError, Unreachable
 from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 from nodeprov.remote.batch import batch_script, batches, failed_step
+from nodeprov.remote.channel import Send, SudoRefused, converse
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.remote.nodelock import RunLock, holder_argv, keepalive, under_batch_lock
 from nodeprov.remote.options import SshOptions
@@ -140,6 +141,32 @@ class Session:
         if result.exited == -1 and not self._connection.transport.is_active():
             raise self._broken(task, what, "the node ended the session without an exit status")
         return Result(result.stdout, result.stderr.replace(SUDO_PROMPT, ""), result.exited)
+
+    def converse(self, argv: Sequence[str], token: str, *, task: str, what: str = "",
+                 as_login: bool = False, send: Send | None = None, beat: float = 0.0,
+                 echo: tuple[TextIO, TextIO] | None = None,
+                 timeout: float | None = None) -> Result:
+        """``run`` on a channel of its own (remote.channel), for ``send``'s bulk data to stdin
+        or a heartbeat byte every ``beat`` s; ``argv`` says ``token`` on stderr once it runs."""
+        what = what or _short(argv)
+        self.round_trips += 1
+        try:
+            done = converse(self._connection.transport,
+                            shlex.join(argv if as_login else as_root(self.host, argv)), token,
+                            password="" if as_login else self.host.become_password or "",
+                            prompt=SUDO_PROMPT, send=send, beat=beat,
+                            out=echo[0] if echo else None, err=echo[1] if echo else None,
+                            timeout=timeout or self.options.command_timeout)
+        except SudoRefused:
+            raise HostError(self.host.name, task, f"sudo refused the password ({what})",
+                            hint="is ansible_become_password right?") from None
+        except (TimeoutError, InterruptedError) as error:  # too slow, or stopped by the caller
+            raise HostError(self.host.name, task, f"{what}: {error}") from None
+        except Exception as error:
+            raise self._broken(task, what, describe(error)) from None
+        if self._lost or done.exit_code == -1 and not self._connection.transport.is_active():
+            raise self._broken(task, what, "the node ended the session without an exit status")
+        return Result(done.stdout, done.stderr, done.exit_code)
 
     def _broken(self, task: str, what: str, cause: str) -> HostError:
         if self._lost:
