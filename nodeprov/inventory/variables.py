@@ -156,6 +156,8 @@ VARIABLES: dict[str, Variable] = {
                                 "the firewall task changes nothing there."),
     "hosts_fix_conflicts": Variable(True, validate.boolean,
                                     "Comment out /etc/hosts lines mapping a node name elsewhere."),
+    "run_as_root": Variable(False, validate.boolean,
+                            "nodeprov run's sync and job as root (by become), not the login user."),
     "job_backend": Variable("auto", _choice("auto", "nccl", "gloo"),
                             "Backend of the verification job: nccl when every node has GPUs."),
     "job_timeout": Variable(120, validate.positive_int,

@@ -249,7 +249,7 @@ class Session:
     def _run_batch(self, task: str, batch: Sequence[Run | Write],
                    then_read: Sequence[Probe | None] | None) -> tuple[Facts, list[str]] | None:
         token = secrets.token_hex(8)
-        script, stdin = batch_script(batch, then_read, functools.partial(self._stage, task))
+        script, stdin = batch_script(batch, then_read, functools.partial(self.stage, task))
         result = self.run(under_batch_lock(["sh", "-c", script, "nodeprov", token]),
                           stdin=stdin, task=task, what=_short(list(map(str, batch))))
         if result.exit_code != 0:
@@ -262,7 +262,7 @@ class Session:
                                 hint=action.hint if isinstance(action, Run) else "")
         return None if then_read is None else self._read(result.stdout, token, len(then_read))
 
-    def _stage(self, task: str, action: Write) -> str:
+    def stage(self, task: str, action: Write) -> str:
         """Put a large Write's content in a new private file on the node (SFTP, as the SSH
         user); the batch copies it into place as root and removes it."""
         self.round_trips += 1
