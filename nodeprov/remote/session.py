@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import secrets
 import shlex
 import threading
@@ -110,22 +109,18 @@ class Session:
         self.close()
 
     # --- round trips ----------------------------------------------------------------------------
-    def run(self, argv: Sequence[str], *, stdin: str | None = None, task: str = "",
-            timeout: float | None = None, what: str = "",
-            echo: tuple[TextIO, TextIO] | None = None, as_login: bool = False) -> Result:
+    def run(self, argv: Sequence[str], *, task: str = "", timeout: float | None = None,
+            what: str = "", as_login: bool = False) -> Result:
         """Run argv (with sudo when the host says become, unless ``as_login``: then as the
         login user, in the environment any new SSH session gets) and return its output, any
-        exit; ``what`` names it in errors (default: argv); ``echo`` gets stdout and stderr
-        live."""
+        exit; ``what`` names it in errors (default: argv)."""
         what = what or _short(argv)
         self.round_trips += 1
         try:
             result = self._connection.run(
-                shlex.join(argv if as_login else as_root(self.host, argv)), hide=echo is None,
-                warn=True,
-                out_stream=echo[0] if echo else None, err_stream=echo[1] if echo else None,
+                shlex.join(argv if as_login else as_root(self.host, argv)), hide=True, warn=True,
                 timeout=timeout or self.options.command_timeout,
-                in_stream=io.StringIO(stdin) if stdin is not None else False,
+                in_stream=False,  # a byte per 10 ms: data goes by ``converse``
                 watchers=[] if as_login else sudo_responders(self.host),
             )
         except Exception as error:
@@ -249,9 +244,9 @@ class Session:
     def _run_batch(self, task: str, batch: Sequence[Run | Write],
                    then_read: Sequence[Probe | None] | None) -> tuple[Facts, list[str]] | None:
         token = secrets.token_hex(8)
-        script, stdin = batch_script(batch, then_read, functools.partial(self.stage, task))
+        script = batch_script(batch, then_read, functools.partial(self.stage, task))
         result = self.run(under_batch_lock(["sh", "-c", script, "nodeprov", token]),
-                          stdin=stdin, task=task, what=_short(list(map(str, batch))))
+                          task=task, what=_short(list(map(str, batch))))
         if result.exit_code != 0:
             failed, output = failed_step(result.stderr, token)
             if failed == len(batch):
