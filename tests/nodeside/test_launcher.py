@@ -154,6 +154,32 @@ def test_one_job_per_node_and_the_second_is_told_whose_it_is(state: Path,
         assert subprocess.run(start_argv(state, third, "true"), timeout=30).returncode == 0
 
 
+def test_the_lock_stays_held_until_the_jobs_last_process_is_gone(state: Path,
+                                                                 tmp_path: Path) -> None:
+    first, second = run_id(tmp_path), run_id(tmp_path, "run-b")
+    step("prepare", state, first)
+    step("prepare", state, second)
+    with subprocess.Popen(["unshare", "--net", "--", "sleep", "600"]) as node:  # one node
+        try:
+            # the job's command ends at once; a process it started in a session of its own
+            # lives on, and holds the lock after the launcher is gone
+            job = subprocess.run(start_argv(state, first, "sh", "-c", "setsid sleep 300 &",
+                                            netns=node.pid), timeout=30, check=False)
+            assert job.returncode == 0 and marked(first)
+            busy = subprocess.run(start_argv(state, second, "true", netns=node.pid),
+                                  capture_output=True, text=True, timeout=30, check=False)
+            assert busy.returncode == 75
+            assert busy.stderr.splitlines()[-1] == (
+                "another nodeprov job is running on this node (a process that does not answer: "
+                "a job whose launcher ended)")
+            assert step("stop", state, first, "")["ranks"] == {}  # nodeprov's stop step
+            assert marked(first) == []
+            assert subprocess.run(start_argv(state, second, "true", netns=node.pid),
+                                  timeout=30).returncode == 0
+        finally:
+            node.kill()
+
+
 def test_the_environment_file_is_read_removed_and_kept_off_command_lines(
         state: Path, tmp_path: Path) -> None:
     run = run_id(tmp_path)
