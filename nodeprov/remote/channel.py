@@ -72,6 +72,11 @@ def converse(transport: Any, command: str, token: str, *, password: str = "",
         channel.close()
 
 
+def _closed(error: BaseException) -> bool:
+    """A write that failed because the command ended (its exit status and words tell more)."""
+    return isinstance(error, (OSError, EOFError)) and not isinstance(error, InterruptedError)
+
+
 class _Talk:
     def __init__(self, channel: Any, token: str, password: str, prompt: str, out: _Output,
                  err: _Output) -> None:
@@ -85,11 +90,14 @@ class _Talk:
         started = last_beat = time.monotonic()
         sending: threading.Thread | None = None
         while True:
-            select.select([self.channel], [], [], min(0.2, beat) if beat else 0.2)
+            # the channel wakes select on output and on its end; a running job only needs
+            # its next heartbeat
+            idle = 0.2 if self.early is not None or not beat else min(1.0, beat)
+            select.select([self.channel], [], [], idle)
             self._read_stderr()
             while self.channel.recv_ready():
                 self.out.feed(self.channel.recv(65536))
-            if self.failed:
+            if self.failed and not _closed(self.failed[0]):
                 raise self.failed[0]
             now = time.monotonic()
             if self.early is None and send is not None and sending is None:
@@ -108,8 +116,8 @@ class _Talk:
                 raise TimeoutError(f"still running after {timeout:g} s")
         if sending is not None:
             sending.join(5)
-        if self.failed:
-            raise self.failed[0]
+        if self.failed and not (_closed(self.failed[0]) and self.channel.recv_exit_status() >= 0):
+            raise self.failed[0]  # not the channel closed by a command that said why it ended
         if self.early is not None:  # it ended before it said the token (no python3, sudo)
             self.err.feed(self.early.replace(self.prompt, b"") if self.prompt else self.early)
         self.out.feed(b"", final=True)

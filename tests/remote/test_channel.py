@@ -161,3 +161,10 @@ def test_what_send_raises_ends_the_conversation() -> None:
 
     with pytest.raises(InterruptedError):
         talk(f"echo {TOKEN} >&2; cat > /dev/null", send=interrupted)
+
+
+def test_a_command_that_ends_while_data_still_comes_says_why_not_the_broken_pipe() -> None:
+    # the node refuses mid-stream (a folder someone made meanwhile): its words, not ours
+    done, _ = talk(f"echo {TOKEN} >&2; head -c 10 > /dev/null; echo 'refused: a link' >&2; "
+                   "exit 3", send=lambda write: [write(b"x" * (1 << 20)) for _ in range(64)])
+    assert (done.exit_code, done.stderr) == (3, "refused: a link\n")
