@@ -16,7 +16,8 @@
         (exit 2 should one escape): ParamError (a ValueError; tasks.params), JobPlanError and
         NoVariant (ValueErrors; job.launch, variants.choose), YamlTooBig (a yaml.YAMLError;
         util.yamlfile), TemplateLimit and TemplateLoop (Jinja2 errors; util.jinja,
-        inventory.templating)
+        inventory.templating), IndexUnreadable and NotPublished (variants.index: the torch
+        choice falls back to nodeprov's table, saying why)
 
 Each error prints as one line a person can act on::
 

@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# chromium: headless, it opens the HTML reports in tests/htmlreport/test_browser.py
 packages=(openssh-server openssh-client ufw iptables iproute2 procps util-linux iperf3 python3-venv
-  iputils-ping sudo shellcheck)
+  iputils-ping sudo shellcheck chromium)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

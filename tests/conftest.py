@@ -45,6 +45,22 @@ def _reports_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> Iterator[None
     assert not broken, broken[0]
 
 
+@pytest.fixture(autouse=True)
+def _no_package_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Unit tests read no package index: the torch choice falls back to nodeprov's table, as on
+    an offline admin machine (tests that read an index serve one on 127.0.0.1)."""
+    from nodeprov.tasks.torch import choice
+    from nodeprov.variants import index
+
+    def offline(url: str) -> str:
+        raise index.IndexUnreadable(f"{url}: offline (tests read no index)")
+
+    monkeypatch.setattr(index, "read_url", offline)
+    choice.release_builds.cache_clear()
+    yield
+    choice.release_builds.cache_clear()
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """--doctest-modules is for nodeprov's docstrings: here only test modules are collected,
     never helpers (tests/bench/pyinfra/*.py import pyinfra, which is not installed)."""

@@ -9,6 +9,7 @@ usage (nothing was changed on any node).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,6 +20,7 @@ from nodeprov.cli.options import (
     AfterDashDash,
     ExtraVarsOpt,
     ForksOpt,
+    HtmlOpt,
     InventoryArg,
     JsonOpt,
     LimitOpt,
@@ -60,6 +62,7 @@ def apply(
     forks: ForksOpt = DEFAULT_FORKS,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    html_path: HtmlOpt = None,
     list_hosts: ListHostsOpt = False,
     list_tasks: ListTasksOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say why unchanged tasks "
@@ -72,7 +75,8 @@ def apply(
         code = run_apply(resolve_inventory(inventory), playbook, check=check, diff=diff,
                          limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
                          forks=forks, accept_new_host_keys=accept_new_host_keys,
-                         json_path=json_path, verbose=verbose, list_hosts=list_hosts,
+                         json_path=json_path, html_path=html_path, verbose=verbose,
+                         list_hosts=list_hosts,
                          list_tasks=list_tasks)
     raise typer.Exit(code)
 
@@ -105,6 +109,7 @@ def verify(
     forks: ForksOpt = DEFAULT_FORKS,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    html_path: HtmlOpt = None,
     job: Annotated[bool, typer.Option(
         "--job/--no-job", help="After the checks, run the connectivity matrix and the "
         "verification job, and compare bandwidth with apply's baseline.")] = True,
@@ -125,7 +130,24 @@ def verify(
             raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
         code = run_verify(resolve_inventory(inventory), playbook, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                          job=job, pairwise=pairwise, forks=forks, extra_vars=extra_vars or ())
+                          html_path=html_path, job=job, pairwise=pairwise, forks=forks,
+                          extra_vars=extra_vars or ())
+    raise typer.Exit(code)
+
+
+@app.command("report")
+def report_command(
+    report: Annotated[Path, typer.Argument(
+        help="A JSON report, as --json of apply, verify, facts or run wrote it.",
+        metavar="REPORT.json", show_default=False)],
+    html_path: HtmlOpt = None,
+) -> None:
+    """Draw a saved JSON report as one HTML page that any browser opens from disk: nodeprov
+    report apply.json --html apply.html"""
+    from nodeprov.commands.report import run_report
+
+    with exit_on_error():
+        code = run_report(report, html_path)
     raise typer.Exit(code)
 
 
@@ -174,6 +196,7 @@ def run(
     forks: ForksOpt = DEFAULT_FORKS,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
+    html_path: HtmlOpt = None,
 ) -> None:
     """Run your torchrun script on every node at once: nodeprov run [INVENTORY] [OPTIONS] --
     SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
@@ -186,5 +209,6 @@ def run(
         request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
                                 env=env or [], timeout=timeout, preflight=preflight)
         code = run_command(resolve_inventory(inventory), request, limit=limit, forks=forks,
-                           accept_new_host_keys=accept_new_host_keys, json_path=json_path)
+                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
+                           html_path=html_path)
     raise typer.Exit(code)

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from nodeprov import jsonreport
 from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches, print_recap
+from nodeprov.commands.report import write_reports
 from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled, run_rolling
 from nodeprov.engine.runner import RunOptions
@@ -35,10 +36,12 @@ if TYPE_CHECKING:
 
 def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, diff: bool,
               limit: str | None, tags: str | None, forks: int, accept_new_host_keys: bool,
-              json_path: str | None, verbose: bool, skip_tags: str | None = None,
+              json_path: str | None, verbose: bool, html_path: str | None = None,
+              skip_tags: str | None = None,
               extra_vars: Sequence[str] = (), list_hosts: bool = False,
               list_tasks: bool = False) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.util.progress import Transfers  # lazy: rich's live display with it
 
     extra = parse_extra_vars(extra_vars)
     inventory = load_inventory(inventory_path, playbook_path.parent if playbook_path else None,
@@ -53,7 +56,10 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
                       only=options.tags, skip=options.skip_tags)
         return EXIT_OK
     files = SshFiles(inventory.ssh_configs)
-    sessions = {host.name: Session(host, options.ssh, files) for host in inventory.hosts}
+    # torch's wheels sent to the nodes: bars on a terminal, a line per node at start and end
+    transfers = Transfers(console, live=console.is_terminal)
+    sessions = {host.name: Session(host, options.ssh, files, transfers)
+                for host in inventory.hosts}
     proofs: list[Proof] = []
     interrupted = False
     with ExitStack() as stack:
@@ -62,7 +68,8 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
         with ExitStack() as live:
             if console.is_terminal:
                 reporter: PlainReporter = live.enter_context(
-                    LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose))
+                    LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose,
+                                 transfers=transfers))
             else:
                 reporter = PlainReporter(console, diff=diff, verbose=verbose)
             try:
@@ -88,10 +95,10 @@ def run_apply(inventory_path: Path, playbook_path: Path | None, *, check: bool, 
                 proofs += _prove(console, play.hosts, play.job, run, sessions, inventory, check)
     ok = (all(r.status in ("ok", "changed") for r in run.results) and rolled.stopped is None
           and all(p.ok for p in proofs))
-    if json_path:
-        jsonreport.write_report(apply_report(run.results, check=check, proofs=proofs, ok=ok,
-                                  batches=[dataclasses.asdict(b) for b in rolled.batches],
-                                  stopped=rolled.stopped), json_path)
+    if json_path or html_path:
+        write_reports(apply_report(run.results, check=check, proofs=proofs, ok=ok,
+                                   batches=[dataclasses.asdict(b) for b in rolled.batches],
+                                   stopped=rolled.stopped), json_path, html_path)
     return EXIT_OK if ok else EXIT_HOST_FAILED
 
 

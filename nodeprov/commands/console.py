@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -19,6 +19,7 @@ from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.engine.rolling import Batch
+    from nodeprov.util.progress import Transfers
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim",
           "unreachable": "bold red"}
@@ -50,14 +51,19 @@ class LiveReporter(PlainReporter):
     """A live per-host table on a terminal, with task lines printed above it."""
 
     def __init__(self, console: Console, hosts: Sequence[str], *, diff: bool = False,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, transfers: Transfers | None = None) -> None:
         from rich.live import Live  # lazy: only a terminal gets the live table
 
         super().__init__(console, diff=diff, verbose=verbose)
         self._rows = {host: {"ok": 0, "changed": 0, "failed": 0, "last": "connecting"}
                       for host in hosts}
-        self._live = Live(self._table(), console=console, transient=True,
-                          refresh_per_second=8)
+        self._transfers = transfers
+        # drawn at each refresh, so the transfers' bars move between two finished tasks
+        self._live = Live(console=console, transient=True, refresh_per_second=8,
+                          get_renderable=self._view)
+
+    def _view(self) -> Group:
+        return Group(self._table(), *(self._transfers.renderable if self._transfers else ()))
 
     def __enter__(self) -> LiveReporter:
         self._live.__enter__()
@@ -82,13 +88,11 @@ class LiveReporter(PlainReporter):
                 row[result.status] = int(str(row[result.status])) + 1
             row["last"] = f"{result.name}: {result.status}"
             _print_task(self.console, host, result, self.diff, self.verbose)
-            self._live.update(self._table())
 
     def host_done(self, result: HostResult) -> None:
         super().host_done(result)
         with self._lock:
             self._rows[result.name]["last"] = f"done ({result.status})"
-            self._live.update(self._table())
 
 
 def _print_task(console: Console, host: str, result: TaskResult, diff: bool,

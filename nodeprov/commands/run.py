@@ -11,17 +11,17 @@ import contextlib
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 
-from nodeprov import jsonreport
-from nodeprov.commands.progressline import ProgressLine
+from nodeprov.commands.report import write_reports
 from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.errors import EXIT_HOST_FAILED, EnvironmentProblem, InputError
 from nodeprov.inventory import load_inventory
@@ -39,7 +39,8 @@ STOPPING = (signal.SIGTERM, signal.SIGHUP)
 
 
 def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None, forks: int,
-                accept_new_host_keys: bool, json_path: str | None) -> int:
+                accept_new_host_keys: bool, json_path: str | None,
+                html_path: str | None = None) -> int:
     from nodeprov.job.run import run_user_job
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
@@ -66,11 +67,11 @@ def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None,
             say(f"run: torchrun on {len(hosts)} nodes"
                 + (" after the connectivity matrix" if request.preflight else "") + " ...")
             try:
-                outcome = run_user_job(
-                    hosts, sessions, facts, request, venv_path=hosts[0].vars["venv_path"],
-                    rdzv_port=hosts[0].vars["rdzv_port"], log_root=log_root,
-                    show=lines_to(shown),
-                    as_login=as_login, progress=ProgressLine(sys.stderr, "sync"))
+                with SyncBars(err) as bars:
+                    outcome = run_user_job(
+                        hosts, sessions, facts, request, venv_path=hosts[0].vars["venv_path"],
+                        rdzv_port=hosts[0].vars["rdzv_port"], log_root=log_root,
+                        show=lines_to(shown), as_login=as_login, progress=bars)
             except KeyboardInterrupt:  # before the launch (matrix, sync): none started
                 name = received[-1] if received else "SIGINT"
                 say(f"INTERRUPTED ({name}): before the job started", style="bold red")
@@ -81,9 +82,56 @@ def run_command(inventory_path: Path, request: RunRequest, *, limit: str | None,
             for session in sessions.values():
                 session.close()
     report(outcome, say)
-    if json_path:
-        jsonreport.write_report(outcome.to_json(), json_path)
+    if json_path or html_path:
+        write_reports(outcome.to_json(), json_path, html_path)
     return outcome.exit_code
+
+
+class SyncBars:
+    """``--sync``'s progress (job.sync.Progress) through util.progress.Transfers, as torch's
+    wheels show theirs: a bar per node and one for all on a terminal, drawn only while the sync
+    runs (rank 0's lines come after it), a line per node at its start and end in a log; then
+    the summary. What a closed terminal refuses is dropped: the sync goes on."""
+
+    def __init__(self, console: Console) -> None:
+        from nodeprov.util.progress import Transfers  # lazy: rich's live display with it
+
+        self.console, self.transfers = console, Transfers(console, live=console.is_terminal)
+        self.advances: dict[str, Callable[[int, int], None]] = {}
+        self.lock = threading.Lock()
+        self.live: Any = None
+
+    def advance(self, node: str, done: int, total: int) -> None:
+        with self.lock, contextlib.suppress(OSError):
+            if node not in self.advances:
+                self.advances[node] = self.transfers.start(node, "sync", total)
+                if self.transfers.live and self.live is None:
+                    from rich.console import Group
+                    from rich.live import Live
+
+                    self.live = Live(console=self.console, transient=True, refresh_per_second=8,
+                                     get_renderable=lambda: Group(*self.transfers.renderable))
+                    self.live.start()
+            self.advances[node](done, total)
+
+    def end(self, node: str, failed: bool) -> None:
+        with self.lock, contextlib.suppress(OSError):
+            if node in self.advances:
+                self.transfers.end(node, failed=failed)
+
+    def close(self, summary: str) -> None:
+        self.__exit__()
+        with contextlib.suppress(OSError):
+            self.console.print(summary, markup=False, highlight=False)
+
+    def __enter__(self) -> SyncBars:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self.lock, contextlib.suppress(OSError):
+            if self.live is not None:
+                self.live.stop()
+                self.live = None
 
 
 def report(outcome: UserJobOutcome, say: Callable[..., None]) -> None:

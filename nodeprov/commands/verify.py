@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from nodeprov import jsonreport
 from nodeprov.checks.verify import Verification, run_checks
+from nodeprov.commands.report import write_reports
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.inventory import load_inventory
 from nodeprov.inventory.extravars import parse_extra_vars
@@ -60,6 +60,7 @@ def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dic
 
 def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str | None,
                accept_new_host_keys: bool, json_path: str | None, job: bool,
+               html_path: str | None = None,
                pairwise: bool = False, forks: int = DEFAULT_FORKS,
                extra_vars: Sequence[str] = ()) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
@@ -74,8 +75,7 @@ def run_verify(inventory_path: Path, playbook_path: Path | None, *, limit: str |
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
                           pairwise, forks, parse_extra_vars(extra_vars)) if job else []
     report = report_json(verification, proofs)
-    if json_path:
-        jsonreport.write_report(report, json_path)
+    write_reports(report, json_path, html_path)
     return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 
 

@@ -26,6 +26,7 @@ class TaskResult:
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     duration: float = 0.0
+    start_s: float | None = None  # seconds after the command began; None: never started
 
 
 @dataclass

@@ -50,6 +50,8 @@ class RunOptions:
     tags: frozenset[str] = frozenset()
     skip_tags: frozenset[str] = frozenset()
     ssh: SshOptions = field(default_factory=SshOptions)
+    # when the command began: each task's start_s counts from it, over every play and batch
+    began: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -174,7 +176,8 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                                 for s in run.specs[index:])
             return
         started = time.monotonic()
-        task = TaskResult(spec.name, spec.type.name, "ok")
+        task = TaskResult(spec.name, spec.type.name, "ok",
+                          start_s=round(started - options.began, 3))
         try:
             if spec.needs_facts:
                 run.params[index] = spec.params_for(run.host, inventory.groups, facts)

@@ -1,12 +1,15 @@
 """A node's GPUs, from every source ``facts.sh`` reads, so a GPU node is never taken for a CPU
-node: ``nvidia-smi`` (``nvidia``), the PCI bus (``pci``), ``/proc/driver/nvidia/version`` and
-the installed ROCm (``amd``)::
+node: ``nvidia-smi`` (``nvidia``), the CUDA probe where nvidia-smi lacks compute_cap
+(``capability``), the PCI bus (``pci``), ``/proc/driver/nvidia/version``, the driver's device
+files and WSL2's, and the installed ROCm (``amd``)::
 
     nvidia_info, accelerators = read_gpus(sections)
     accelerators.problem   # "driver not loaded: reboot after the driver update? (...)" or None
 
-A GPU that is there (on the PCI bus, or a loaded NVIDIA kernel module) but cannot be used makes
-``problem`` say why; the torch task fails on that node with it.
+A GPU that is there (on the PCI bus, a loaded NVIDIA kernel module, its device files, WSL2's
+GPU) but cannot be used makes ``problem`` say why, and so does an nvidia-smi that is installed
+but fails: the torch task fails on that node with it. Only a node without nvidia-smi and
+without any of these is a CPU node.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodeprov.gpu.amd import parse_rocm_version
+from nodeprov.gpu.capability import parse_cuda_probe, with_capabilities
 from nodeprov.gpu.nvidia import (
     QUERY_FIELDS,
     Gpu,
@@ -25,6 +29,11 @@ from nodeprov.gpu.nvidia import (
     parse_proc_version,
 )
 from nodeprov.gpu.pci import PciGpu, parse_pci_gpus
+
+# device nodes of a loaded NVIDIA driver, and WSL2's GPU: the paravirtual device and the Windows
+# driver's CUDA library (WSL has no NVIDIA PCI function and no kernel module)
+GPU_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg", "/usr/lib/wsl/lib/libcuda.so.1")
+WSL_GPU = frozenset(GPU_FILES[2:])
 
 __all__ = ["QUERY_FIELDS", "Accelerators", "Gpu", "GpuInfo", "PciGpu", "parse_nvidia_smi",
            "read_gpus"]
@@ -51,20 +60,38 @@ def read_gpus(sections: Mapping[str, str]) -> tuple[GpuInfo | None, Accelerators
 
     pci = parse_pci_gpus(text("pci_devices"))
     module = parse_proc_version(text("nvidia_proc"))
+    files = parse_gpu_files(text("gpu_files"))
     header = text("nvidia_smi")
     jetson = jetson_problem(text("tegra"), header, text("kernel"))
     if jetson:
         return None, Accelerators(pci, module, problem=jetson)
-    nvidia_there = module is not None or any(gpu.vendor == "nvidia" for gpu in pci)
     cause = failure_cause(header)
     if cause is not None:
-        if nvidia_there:
-            return None, Accelerators(pci, module, problem=cause)
-        return None, Accelerators(pci)  # a driver without a GPU: a CPU node
+        return None, Accelerators(pci, module, problem=_unreachable(cause, pci, module, files))
     info = parse_nvidia_smi(header, text("nvidia_query"))
     rocm = parse_rocm_version(text("rocm_version"), text("amd_smi"))
-    problem = _problem(info, pci, module, rocm, header)
+    if info is not None:
+        probe = parse_cuda_probe(text("cuda_probe"))
+        broken = probe.failure(info.driver_version) if probe else None
+        if broken:
+            return info, Accelerators(pci, module, rocm, broken)
+        info = with_capabilities(info, probe, pci)
+    problem = _problem(info, pci, module, rocm, header, files)
     return info, Accelerators(pci, module, rocm, problem)
+
+
+def parse_gpu_files(text: str) -> frozenset[str]:
+    """The driver files facts.sh found (``GPU_FILES``); a line naming anything else is refused.
+
+    >>> sorted(parse_gpu_files("/dev/dxg\\n/usr/lib/wsl/lib/libcuda.so.1"))
+    ['/dev/dxg', '/usr/lib/wsl/lib/libcuda.so.1']
+    """
+    found = frozenset(line.strip() for line in text.splitlines() if line.strip())
+    unknown = sorted(found - set(GPU_FILES))
+    if unknown:
+        raise ValueError(f"unexpected gpu_files line {unknown[0][:80]!r}; expected one of "
+                         f"{', '.join(GPU_FILES)}")
+    return found
 
 
 def jetson_problem(tegra_release: str, header: str, kernel: str) -> str | None:
@@ -88,8 +115,22 @@ def jetson_problem(tegra_release: str, header: str, kernel: str) -> str | None:
             "install NVIDIA's JetPack build (pypi.jetson-ai-lab.io) yourself")
 
 
+def _unreachable(cause: str, pci: tuple[PciGpu, ...], module: str | None,
+                 files: frozenset[str]) -> str:
+    """Why an installed nvidia-smi that fails leaves the node without a usable GPU."""
+    if files >= WSL_GPU:
+        return (f"a WSL2 GPU (/dev/dxg, /usr/lib/wsl/lib/libcuda.so.1) that nvidia-smi cannot "
+                f"reach: {cause}. In WSL the driver is the Windows one: update it on Windows, "
+                "run 'wsl --shutdown', start the distribution again, and install no Linux "
+                "NVIDIA driver inside WSL")
+    if module is not None or files or any(gpu.vendor == "nvidia" for gpu in pci):
+        return cause
+    return (f"{cause}; nvidia-smi is installed, so this node is not taken for a CPU node: if it "
+            "has no NVIDIA GPU, set torch_cuda: cpu for it (or remove the NVIDIA driver)")
+
+
 def _problem(info: GpuInfo | None, pci: tuple[PciGpu, ...], module: str | None,
-             rocm: tuple[int, ...] | None, header: str) -> str | None:
+             rocm: tuple[int, ...] | None, header: str, files: frozenset[str]) -> str | None:
     nvidia = [gpu for gpu in pci if gpu.vendor == "nvidia"]
     amd = [gpu for gpu in pci if gpu.vendor == "amd"]
     if info is not None:
@@ -97,9 +138,14 @@ def _problem(info: GpuInfo | None, pci: tuple[PciGpu, ...], module: str | None,
             return (f"NVML/driver version mismatch: kernel module {module}, nvidia-smi reports "
                     f"{info.driver_version}; reboot the node")
         return None
-    if nvidia or module is not None:
-        seen = nvidia[0].describe() if nvidia else f"NVIDIA kernel module {module}"
-        if module is None:
+    if files >= WSL_GPU:
+        return ("a WSL2 GPU (/dev/dxg, /usr/lib/wsl/lib/libcuda.so.1) but no nvidia-smi in "
+                "/usr/lib/wsl/lib: update the NVIDIA driver on Windows (it brings WSL's), then "
+                "'wsl --shutdown'")
+    if nvidia or module is not None or files - WSL_GPU:
+        seen = (nvidia[0].describe() if nvidia else f"NVIDIA kernel module {module}"
+                if module else f"NVIDIA device files ({', '.join(sorted(files - WSL_GPU))})")
+        if module is None and nvidia:
             return (f"driver not loaded: {seen} but no NVIDIA kernel module (reboot after the "
                     "driver update? or install the driver)")
         said = header.splitlines()[0][:80] if header else "nothing"

@@ -39,6 +39,7 @@ _NO_DRIVER_MARKERS = (
 
 # Driver 610 renamed "Driver Version" to "KMD Version" and "CUDA Version" to "CUDA UMD Version".
 _DRIVER_RE = re.compile(r"(?:Driver|KMD) Version:\s*(\S+)")
+_SMI_RE = re.compile(r"NVIDIA-SMI (\d{2,4}(?:\.\d{1,3}){1,2})\s")
 _CUDA_RE = re.compile(r"CUDA (?:UMD )?Version:\s*(\S+)")
 _CUDA_NUMBER_RE = re.compile(r"(\d+)\.(\d+)")
 _MEMORY_RE = re.compile(r"(\d+)(?: MiB)?")
@@ -68,12 +69,16 @@ class Gpu:
 
 @dataclass(frozen=True)
 class GpuInfo:
-    """A node's driver, the newest CUDA it can run, and its physical GPUs."""
+    """A node's driver, the newest CUDA it can run, and its physical GPUs; ``smi_version`` is
+    the nvidia-smi binary's own (the banner's NVIDIA-SMI), ``capability_note`` why a GPU's
+    compute capability stayed unknown (``read_gpus`` tried the CUDA probe and the PCI ids)."""
 
     driver_version: str
     cuda_version: tuple[int, int]
     gpus: tuple[Gpu, ...]
     mig: bool
+    smi_version: str | None = None
+    capability_note: str | None = None
 
     @property
     def count(self) -> int:
@@ -92,7 +97,9 @@ def parse_nvidia_smi(header: str, query_csv: str) -> GpuInfo | None:
     _refuse_nvml_failure(query_csv)
     driver_version, cuda_version = _parse_banner(header)
     gpus = _parse_query(query_csv, driver_version)
-    return GpuInfo(driver_version, cuda_version, gpus, _any_mig_enabled(header))
+    smi = _SMI_RE.search(header)
+    return GpuInfo(driver_version, cuda_version, gpus, _any_mig_enabled(header),
+                   smi.group(1) if smi else None)
 
 
 def failure_cause(header: str) -> str | None:
@@ -121,8 +128,8 @@ def failure_cause(header: str) -> str | None:
         return ("the driver's user-space libraries are missing (nvidia-smi found no "
                 "libnvidia-ml.so): reinstall the driver")
     if "No devices were found" in header:
-        return ("the NVIDIA driver sees no GPU although the PCI bus lists one (GPU fallen off "
-                "the bus, or not supported by this driver: see dmesg)")
+        return ("the NVIDIA driver sees no GPU (nvidia-smi: No devices were found): one fallen "
+                "off the bus or not supported by this driver (see dmesg), or none at all")
     if "nvidia-smi timed out" in header:
         return "nvidia-smi timed out: the driver or a GPU hangs (see dmesg for Xid errors)"
     return None

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import InputError
 from nodeprov.job.launch import JobOutcome, run_job
-from nodeprov.job.results import JobResult, SizeResult, human_bytes
+from nodeprov.job.results import JobResult, SizeResult
+from nodeprov.util.units import human_bytes
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host

@@ -88,6 +88,20 @@ _RULES = (
         "check {node}'s GPUs (nvidia-smi -q, dmesg for Xid errors); take the GPU or the node out",
     ),
     _Rule(
+        "venv",
+        # a CPU build's torch.cuda (the nccl backend was asked of it)
+        re.compile(r"Torch not compiled with CUDA enabled|has no attribute '_cuda_setDevice'"),
+        "the venv's torch is a CPU build, but this node has GPUs and the job uses them",
+        "nodeprov apply --limit {node} --tags venv (torch_cuda: auto chooses a CUDA build)",
+    ),
+    _Rule(
+        "job",
+        re.compile(r"invalid device ordinal|No CUDA GPUs are available"),
+        "a rank was given a GPU the node does not have: more processes per node than GPUs, or "
+        "CUDA_VISIBLE_DEVICES hides some",
+        "run one process per GPU of {node} (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES",
+    ),
+    _Rule(
         "job",
         re.compile(r"Duplicate GPU detected"),
         "two ranks share one GPU: more processes per node than the node has GPUs",

@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from nodeprov.util.units import human_bytes
+
 RESULT_PREFIX = "NODEPROV_RESULT "  # the line the job prints alongside the file
 TABLE_HEADER = ("size", "elements", "iters", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
                 "wrong")
@@ -111,18 +113,6 @@ def result_json_in(output: str) -> str | None:
     """The JSON of the last ``NODEPROV_RESULT`` line in the job's stdout, if any."""
     lines = [line for line in output.splitlines() if line.startswith(RESULT_PREFIX)]
     return lines[-1][len(RESULT_PREFIX):] if lines else None
-
-
-def human_bytes(size: int) -> str:
-    """
-    >>> human_bytes(8), human_bytes(2048), human_bytes(64 * 1024 * 1024), human_bytes(1000)
-    ('8 B', '2 KiB', '64 MiB', '1000 B')
-    """
-    for unit in ("B", "KiB", "MiB"):
-        if size < 1024 or size % 1024:
-            return f"{size} {unit}"
-        size //= 1024
-    return f"{size} GiB"
 
 
 def table_rows(result: JobResult) -> list[tuple[str, ...]]:

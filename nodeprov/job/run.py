@@ -109,8 +109,9 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
         except KeyboardInterrupt:  # launch_all has stopped the job on every node
             took = time.monotonic() - started
             return UserJobOutcome(
-                run_id, {name: _with_sync(NodeRun(None, took, True, str(logs.paths[name])),
-                                          synced.get(name)) for name in names},
+                run_id, {name: _with_sync(NodeRun(None, took, True, str(logs.paths[name]),
+                                                  nproc=nproc[name]), synced.get(name))
+                         for name in names},
                 (), took, matrix=matrix, interrupted="SIGINT",  # the caller knows better
                 log_dir=str(directory), ranks=sum(nproc.values()))
     failed = run_failures(launch, logs.paths, nproc)

@@ -139,4 +139,4 @@ def node_run(name: str, launch: Launch, log: Path, nproc: int) -> NodeRun:
     ended = recorded and all(end.exit_code >= 0 for end in ranks.values())
     return NodeRun(code, launch.durations.get(name, 0.0), name in launch.stopped and not ended,
                    str(log), error=str(result) if isinstance(result, Exception) else "",
-                   ranks=ranks)
+                   nproc=nproc, ranks=ranks)

@@ -33,6 +33,7 @@ class NodeRun:
     log: str
     synced: int | None = None
     error: str = ""
+    nproc: int = 0  # the ranks torchrun started on it (which global ranks: the rendezvous says)
     sync_s: float | None = None
     ranks: Mapping[int, RankEnd] = field(default_factory=dict)
 
@@ -102,7 +103,7 @@ class UserJobOutcome:
             nodes={name: {"exit_code": node.exit_code, "duration_s": round(node.duration_s, 3),
                           "stopped": node.stopped, "log": node.log, "synced": node.synced,
                           "sync_s": None if node.sync_s is None else round(node.sync_s, 3),
-                          "error": node.error,
+                          "error": node.error, "nproc": node.nproc,
                           "ranks": {str(rank): {"exit_code": end.exit_code,
                                                 "duration_s": round(end.seconds, 3)}
                                     for rank, end in sorted(node.ranks.items())}}

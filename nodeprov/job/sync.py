@@ -5,7 +5,7 @@ channel of its own, in 1 MiB writes (``Session.converse``). The files to send ar
 per distinct set into a temporary file here, which every node's sender reads::
 
     done = sync_nodes(sessions, Path("/home/me/train"), as_login={"node1": True}, stop=stop,
-                      progress=ProgressLine(sys.stderr, "sync"))
+                      progress=SyncBars(console))
     done["node1"]     # Synced(files=2, bytes=3712, seconds=0.4), or the node's error
 
 Files on the node that are not here stay (like rsync without --delete); ``.git``,
@@ -42,10 +42,12 @@ BLOCK = 1 << 20  # bytes per write to a node's channel
 
 
 class Progress(Protocol):
-    """Where the transfers say how far they are (from each sender's thread), then how it
-    went (commands.progressline.ProgressLine on a terminal)."""
+    """Where the transfers say how far each is (from its sender's thread) and how it ended,
+    then the sync's one-line summary (commands.run.SyncBars: util.progress.Transfers)."""
 
     def advance(self, node: str, done: int, total: int) -> None: ...
+
+    def end(self, node: str, failed: bool) -> None: ...
 
     def close(self, summary: str) -> None: ...
 
@@ -143,11 +145,17 @@ def sync_nodes(sessions: Mapping[str, Session], root: Path, *, as_login: Mapping
             spool, size = spools[sending[name]]
             what = f"send {len(sending[name])} files to {root}"
             token = secrets.token_hex(8)
-            received = sessions[name].converse(
-                ["python3", "-I", "-c", script, "receive", str(root), token], token,
-                task="sync", what=what, as_login=as_login[name],
-                send=lambda write: _stream(spool, size, write, stop, progress, name))
-            _check(name, received.exit_code, received.stderr or received.stdout, what)
+            failed = True
+            try:
+                received = sessions[name].converse(
+                    ["python3", "-I", "-c", script, "receive", str(root), token], token,
+                    task="sync", what=what, as_login=as_login[name],
+                    send=lambda write: _stream(spool, size, write, stop, progress, name))
+                _check(name, received.exit_code, received.stderr or received.stdout, what)
+                failed = False
+            finally:
+                if progress is not None:
+                    progress.end(name, failed)
             return Synced(len(sending[name]), size, time.monotonic() - started)
 
         if spools:

@@ -46,15 +46,28 @@ fi
 section package_manager; for tool in apt-get dnf yum zypper; do command -v "$tool" && break; done
 # A hung nvidia-smi must not pass for "no GPU": say so, and the parser refuses it.
 gpu() { timeout 20 nvidia-smi "$@" 2>&1; [ $? -ne 124 ] || echo "nvidia-smi timed out after 20 s"; }
+# WSL2 keeps the Windows driver's nvidia-smi in /usr/lib/wsl/lib, not on every login's PATH
+[ ! -x /usr/lib/wsl/lib/nvidia-smi ] || command -v nvidia-smi >/dev/null 2>&1 || PATH=$PATH:/usr/lib/wsl/lib
 section nvidia_smi; command -v nvidia-smi >/dev/null 2>&1 && gpu
-# compute_cap: drivers >= 510; older ones reject the whole query, so ask again without it.
+# compute_cap: drivers >= 510; older ones reject the whole query, so ask again without it, and
+# ask the driver API instead (cuda_capability.py, as $nodeprov_cuda_probe): only then
+ask_cuda=  # never from the environment the login gave
 section nvidia_query; if command -v nvidia-smi >/dev/null 2>&1; then
   query=$(gpu --query-gpu=index,name,uuid,memory.total,driver_version,compute_cap --format=csv,noheader)
   case $query in
-    *'not a valid field'*) gpu --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader ;;
+    *'not a valid field'*) gpu --query-gpu=index,name,uuid,memory.total,driver_version --format=csv,noheader
+      ask_cuda=1 ;;
     *) printf '%s\n' "$query" ;;
   esac
 fi
+section cuda_probe; if [ -n "$ask_cuda" ] && command -v python3 >/dev/null 2>&1; then
+  # shellcheck disable=SC2154  # remote/facts.py's read_script sets it before this script
+  timeout 20 python3 -I -c "$nodeprov_cuda_probe" 2>&1
+fi
+# a GPU driver's files, seen when nvidia-smi cannot speak: device nodes, WSL2's paravirtual GPU
+section gpu_files; for path in /dev/nvidiactl /dev/nvidia0 /dev/dxg /usr/lib/wsl/lib/libcuda.so.1; do
+  [ ! -e "$path" ] || printf '%s\n' "$path"
+done
 section nvidia_proc; show /proc/driver/nvidia/version 2>/dev/null
 # Jetson's board support package (L4T): "# R36 (release), REVISION: 4.3, ..."
 section tegra; [ ! -e /etc/nv_tegra_release ] || { read -r line < /etc/nv_tegra_release; printf '%s\n' "$line"; }

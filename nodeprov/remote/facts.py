@@ -32,6 +32,8 @@ from nodeprov.remote.factcheck import (
 )
 
 FACTS_SCRIPT = resources.files("nodeprov.nodeside").joinpath("facts.sh").read_text()
+# facts.sh runs it only where nvidia-smi lacks compute_cap (drivers before 510)
+CUDA_PROBE = resources.files("nodeprov.nodeside").joinpath("cuda_capability.py").read_text()
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,7 @@ def read_script(probes: Sequence[Probe | None]) -> str:
 
         run(["sh", "-c", read_script([probe_a, None, probe_b]), "nodeprov-facts", token])
     """
-    script = [FACTS_SCRIPT]
+    script = [f"nodeprov_cuda_probe={shlex.quote(CUDA_PROBE)}\n", FACTS_SCRIPT]
     for index, probe in enumerate(probes):
         if probe is None:
             continue

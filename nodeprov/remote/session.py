@@ -22,6 +22,7 @@ import shlex
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from nodeprov.errors import CommandFailed, HostError, Unreachable
@@ -37,6 +38,7 @@ from nodeprov.remote.transfer import describe, run_local, stage, upload
 if TYPE_CHECKING:
     from nodeprov.inventory.model import Host
     from nodeprov.remote.hostkeys import SshFiles
+    from nodeprov.util.progress import Transfers
 
 @dataclass(frozen=True)
 class Result:
@@ -49,10 +51,12 @@ class Session:
     """An SSH session to ``host`` that counts its connections and round trips; the sessions
     of one run share ``files`` (default: its own), the ssh_config and known_hosts read once."""
 
-    def __init__(self, host: Host, options: SshOptions, files: SshFiles | None = None) -> None:
+    def __init__(self, host: Host, options: SshOptions, files: SshFiles | None = None,
+                 transfers: Transfers | None = None) -> None:
         self.host = host
         self.options = options
         self.files = files
+        self.transfers = transfers  # hears of each upload's progress (util.progress)
         self.connections = 0
         self.round_trips = 0
         self._connection: Any = None
@@ -266,7 +270,8 @@ class Session:
     def _upload(self, task: str, action: Upload) -> None:
         self.round_trips += 1
         try:
-            upload(self._connection, action)
+            upload(self._connection, action, self.transfers, self.host.name,
+                   f"{task}: {Path(action.local_path).name}")
         except Exception as error:  # paramiko raises SSHException too, not only OSError/EOF
             if self._lost:
                 raise self._broken(task, f"upload to {action.remote_path}", "") from None

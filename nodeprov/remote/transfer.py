@@ -12,10 +12,13 @@ import secrets
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.actions import Local, Upload, Write
+
+if TYPE_CHECKING:
+    from nodeprov.util.progress import Transfers
 
 
 def stage(connection: Any, node: str, task: str, action: Write) -> str:
@@ -31,15 +34,30 @@ def stage(connection: Any, node: str, task: str, action: Write) -> str:
     return remote
 
 
-def upload(connection: Any, action: Upload) -> None:
-    """Send the file, or a directory's files; raises what paramiko raises."""
+def upload(connection: Any, action: Upload, progress: Transfers | None = None,
+           node: str = "", what: str = "") -> None:
+    """Send the file, or a directory's files; raises what paramiko raises. ``progress`` hears
+    of ``node``'s transfer (``what``) after each file: bytes sent of the total."""
     local = Path(action.local_path)
     pairs = [(local, action.remote_path)]
     if local.is_dir():
         pairs = [(path, f"{action.remote_path}/{path.name}") for path in sorted(local.iterdir())
                  if path.is_file() and not path.name.startswith(".")]
-    for source, remote in pairs:
-        connection.put(str(source), remote)
+    sizes = [source.stat().st_size for source, _ in pairs]
+    advance = progress.start(node, what, sum(sizes)) if progress else None
+    sent = 0
+    try:
+        for (source, remote), size in zip(pairs, sizes, strict=True):
+            connection.put(str(source), remote)
+            sent += size
+            if advance:
+                advance(sent, sum(sizes))
+    except BaseException:
+        if progress:
+            progress.end(node, failed=True)
+        raise
+    if progress:
+        progress.end(node)
 
 
 def run_local(node: str, task: str, action: Local, timeout: float) -> None:

@@ -45,7 +45,7 @@ class ReleaseBuilds:
     release: str
     cuda: Mapping[str, Mapping[str, str | None]]
     rocm: tuple[str, ...] = ()
-    source: str = "nodeprov's table (torch_builds)"
+    source: str = "nodeprov's table (variants.published)"
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,20 @@ def release_of(torch_version: str) -> str:
 
 
 def known_builds(torch_version: str) -> ReleaseBuilds | None:
-    """The release's builds from nodeprov's table, None for a release it does not know."""
+    """The builds of exactly ``torch_version`` in nodeprov's table (a variant that came with a
+    later patch release is left out), None for a release it does not know.
+
+    >>> sorted(known_builds("2.12.0").cuda["x86_64"]), sorted(known_builds("2.12.1").cuda["x86_64"])
+    (['cu126', 'cu130', 'cu132'], ['cu126', 'cu129', 'cu130', 'cu132'])
+    """
     release = release_of(torch_version)
     if release not in published.CUDA_BUILDS:
         return None
-    return ReleaseBuilds(release, published.CUDA_BUILDS[release],
-                         published.ROCM_BUILDS.get(release, ()))
+    patch = int(torch_version.split(".")[2]) if torch_version.count(".") == 2 else 0
+    cuda = {platform: {variant: arch_list for variant, arch_list in built.items()
+                       if published.FIRST_PATCH.get((release, variant), 0) <= patch}
+            for platform, built in published.CUDA_BUILDS[release].items()}
+    return ReleaseBuilds(release, cuda, published.ROCM_BUILDS.get(release, ()))
 
 
 def choose_cluster_variant(builds: ReleaseBuilds, nodes: Mapping[str, NodeGpus],

@@ -15,7 +15,7 @@ version compatibility excludes PTX JIT). The architecture list is PyTorch's
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from nodeprov.variants import drivers
@@ -29,13 +29,23 @@ _ROCM_RE = re.compile(r"rocm(\d+)\.(\d+)(?:\.(\d+))?")
 @dataclass(frozen=True)
 class NodeGpus:
     """What the choice knows of one node: platform, NVIDIA driver and GPUs (name, compute
-    capability or None when not reported), installed ROCm. No driver and no ROCm: a CPU node."""
+    capability or None when unknown, ``capability_note`` saying why), installed ROCm. No driver
+    and no ROCm: a CPU node."""
 
     platform: str
     driver: Driver | None = None
     driver_cuda: Cuda | None = None
     gpus: tuple[tuple[str, Capability | None], ...] = ()
     rocm: tuple[int, ...] | None = None
+    capability_note: str | None = None
+
+    @classmethod
+    def nvidia(cls, platform: str, driver_version: str, driver_cuda: Cuda,
+               gpus: Iterable[tuple[str, Capability | None]],
+               capability_note: str | None = None) -> NodeGpus:
+        """A node with NVIDIA GPUs, from what nvidia-smi reports (``gpu.GpuInfo``'s fields)."""
+        return cls(platform, drivers.parse_driver(driver_version), driver_cuda, tuple(gpus),
+                   capability_note=capability_note)
 
     def describe(self) -> str:
         """``2x NVIDIA H100 (sm_90), driver 535.129.03``"""
@@ -82,22 +92,22 @@ def parse_arch_list(arch_list: str) -> list[tuple[Capability, bool]]:
 def nvidia_problem(node: NodeGpus, release: str, variant: str, arch_list: str | None,
                    unknown_arch_ok: bool = False) -> str | None:
     """Why torch ``release`` ``variant`` cannot run on this NVIDIA node, None when it can.
-    ``unknown_arch_ok``: a build whose architectures are unknown passes (``torch_cuda`` named
-    it); otherwise it is not chosen."""
+    ``unknown_arch_ok``: ``torch_cuda`` named the build, so unknown architectures (the build's
+    or a GPU's) do not refuse it; otherwise such a build is not chosen."""
     assert node.driver is not None
     cuda = cuda_of(variant)
     driver = drivers.show_driver(node.driver)
     if not drivers.runs(node.driver, cuda):
         return (f"driver {driver} cannot run CUDA {cuda[0]}.{cuda[1]} (needs "
                 f"{drivers.minimum_driver(cuda)})")
-    if arch_list is None:
-        if unknown_arch_ok:
-            return None
-        return f"nodeprov does not know which GPU architectures {variant} was built for"
     unknown = sorted({name for name, capability in node.gpus if capability is None})
+    if unknown_arch_ok and (arch_list is None or unknown):
+        return None  # torch_cuda names the build: the job's kernel check on each GPU decides
+    if arch_list is None:
+        return f"nodeprov does not know which GPU architectures {variant} was built for"
     if unknown:
-        return (f"nvidia-smi did not report the compute capability of {', '.join(unknown)} "
-                "(drivers before 510 lack the compute_cap field)")
+        return (f"the compute capability of {', '.join(unknown)} is unknown "
+                f"({node.capability_note or 'not reported'}); set torch_cuda to name a build")
     built = parse_arch_list(arch_list)
     full = drivers.full_support(node.driver, node.driver_cuda)
     for name, capability in sorted(set(node.gpus), key=lambda gpu: (gpu[1] or (0, 0), gpu[0])):

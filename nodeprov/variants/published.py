@@ -7,11 +7,14 @@ Sources, read in their git history:
   ``CUDA_ARCHES_DICT`` / ``ROCM_ARCHES_DICT`` "release" (or, while a release was the candidate,
   "test") lists at each release's "go live" or "advance versions" commit, and its aarch64 list
   (``CUDA_AARCH64_ARCHES``; before 2.7 the single ``cuda-aarch64`` entry). Added from the
-  published indexes: ``cu129`` of 2.10, 2.11 and 2.13 (built after the matrix dropped 12.9;
-  pinned as ``torch==2.1x.0+cu129`` from download.pytorch.org/whl/cu129 in many public
-  projects). Left out: 2.14's ``cu134`` and ``rocm7.14`` (built for the 2.14 candidates, commit
-  00fa5780c, but ``cu134`` is published only on NVIDIA's out-of-tree index) and 2.12's ``cu129``
-  (2.12.1 only): a variant listed but not published would fail the install.
+  published indexes: ``cu129`` of 2.9, 2.10, 2.11, 2.12.1 and 2.13 (built by pytorch/pytorch's
+  own matrix, not test-infra's): 2.9.x and 2.10.0 in download.pytorch.org/whl/cu129/torch/
+  (tests/data/torch-index), 2.12.1 x86_64 and aarch64 in a uv.lock resolved there (same
+  folder; 2.12.0 has none: ``FIRST_PATCH``), the others pinned as ``torch==2.1x.0+cu129`` in
+  many public projects. Left out: 2.14's ``cu129`` (public projects say download.pytorch.org
+  has none; the index, read first, would list it), 2.14's ``cu134`` and ``rocm7.14`` (built for
+  the 2.14 candidates, commit 00fa5780c, but ``cu134`` is published only on NVIDIA's
+  out-of-tree index): a variant listed but not published would fail the install.
 - x86_64 architectures (``TORCH_CUDA_ARCH_LIST``): pytorch/builder ``manywheel/build_cuda.sh``
   on each ``release/2.x`` branch for 2.0 to 2.5 (base "5.0;6.0;7.0;7.5;8.0;8.6"; 11.8 adds
   "3.7;9.0", 12.x "9.0"); pytorch/pytorch ``.ci/manywheel/build_cuda.sh`` from 2.6 (2.7: 12.8 =
@@ -33,7 +36,8 @@ Sources, read in their git history:
   pytorch/pytorch#158118; ptrblck on pytorch/pytorch#152690, May 2025, after 2.7: "I assume no
   other GPU architectures are supported, e.g. A100?");
   ``.ci/aarch64_linux/aarch64_ci_build.sh`` from 2.8 (12.9: "8.0;9.0;10.0;11.0;12.0;12.1") and
-  2.9 (12.6: "8.0;9.0", 12.8: "8.0;9.0;10.0;12.0", 13.0: "8.0;9.0;10.0;11.0;12.0+PTX").
+  2.9 (12.6: "8.0;9.0", 12.8: "8.0;9.0;10.0;12.0", 13.0: "8.0;9.0;10.0;11.0;12.0+PTX"); 2.9's
+  aarch64 cu129, published but in no build script read, is taken as 2.10's.
 
 A variant seen in no release here (a CUDA newer than nodeprov knows) has no architecture list:
 ``choose`` then chooses it only when ``torch_cuda`` names it.
@@ -75,8 +79,9 @@ CUDA_BUILDS: Final[Mapping[str, Mapping[str, Mapping[str, str]]]] = {
             AARCH64: {"cu128": "9.0;10.0;12.0"}},
     "2.8": {X86: {"cu126": _CU12_HOPPER, "cu128": _CU128, "cu129": _CU129},
             AARCH64: {"cu129": _ARM_CU129_28}},
-    "2.9": {X86: {"cu126": _CU12_HOPPER, "cu128": _CU128, "cu130": _CU13_PTX},
-            AARCH64: {"cu126": _ARM_HOPPER, "cu128": _ARM_BLACKWELL, "cu130": _ARM_CU13_PTX}},
+    "2.9": {X86: {"cu126": _CU12_HOPPER, "cu128": _CU128, "cu129": _CU129, "cu130": _CU13_PTX},
+            AARCH64: {"cu126": _ARM_HOPPER, "cu128": _ARM_BLACKWELL,
+                      "cu129": f"{_ARM_BLACKWELL}+PTX", "cu130": _ARM_CU13_PTX}},
     "2.10": {X86: {"cu126": _CU12_HOPPER, "cu128": _CU128, "cu129": _CU129,
                    "cu130": _CU13_PTX},
              AARCH64: {"cu126": _ARM_HOPPER, "cu128": _ARM_BLACKWELL,
@@ -85,8 +90,10 @@ CUDA_BUILDS: Final[Mapping[str, Mapping[str, Mapping[str, str]]]] = {
                    "cu130": _TURING_UP},
              AARCH64: {"cu126": _ARM_HOPPER, "cu128": _ARM_BLACKWELL,
                        "cu129": f"{_ARM_BLACKWELL}+PTX", "cu130": _ARM_CU13}},
-    "2.12": {X86: {"cu126": _CU12_HOPPER, "cu130": _TURING_UP, "cu132": _TURING_UP},
-             AARCH64: {"cu126": _ARM_HOPPER, "cu130": _ARM_CU13, "cu132": _ARM_CU13}},
+    "2.12": {X86: {"cu126": _CU12_HOPPER, "cu129": _TURING_UP, "cu130": _TURING_UP,
+                   "cu132": _TURING_UP},
+             AARCH64: {"cu126": _ARM_HOPPER, "cu129": _ARM_BLACKWELL, "cu130": _ARM_CU13,
+                       "cu132": _ARM_CU13}},
     "2.13": {X86: {"cu126": _CU12_HOPPER, "cu129": _TURING_UP, "cu130": _TURING_UP,
                    "cu132": _TURING_UP},
              AARCH64: {"cu126": _ARM_HOPPER, "cu129": _ARM_BLACKWELL, "cu130": _ARM_CU13,
@@ -94,6 +101,9 @@ CUDA_BUILDS: Final[Mapping[str, Mapping[str, Mapping[str, str]]]] = {
     "2.14": {X86: {"cu126": _CU12_HOPPER, "cu130": _TURING_UP, "cu132": _TURING_UP},
              AARCH64: {"cu126": _ARM_HOPPER, "cu130": _ARM_CU13, "cu132": _ARM_CU13}},
 }
+
+# (release, variant) -> the first patch release that published it: 2.12.0 has no cu129
+FIRST_PATCH: Final[Mapping[tuple[str, str], int]] = {("2.12", "cu129"): 1}
 
 # release -> ROCm variants (x86_64 only: PyTorch publishes no aarch64 ROCm wheels)
 ROCM_BUILDS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -112,11 +122,12 @@ def releases_oldest_first() -> list[str]:
     return sorted(CUDA_BUILDS, key=lambda release: tuple(map(int, release.split("."))))
 
 
-def known_arch_list(variant: str) -> str | None:
-    """The architectures of the newest release that built ``variant`` (for a release nodeprov
-    does not know, whose variants the index listed), None when no known release built it."""
+def known_arch_list(variant: str, platform: str = X86) -> str | None:
+    """The architectures of the newest release that built ``variant`` for ``platform`` (for a
+    release or variant the table lacks, which the index listed), None when no known release
+    built it."""
     for release in reversed(releases_oldest_first()):
-        for builds in CUDA_BUILDS[release].values():
-            if variant in builds:
-                return builds[variant]
+        built = CUDA_BUILDS[release].get(platform, {})
+        if variant in built:
+            return built[variant]
     return None

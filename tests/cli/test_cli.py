@@ -101,6 +101,13 @@ def test_shared_options_are_one_definition_on_every_command() -> None:
     assert apply["--playbook"].help == verify["--playbook"].help  # one definition
 
 
+def test_html_is_one_definition_on_every_command_that_writes_a_report() -> None:
+    found = {(p.help, p.metavar, tuple(p.opts), p.default)
+             for command in ("apply", "verify", "run", "report")
+             for p in [params(command)["--html"]]}
+    assert len(found) == 1, found
+
+
 UNREACHABLE = """\
 all:
   vars: {{node_subnet: 127.0.0.0/8, ansible_port: 1, ssh_config_file: {config}}}

@@ -9,9 +9,10 @@ from pathlib import Path
 from rich.console import Console
 
 from nodeprov.commands.apply import apply_report
-from nodeprov.commands.console import print_recap
+from nodeprov.commands.console import LiveReporter, print_recap
 from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.remote.facts import parse_facts, split_sections
+from nodeprov.util.progress import Transfers
 from tests.report_schema import assert_valid
 
 FACTS_OUTPUT = Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt"
@@ -69,3 +70,15 @@ def test_terminal_recap_is_a_table_with_the_same_numbers() -> None:
         ["node1", "changed", "1", "1", "0", "0", "1.2s"],
         ["node2", "unreachable", "0", "0", "0", "0", "0.0s"]]
     assert lines[-1] == "2 hosts, 1 tasks changed, 1 hosts failed"
+
+
+def test_the_live_table_shows_the_transfers_bars_between_two_tasks() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    transfers = Transfers(console, live=True)
+    reporter = LiveReporter(console, ["node1", "node2"], transfers=transfers)
+    transfers.start("node2", "torch: wheels", 2_000_000)(500_000, 2_000_000)
+    text = io.StringIO()
+    Console(file=text, width=120).print(reporter._view())
+    shown = text.getvalue()
+    assert "node1" in shown and "node2: torch: wheels" in shown and "all nodes" in shown
+    assert "0.5/2.0 MB" in shown

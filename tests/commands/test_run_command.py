@@ -1,5 +1,5 @@
-"""``nodeprov run``'s console side: node text shown with its control characters spelled out, a
-progress line for a transfer that lasts, SIGTERM and SIGHUP ending the run as Ctrl-C does, the
+"""``nodeprov run``'s console side: node text shown with its control characters spelled out,
+the sync's progress (util.progress.Transfers), SIGTERM and SIGHUP ending the run as Ctrl-C does, the
 job's user from the inventory, one line (exit 2) for a log folder it cannot write, before any
 connection."""
 
@@ -12,22 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from nodeprov.cli import app
 from nodeprov.commands import run
-from nodeprov.commands.progressline import ProgressLine
-from nodeprov.commands.run import job_as_login, lines_to, report, signals_interrupt
+from nodeprov.commands.run import SyncBars, job_as_login, lines_to, report, signals_interrupt
 from nodeprov.errors import InputError
 from nodeprov.inventory import Host
 from nodeprov.job.runreport import FirstFailure, NodeRun, UserJobOutcome
 
 HOSTILE = "\x1b]0;owned\x07\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07"  # title, clear, clipboard
-
-
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
 
 
 def test_rank_lines_and_the_end_of_a_run_spell_out_a_nodes_control_characters() -> None:
@@ -52,30 +47,39 @@ def test_a_closed_terminal_does_not_stop_the_run() -> None:
             raise OSError(5, "Input/output error")  # a tty after SIGHUP
 
     lines_to(Gone())("node1 [rank0]:step 1")  # no exception: the job must still be stopped
-    line = ProgressLine(Gone(), "sync")
-    line.advance("node1", 1, 2)
-    line.close("sync: done")
+    with SyncBars(Console(file=Gone(), force_terminal=True)) as bars:
+        bars.advance("node1", 1, 2)
+        bars.end("node1", failed=False)
+        bars.close("sync: done")
 
 
-def test_the_progress_line_shows_after_two_seconds_on_a_terminal_only() -> None:
-    now = [100.0]
-    screen = Terminal()
-    line = ProgressLine(screen, "sync", clock=lambda: now[0])
-    line.advance("node1", 1 << 20, 4 << 20)
-    assert screen.getvalue() == ""  # a short sync shows nothing
-    now[0] = 102.5
-    line.advance("node2", 3 << 20, 4 << 20)
-    assert screen.getvalue() == "\rsync: node1 25%  node2 75%  (4.0 of 8.0 MB, 2.5 s)\x1b[K"
-    now[0] = 102.6
-    line.advance("node1", 2 << 20, 4 << 20)  # within 0.25 s of the last: not drawn again
-    assert screen.getvalue().count("\r") == 1
-    line.close("sync: 3 files (4.0 MB) to 2 of 2 nodes in 2.7 s")
-    assert screen.getvalue().endswith("\r\x1b[Ksync: 3 files (4.0 MB) to 2 of 2 nodes in 2.7 s\n")
-    piped = io.StringIO()
-    quiet = ProgressLine(piped, "sync", clock=lambda: now[0] + 10)
-    quiet.advance("node1", 1, 2)
-    quiet.close("sync: done")
-    assert piped.getvalue() == "sync: done\n"  # a log file gets the summary only
+def test_the_syncs_progress_in_a_log_is_a_line_per_node_at_its_start_and_end() -> None:
+    log = io.StringIO()
+    with SyncBars(Console(file=log, width=200)) as bars:
+        bars.advance("node1", 1 << 20, 4 << 20)
+        bars.advance("node2", 4 << 20, 4 << 20)
+        bars.advance("node1", 4 << 20, 4 << 20)
+        bars.end("node1", failed=False)
+        bars.end("node2", failed=True)
+        bars.close("sync: 3 files (4.0 MB) to 2 of 2 nodes in 2.7 s")
+    lines = log.getvalue().splitlines()
+    assert lines[:2] == ["node1 | sync | 4.2 MB to send", "node2 | sync | 4.2 MB to send"]
+    assert lines[2].startswith("node1 | sync | sent 4.2 MB in ")
+    assert lines[3].startswith("node2 | sync | failed after 4.2 MB in ")
+    assert lines[4:] == ["sync: 3 files (4.0 MB) to 2 of 2 nodes in 2.7 s"]
+
+
+def test_the_syncs_bars_are_drawn_on_a_terminal_and_gone_when_it_ends() -> None:
+    screen = io.StringIO()
+    with SyncBars(Console(file=screen, force_terminal=True, width=100)) as bars:
+        bars.advance("node1", 1 << 20, 4 << 20)
+        assert bars.live is not None
+        bars.live.refresh()  # as its own thread does 8 times a second
+        bars.end("node1", failed=False)
+        bars.close("sync: 1 file (4.0 MB) to 1 of 1 nodes in 0.3 s")
+        assert bars.live is None
+    assert "node1: sync" in screen.getvalue()
+    assert screen.getvalue().endswith("sync: 1 file (4.0 MB) to 1 of 1 nodes in 0.3 s\n")
 
 
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP])

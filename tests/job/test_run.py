@@ -20,6 +20,7 @@ from runbed import NODEPROV, RDZV_PORT, leftovers, nodeprov_run, run_argv
 from test_connectivity import PLAYBOOK
 from typer.testing import CliRunner
 
+from nodeprov.htmlreport import render_html
 from nodeprov.testbed.cluster import Testbed
 from tests.report_schema import assert_valid
 
@@ -49,9 +50,11 @@ def test_a_ddp_script_runs_on_three_nodes_and_a_second_sync_sends_nothing(
 
 @pytest.mark.integration
 def test_a_rank_that_raises_stops_every_rank_and_is_named_with_its_exception(
-        run_bed: Testbed, code_dir: Path) -> None:
+        run_bed: Testbed, code_dir: Path, tmp_path: Path) -> None:
+    page = tmp_path / "run.html"
     code, report, shown = nodeprov_run(run_bed, code_dir, "--steps", "200", "--step-seconds",
-                                       "0.3", "--raise-rank", "1")
+                                       "0.3", "--raise-rank", "1", options=("--html", str(page)))
+    assert page.read_text() == render_html(report)  # --html: the JSON report's page
     print(f"\nrank 1 raised: {report['verdict']}")
     assert code == 1, shown
     first = report["diagnosis"][0]

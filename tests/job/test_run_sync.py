@@ -112,10 +112,14 @@ class Seen:
 
     def __init__(self) -> None:
         self.advanced: list[tuple[str, int, int]] = []
+        self.ended: list[tuple[str, bool]] = []
         self.closed: list[str] = []
 
     def advance(self, node: str, done: int, total: int) -> None:
         self.advanced.append((node, done, total))
+
+    def end(self, node: str, failed: bool) -> None:
+        self.ended.append((node, failed))
 
     def close(self, summary: str) -> None:
         self.closed.append(summary)
@@ -136,6 +140,7 @@ def test_a_second_sync_sends_nothing_and_an_edit_sends_one_file(tmp_path: Path) 
     assert node.commands == ["manifest", "receive"] and node.logins == [True, True]
     assert (tmp_path / "node/lib/util.py").read_text() == "y = 2\n"
     assert seen.advanced[-1] == ("node1", done.bytes, done.bytes)
+    assert seen.ended == [("node1", False)]
     assert summary({"node1": done}) == (
         f"sync: 2 files ({done.bytes / (1 << 20):.1f} MB) to 1 of 1 nodes in "
         f"{done.seconds:.1f} s")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import shlex
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
@@ -15,6 +18,7 @@ from nodeprov.remote import reader
 from nodeprov.remote.actions import Local, Probe, Run, Upload, Write
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
+from nodeprov.util.progress import Transfers
 
 
 @dataclass
@@ -166,3 +170,53 @@ def test_a_failed_upload_names_node_task_and_cause(tmp_path: Any) -> None:
     with pytest.raises(HostError, match="^node1: torch: connection lost during upload to "
                        "/var/cache/w.whl: the node answered no SSH keepalive for 15 s"):
         session.execute("torch", [upload])
+
+
+class CopyingPut(LocalShell):
+    def put(self, local: str, remote: str) -> None:
+        shutil.copyfile(local, remote)
+
+
+def test_an_upload_tells_its_progress_once_at_start_and_once_at_end_in_a_log(
+        tmp_path: Any) -> None:
+    wheels, target = tmp_path / "torch-2.13.0-cp311", tmp_path / "on-node"
+    wheels.mkdir()
+    target.mkdir()
+    for name, size in (("a.whl", 1000), ("b.whl", 2500), ("c.whl", 500)):
+        (wheels / name).write_bytes(b"w" * size)
+    shown = io.StringIO()
+    transfers = Transfers(Console(file=shown, width=200), live=False)
+    session = Session(Host(name="node1", address="10.0.0.11", node_address="10.0.0.11"),
+                      SshOptions(), None, transfers)
+    session._connection = CopyingPut(str(tmp_path))
+    session.execute("torch", [Upload(str(wheels), str(target))])
+    assert sorted(p.name for p in target.iterdir()) == ["a.whl", "b.whl", "c.whl"]
+    lines = shown.getvalue().splitlines()
+    assert lines[0] == "node1 | torch: torch-2.13.0-cp311 | 4.0 kB to send"
+    assert lines[1].startswith("node1 | torch: torch-2.13.0-cp311 | sent 4.0 kB in ")
+    assert len(lines) == 2
+
+    session._connection = BrokenPut(str(tmp_path))
+    with pytest.raises(HostError):
+        session.execute("torch", [Upload(str(wheels), str(target))])
+    assert shown.getvalue().splitlines()[-1].startswith(
+        "node1 | torch: torch-2.13.0-cp311 | failed after 0 bytes in ")
+
+
+def test_a_live_upload_moves_its_bar_after_each_file(tmp_path: Any) -> None:
+    (tmp_path / "w.whl").write_bytes(b"w" * 3000)
+    transfers = Transfers(Console(file=io.StringIO(), force_terminal=True), live=True)
+    seen: list[float] = []
+
+    class Watching(CopyingPut):
+        def put(self, local: str, remote: str) -> None:
+            super().put(local, remote)
+            seen.extend(task.completed for task in transfers.renderable[0].tasks)
+
+    session = Session(Host(name="node1", address="10.0.0.11", node_address="10.0.0.11"),
+                      SshOptions(), None, transfers)
+    session._connection = Watching(str(tmp_path))
+    session.execute("torch", [Upload(str(tmp_path / "w.whl"), str(tmp_path / "copy.whl"))])
+    assert seen == [0, 0]  # during the put: nothing counted yet (all nodes, node1)
+    bars = {task.description: task for task in transfers.renderable[0].tasks}
+    assert bars["all nodes"].completed == bars["all nodes"].total == 3000

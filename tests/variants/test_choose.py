@@ -4,9 +4,7 @@ on recorded drivers and recorded compute capabilities."""
 from __future__ import annotations
 
 import csv
-import http.server
-import threading
-from collections.abc import Iterator
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,6 @@ from nodeprov.variants.choose import (
 )
 from nodeprov.variants.drivers import parse_driver
 from nodeprov.variants.fit import NodeGpus, parse_arch_list
-from nodeprov.variants.index import index_builds
 
 DATA = Path(__file__).parents[1] / "data"
 VERSION_PY = DATA / "torch-version"
@@ -57,6 +54,8 @@ H100_535, H100_550 = node("535.129.03", (9, 0)), node("550.90.07", (9, 0))
 A100_450, A100_570 = node("450.80.02", (8, 0)), node("570.124.06", (8, 0))
 V100_525, B200_575 = node("525.105.17", (7, 0)), node("575.57.08", (10, 0))
 RTX5090_580, TITANXP_580 = node("580.82.09", (12, 0), (8, 9)), node("580.82.09", (6, 1))
+RTX5090_570 = node("570.124.06", (12, 0))
+V100_470, A10G_470 = node("470.182.03", (7, 0)), node("470.256.02", (8, 6))
 T4_418, GB10 = node("418.67", (7, 5)), node("580.95.05", (12, 1), platform="aarch64")
 GH200_550 = node("550.90.07", (9, 0), platform="aarch64")
 A10_ARM_550 = node("550.90.07", (8, 6), platform="aarch64")
@@ -76,9 +75,14 @@ CASES = [
     (B200_575, "2.6", None), (RTX5090_580, "2.5", None),
     (B200_575, "2.7", "cu128"), (V100_525, "2.7", "cu126"),  # 2.7 cu128 dropped sm_70
     (H100_535, "2.8", "cu129"), (V100_525, "2.8", "cu129"), (B200_575, "2.8", "cu129"),
-    (TITANXP_580, "2.9", "cu126"), (RTX5090_580, "2.9", "cu130"), (B200_575, "2.9", "cu128"),
+    (TITANXP_580, "2.9", "cu126"), (RTX5090_580, "2.9", "cu130"),
+    (B200_575, "2.9", "cu129"), (H100_535, "2.9", "cu129"),  # 2.9's cu129 (index listing)
     (VOLTA_ADA_570, "2.10", "cu129"), (A100_570, "2.11", "cu129"), (VOLTA_ADA_570, "2.11", "cu126"),
     (B200_575, "2.12", None), (H100_550, "2.12", "cu126"), (RTX5090_580, "2.13", "cu132"),
+    (B200_575, "2.12.1", "cu129"), (H100_550, "2.12.1", "cu129"),  # cu129 from 2.12.1
+    (RTX5090_570, "2.12.1", "cu129"), (RTX5090_570, "2.14", None),  # 2.14: no cu129 published
+    # drivers before 510, their capabilities now known (CUDA probe, PCI ids): cu118 runs
+    (V100_470, "2.4", "cu118"), (A10G_470, "2.7", "cu118"), (V100_470, "2.8", None),
     (TITANXP_580, "2.13", "cu126"), (RTX5090_580, "2.14", "cu132"), (B200_575, "2.13", "cu129"),
     (GB10, "2.7", "cu128"), (GB10, "2.6", None), (GB10, "2.8", "cu129"), (GB10, "2.9", "cu130"),
     (GB10, "2.14", "cu132"), (GH200_550, "2.8", "cu129"), (GH200_550, "2.11", "cu129"),
@@ -90,7 +94,7 @@ CASES = [
 
 
 def test_every_release_in_the_table_is_covered() -> None:
-    assert {release for _, release, _ in CASES} == set(published.CUDA_BUILDS)
+    assert {release[:4].rstrip(".") for _, release, _ in CASES} == set(published.CUDA_BUILDS)
 
 
 @pytest.mark.parametrize(("gpus", "release", "variant"), CASES)
@@ -104,7 +108,7 @@ def test_variant_for_driver_architectures_release_and_platform(
 
 
 def test_mixed_cluster_takes_the_weakest_driver_and_every_architecture() -> None:
-    assert choose("2.9", RTX5090_580, H100_535) == "cu128"
+    assert choose("2.9", RTX5090_580, H100_535) == "cu129"
     with pytest.raises(NoVariant) as raised:
         choose("2.13", RTX5090_580, TITANXP_580, B200_575)
     message = str(raised.value)
@@ -172,71 +176,6 @@ def test_installed_version_py(name: str, expected: tuple[str, str]) -> None:
     assert parse_torch_version_py((VERSION_PY / name).read_text()) == expected
 
 
-# --- a release newer than the table: asked of the index, served on loopback here ---------------
-
-WHEELS_2_15 = [  # the file names PyTorch's index lists, in its layout
-    "torch-2.15.0+cu126-cp312-cp312-manylinux_2_28_x86_64.whl",
-    "torch-2.15.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
-    "torch-2.15.0+cu130-cp312-cp312-manylinux_2_28_aarch64.whl",
-    "torch-2.15.0+cu136-cp312-cp312-manylinux_2_28_x86_64.whl",
-    "torch-2.15.0+rocm7.14-cp312-cp312-manylinux_2_28_x86_64.whl",
-    "torch-2.14.0+cu134-cp312-cp312-manylinux_2_28_x86_64.whl",
-]
-
-
-@pytest.fixture()
-def index() -> Iterator[str]:
-    """A PEP 503 index on 127.0.0.1 whose /torch/ page lists WHEELS_2_15."""
-    # as PyTorch's index writes them: "+" as %2B in the link, the name as text; the last one
-    # only as a link
-    page = "".join(f'<a href="/whl/{name.replace("+", "%2B")}#sha256=00">{name}</a><br/>\n'
-                   for name in WHEELS_2_15).encode()
-    page += b'<a href="/whl/torch-2.15.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl"></a>\n'
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            found = self.path == "/simple/torch/"
-            self.send_response(200 if found else 404)
-            self.end_headers()
-            self.wfile.write(page if found else b"")
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_an_unknown_release_is_resolved_by_the_index(index: str) -> None:
-    assert known_builds("2.15.0") is None
-    builds = index_builds("2.15.0", index)
-    assert dict(builds.cuda["x86_64"]) == {
-        "cu126": published.CUDA_BUILDS["2.14"]["x86_64"]["cu126"],
-        "cu128": published.CUDA_BUILDS["2.11"]["x86_64"]["cu128"],
-        "cu130": published.CUDA_BUILDS["2.14"]["x86_64"]["cu130"],
-        "cu136": None}  # never built by a known release: architectures unknown
-    assert list(builds.cuda["aarch64"]) == ["cu130"] and builds.rocm == ("rocm7.14",)
-    assert builds.source == f"the index {index}/torch/"
-    # cu136 is not chosen on its own; the newest variant with known kernels is
-    rtx = node("580.82.09", (12, 0))
-    assert choose_cluster_variant(builds, {"a": rtx}).variant == "cu130"
-    assert choose_cluster_variant(builds, {"a": rtx}, "cu136").variant == "cu136"
-
-
-def test_an_unknown_release_offline_names_torch_cuda_as_the_way_out(index: str) -> None:
-    with pytest.raises(NoVariant, match=r"torch 2\.15\.0 is not in nodeprov's table .*could not "
-                                        r"be read .*set torch_cuda"):
-        index_builds("2.15.0", "http://127.0.0.1:9/simple")  # discard port: nothing listens
-    with pytest.raises(NoVariant, match=r"lists no CUDA or ROCm wheel of torch 2\.16\.0"):
-        index_builds("2.16.0", index)
-
-
 @pytest.mark.parametrize(("driver", "cuda", "runs"), [
     ("525.60.13", (12, 8), True), ("525.60.11", (12, 0), False),  # 12.x minor compatibility
     ("450.80.02", (11, 8), True), ("450.57", (11, 8), False), ("450.57", (11, 0), True),
@@ -252,3 +191,21 @@ def test_full_support_is_table_3_or_what_the_driver_reports() -> None:
     assert drivers.full_support(parse_driver("535.129.03")) == (12, 2)
     assert drivers.full_support(parse_driver("610.43.02"), (13, 3)) == (13, 3)
     assert drivers.full_support(parse_driver("418.67")) is None
+
+
+def test_unknown_capability_refused_with_its_reason_unless_torch_cuda_names_the_build() -> None:
+    why = ("nvidia-smi 470.182.03 has no compute_cap field (it came with R510), the CUDA driver "
+           "API could not be loaded (libcuda.so.1: not found), and no NVIDIA PCI function is "
+           "listed")
+    unknown = NodeGpus("x86_64", parse_driver("470.182.03"), (11, 4),
+                       (("Tesla V100-SXM2...", None),), capability_note=why)
+    builds = known_builds("2.4.1")
+    assert builds is not None
+    with pytest.raises(NoVariant, match=re.escape(
+            f"the compute capability of Tesla V100-SXM2... is unknown ({why}); set torch_cuda")):
+        choose_cluster_variant(builds, {"v": unknown})
+    # torch_cuda=cu118 (as the message of main advised, and refused): the driver runs CUDA
+    # 11.8, so it is installed, and the job's kernel check on each GPU has the last word
+    assert choose_cluster_variant(builds, {"v": unknown}, "cu118").variant == "cu118"
+    with pytest.raises(NoVariant, match=r"driver 470\.182\.03 cannot run CUDA 12\.4"):
+        choose_cluster_variant(builds, {"v": unknown}, "cu124")

@@ -147,7 +147,7 @@ def variant_cuda(variant: str) -> str | None:
 
 def choose(ctx: Context, params: TorchParams) -> tuple[str, list[str], list[str]]:
     """This host's variant from every host's facts, with notes and warnings saying why."""
-    return choose_for_host(ctx, params.version, params.cuda, params.index_url)
+    return choose_for_host(ctx, params.version, params.cuda, params.sources)
 
 
 def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:

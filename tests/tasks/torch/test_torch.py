@@ -138,16 +138,19 @@ def test_the_weakest_driver_holds_the_cluster_back_and_says_what_an_upgrade_unlo
     cluster = {"node1": facts("node1", gpu("driver-610-cuda133-kmd-umd-header")),
                "node2": facts("node2", gpu("driver-570-cuda128-a100")),
                "cpu1": facts("cpu1")}
-    unlock = ("node2 holds the cluster at cu128; cu130 would need: node2: driver 570.124.06 "
+    unlock = ("node2 holds the cluster at cu129; cu130 would need: node2: driver 570.124.06 "
               "cannot run CUDA 13.0 (needs >= 580 (CUDA 13.x minor version compatibility))")
     first = plan(context("node1", cluster), params(version="2.9.1"), observed())
-    assert "torch==2.9.1+cu128" in install_argv(first)
-    assert "https://download.pytorch.org/whl/cu128" in install_argv(first)
+    assert "torch==2.9.1+cu129" in install_argv(first)
+    assert "https://download.pytorch.org/whl/cu129" in install_argv(first)
     assert unlock in first.notes and not first.warnings
+    # the tests read no index: the table decides, and the plan line says so
+    assert any("variants from nodeprov's table (index unreachable: " in note
+               for note in first.notes)
     limiting = plan(context("node2", cluster), params(version="2.9.1"), observed())
     assert limiting.warnings == (unlock,)
     (change,) = limiting.changes
-    assert change.actions[-1] == Run((PY, "-c", VERIFY, "2.9.1", "cu128", "12.8", "1"))
+    assert change.actions[-1] == Run((PY, "-c", VERIFY, "2.9.1", "cu129", "12.9", "1"))
     # a CPU-only node in a GPU cluster gets the CPU build (jobs spanning it use gloo)
     assert "torch==2.9.1+cpu" in install_argv(plan(context("cpu1", cluster),
                                                    params(version="2.9.1"), observed()))

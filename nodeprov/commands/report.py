@@ -1,0 +1,50 @@
+"""``nodeprov report REPORT.json --html PATH``: the HTML page of a saved JSON report; and the
+one place every command writes its reports (``--json``, ``--html``)::
+
+    write_reports(document, json_path="-", html_path="apply.html")
+    code = run_report(Path("apply.json"), "apply.html")
+
+The page is drawn from the JSON report alone, checked against the schema first
+(``nodeprov.htmlreport``), so ``--html`` now and ``nodeprov report`` later give the same page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nodeprov import jsonreport
+from nodeprov.errors import EXIT_OK, InputError
+
+
+def write_html(report: Mapping[str, Any], html_path: str, source: str = "the report") -> int:
+    """The page of ``report`` at ``html_path``; its size in bytes."""
+    from nodeprov.htmlreport import render_html  # lazily: Jinja2 and the schema check
+
+    page = render_html(report, source).encode("utf-8")
+    try:
+        Path(html_path).write_bytes(page)
+    except OSError as error:
+        raise InputError(f"cannot write the HTML report: {error.strerror}; give --html a path "
+                         "in a folder that exists and is writable", source=html_path) from None
+    return len(page)
+
+
+def write_reports(report: Mapping[str, Any], json_path: str | None,
+                  html_path: str | None) -> None:
+    """The JSON report (``-``: stdout) and the HTML page, each where asked."""
+    if json_path:
+        jsonreport.write_report(report, json_path)
+    if html_path:
+        write_html(report, html_path)
+
+
+def run_report(report_path: Path, html_path: str | None) -> int:
+    from nodeprov.htmlreport import read_report
+
+    if not html_path:
+        raise InputError("nothing to write: give --html PATH for the HTML page")
+    size = write_html(read_report(report_path), html_path, str(report_path))
+    print(f"{html_path}: {size / 1000:.0f} kB, from {report_path}")
+    return EXIT_OK

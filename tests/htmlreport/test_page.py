@@ -1,0 +1,63 @@
+"""The page: self-contained, escaped, one section per thing the report holds."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from nodeprov.errors import InputError
+from nodeprov.htmlreport.page import render_html
+from tests.htmlreport.dom import Dom
+from tests.htmlreport.reports import HOSTILE, hostile, recorded
+
+ALL = ["apply-3", "verify-3", "verify-3-drift", "run-3", "run-3-fail", "facts-3"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_the_page_fetches_nothing_and_runs_nothing(name: str) -> None:
+    html = render_html(recorded(name))
+    dom = Dom.of(html)
+    assert not {"script", "link", "img", "iframe", "object", "embed"} & dom.tags()
+    (policy,) = [m for m in dom.find("meta") if m.attrs.get("http-equiv")]
+    assert policy.attrs["content"] == "default-src 'none'; style-src 'unsafe-inline'"
+    assert set(re.findall(r"https?://[^\s\"'<>]+", html)) <= {"http://www.w3.org/2000/svg"}
+
+
+def test_a_nodes_hostile_text_is_escaped() -> None:
+    html = render_html(hostile())
+    dom = Dom.of(html)
+    assert not {"script", "img"} & dom.tags()
+    assert not [e for e in dom.elements if any(a.startswith("on") for a in e.attrs)]
+    assert HOSTILE not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/svg&gt;" in html
+
+
+def test_a_report_breaking_the_schema_draws_nothing() -> None:
+    report = recorded("apply-3")
+    report["hosts"]["node1"]["status"] = "fine"
+    with pytest.raises(InputError, match=r"^apply.json: hosts/node1/status: "):
+        render_html(report, "apply.json")
+
+
+def test_run_shows_each_nodes_exit_code_duration_and_log() -> None:
+    report = recorded("run-3-fail")
+    dom = Dom.of(render_html(report))
+    rows = {row.attrs["data-node"] for row in dom.find("tr") if "data-node" in row.attrs}
+    assert rows == set(report["nodes"])
+    text = "".join(t for e in dom.elements for t in e.text)
+    for node in report["nodes"].values():
+        assert node["log"] in text
+        assert f"{node['duration_s']:.1f} s" in text
+    assert [cell for cell in dom.find("td", "failed") if cell.text == ["1"]]  # node2's exit
+    assert "ValueError: rank 3 fails on purpose at step 2" in text
+
+
+def test_verify_shows_drift_by_node_and_item_with_the_repair() -> None:
+    dom = Dom.of(render_html(recorded("verify-3-drift")))
+    codes = ["".join(code.text) for code in dom.find("code")]
+    assert "nodeprov apply /srv/html-tb/inventory.yaml --limit node3 --tags firewall" in codes
+    grid = [row for row in dom.find("tr") if row.attrs.get("data-node") == "node1"]
+    assert grid
+    failed = list(dom.find("td", "failed"))
+    assert len(failed) == 4  # node1 hosts, node3 firewall: in the grid and the drift table

@@ -1,0 +1,30 @@
+"""The sweep's chart: this run's busbw and algbw, the baseline under them."""
+
+from __future__ import annotations
+
+import itertools
+
+from nodeprov.htmlreport.sweep import TICK_ROOM, sweep_plot
+from tests.htmlreport.reports import recorded
+
+
+def test_the_points_are_the_sweep_and_the_baseline_is_drawn_first() -> None:
+    proof = recorded("verify-3")["proofs"][0]
+    plot = sweep_plot(proof)
+    assert plot is not None
+    assert [series.key for series in plot.series] == ["baseline", "busbw", "algbw"]
+    busbw = plot.series[1]
+    assert [p.bytes for p in busbw.points] == [r["bytes"] for r in proof["job"]["result"]["sizes"]]
+    assert busbw.points[-1].label == "64 MiB: busbw 120 MB/s"
+    assert plot.unit == "MB/s"  # 0.12 GB/s at the most
+    peak = max(p.bytes_per_s for p in busbw.points) / 1e6
+    assert float(plot.y_ticks[-2].label) < peak <= float(plot.y_ticks[-1].label)
+    assert plot.y_ticks[0].at == plot.bottom and plot.y_ticks[-1].at == plot.top
+    assert busbw.path.startswith(f"M{busbw.points[0].x},{busbw.points[0].y} L")
+    gaps = [b.at - a.at for a, b in itertools.pairwise(plot.x_ticks)]
+    assert min(gaps) >= TICK_ROOM
+    assert (plot.x_ticks[0].label, plot.x_ticks[-1].label) == ("8 B", "64 MiB")
+
+
+def test_no_job_no_chart() -> None:
+    assert sweep_plot(recorded("verify-3-drift")["proofs"][0]) is None

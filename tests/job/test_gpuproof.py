@@ -1,0 +1,91 @@
+"""scripts/gpu-proof.sh: on a CPU stand-in (an nvidia-smi replaying a recorded 2x H100 NVL node,
+the gloo backend), and the replay of every folder a GPU machine recorded under
+tests/data/gpu-proof (none until a lent GPU machine has run it: then those are checked too)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nodeprov.gpu.capability import parse_cuda_probe
+from nodeprov.job.gpuproof import replay, run
+from nodeprov.job.results import parse_result, result_json_in
+from tests.gpu.stand_in import fake_nvidia_smi
+
+REPO = Path(__file__).parents[2]
+RECORDED = sorted(path for path in (REPO / "tests" / "data" / "gpu-proof").glob("*/")
+                  if path.is_dir())
+FILES = {"machine.txt", "facts.txt", "cuda-probe.txt", "job.txt", "forced-failure.txt",
+         "proof.txt"}
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One stand-in run (about a minute: torchrun starts the job twice)."""
+    tmp = tmp_path_factory.mktemp("proof")
+    bin_dir = fake_nvidia_smi("driver-550-cuda124-2xh100-nvl", tmp / "bin")
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(REPO / "scripts" / "gpu-proof.sh"), "--stand-in",
+                           "--out", str(tmp / "out")], env=env, capture_output=True, text=True,
+                          timeout=600, check=True)
+    (folder,) = (tmp / "out").iterdir()
+    assert done.stdout.startswith(f"written to {folder}:")
+    return folder
+
+
+def test_the_stand_in_proof_writes_what_it_read_and_what_nodeprov_made_of_it(
+        stand_in: Path) -> None:
+    assert stand_in.name == "nvidia-h100-nvl-550.54.14"
+    assert {path.name for path in stand_in.iterdir()} == FILES  # <= 8: the device tool's limit
+    proof = (stand_in / "proof.txt").read_text()
+    assert proof == replay(stand_in)
+    lines = proof.splitlines()
+    assert lines[:3] == ["driver: 550.54.14 (CUDA 12.4), mig: False",
+                         "gpu 0: NVIDIA H100 NVL, compute capability 9.0",
+                         "gpu 1: NVIDIA H100 NVL, compute capability 9.0"]
+    # the table's choice for this driver and GPU, for the release of the torch installed here
+    assert any(line.startswith("torch ") and line.endswith("nodeprov chooses cu129")
+               for line in lines), proof
+    assert any(line.startswith("PASS: 1 node, 2 ranks (gloo)") for line in lines), proof
+    assert lines[-1].startswith("forced failure: venv: the venv's torch is a CPU build"), proof
+
+
+def test_recorded_proofs_replay_to_what_the_gpu_machine_printed() -> None:
+    if not RECORDED:
+        pytest.skip("no GPU machine has run scripts/gpu-proof.sh yet (tests/data/gpu-proof/)")
+    for folder in RECORDED:
+        assert {path.name for path in folder.iterdir()} >= FILES, folder.name
+        assert replay(folder) == (folder / "proof.txt").read_text(), folder.name
+        found = result_json_in((folder / "job.txt").read_text())
+        assert found is not None, folder.name
+        result = parse_result(found)
+        assert result.ok and result.backend == "nccl" and result.nccl, folder.name
+        probe = parse_cuda_probe((folder / "cuda-probe.txt").read_text())
+        assert probe is not None and probe.capabilities, folder.name
+        proof = (folder / "proof.txt").read_text()
+        # the CUDA driver API and nvidia-smi's compute_cap agree on the real driver
+        said = re.search(r"^cuda probe: (.*) \(nvidia-smi's compute_cap: (.*)\)$", proof, re.M)
+        assert said is not None and said.group(1) == said.group(2), folder.name
+        assert "forced failure: job: a rank was given a GPU the node does not have" in proof
+        assert "refused" not in proof, folder.name
+
+
+def test_the_proof_needs_no_package_the_gpu_machine_lacks() -> None:
+    # the GPU machine has torch and the repository, not nodeprov's dependencies (fabric, typer):
+    # -S leaves site-packages out, so only the standard library and the repository import
+    done = subprocess.run([sys.executable, "-S", "-c", "import nodeprov.job.gpuproof"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_step_past_its_limit_is_killed_with_its_children() -> None:
+    started = time.monotonic()
+    status, output = run(["sh", "-c", "sleep 30 & sleep 30"], os.environ, 1)
+    assert status == 124 and output.endswith("(killed after 1 s)\n")
+    assert time.monotonic() - started < 10
