@@ -259,7 +259,9 @@ def run(
         help="Copy this local directory to the same path on every node first (only what "
         "changed).", metavar="DIR")] = None,
     env: Annotated[list[str] | None, typer.Option(
-        help="Set KEY=VALUE for every rank (repeatable).", metavar="KEY=VALUE")] = None,
+        help="Set KEY=VALUE for every rank (repeatable); KEY alone passes this machine's "
+        "value. Values reach the ranks in a private file, never on a command line.",
+        metavar="KEY[=VALUE]")] = None,
     timeout: Annotated[int, typer.Option(help="Stop every rank after this many seconds "
                                          "(0: no deadline).", metavar="SECONDS")] = 0,
     preflight: Annotated[bool, typer.Option(
@@ -281,7 +283,8 @@ def run(
 ) -> None:
     """Run your torchrun script on every node at once: nodeprov run [INVENTORY] [OPTIONS] --
     SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
-    inventory; the first failure, Ctrl-C or the timeout stops every rank on every node."""
+    inventory; the first failure, Ctrl-C, SIGTERM, SIGHUP or the timeout stops every rank on
+    every node, and a node stops its ranks by itself when nodeprov is gone."""
     from nodeprov.commands.run import run_command
     from nodeprov.job.runargs import parse_request
 

@@ -166,6 +166,8 @@ VARIABLES: dict[str, Variable] = {
     "hosts_domain": Variable("", _domain,
                              "The domain under which a node's FQDN is listed in /etc/hosts "
                              "(e.g. cluster.local); none: FQDNs are not listed."),
+    "run_as_root": Variable(False, validate.boolean,
+                            "nodeprov run's sync and job as root (by become), not the login user."),
     "job_backend": Variable("auto", _choice("auto", "nccl", "gloo"),
                             "Backend of the verification job: nccl when every node has GPUs."),
     "job_timeout": Variable(120, validate.positive_int,

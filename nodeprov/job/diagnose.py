@@ -45,8 +45,8 @@ _RULES = (
     _Rule(
         "job",
         re.compile(r"another nodeprov job is running on this node"),
-        "another nodeprov job (an apply's or a verify's) holds this node and the rendezvous port",
-        "wait for it to finish, then run again",
+        "another nodeprov job holds this node and the rendezvous port (the line says whose)",
+        "wait for it to end; a job whose nodeprov is gone stops by itself within a minute",
     ),
     _Rule(
         "venv",

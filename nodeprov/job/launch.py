@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.failures import failed_nodes, network_may_explain, node_failures, tail
-from nodeprov.job.nodejob import JOB_DIR, launch_all, run_dir, wrap
+from nodeprov.job.nodejob import JOB_DIR, Job, Stopped, launch_all, run_dir
 from nodeprov.job.results import JobResult, parse_result, verdict, versions
-from nodeprov.remote.actions import Run, Write
+from nodeprov.remote.actions import Write
 from nodeprov.remote.session import Result
 
 if TYPE_CHECKING:
@@ -39,12 +39,16 @@ DEADLINE_HINT = "a hung collective? raise job_timeout if the sweep is just slow"
 
 @dataclass(frozen=True)
 class JobPlan:
-    """What runs where: the backend, processes per node and each node's command."""
+    """What runs where: the backend, processes per node and each node's torchrun command."""
 
     run_id: str
     backend: str
     nproc: Mapping[str, int]
     argv: Mapping[str, tuple[str, ...]]
+
+    def job(self, seconds: int) -> Job:
+        """The job as nodejob runs it: as root, from JOB_DIR (the package's folder)."""
+        return Job(self.run_id, self.argv, seconds, workdir=JOB_DIR, state=JOB_DIR)
 
 
 @dataclass(frozen=True)
@@ -124,10 +128,10 @@ def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str,
     meet = endpoint(hosts[0], rdzv_port)
     nproc = {host.name: procs_per_node(facts[host.name]) for host in hosts}
     argv = {
-        host.name: wrap(run_id, timeout, torchrun_argv(
+        host.name: tuple(torchrun_argv(
             venv_path=venv_path, nnodes=len(hosts), nproc=nproc[host.name], endpoint=meet,
             run_id=run_id, backend=chosen, run_dir=run_dir(run_id), max_bytes=max_bytes,
-            seconds=timeout), workdir=JOB_DIR)
+            seconds=timeout))
         for host in hosts
     }
     return JobPlan(run_id, chosen, nproc, argv)
@@ -146,17 +150,17 @@ def job_files() -> tuple[Write, ...]:
                  for each in modules)
 
 
-def _read_result(texts: Mapping[str, str | Exception]) -> tuple[
+def _read_result(found: Mapping[str, Stopped | Exception]) -> tuple[
         JobResult | None, list[str], dict[str, JobResult]]:
     """The job's result (every node wrote the same one, with its own versions), problems
     reading it back, and each node's result."""
-    problems = [f"{name}: job: could not stop the job or read its result: {text}"
-                for name, text in texts.items() if isinstance(text, Exception)]
+    problems = [f"{name}: job: could not stop the job or read its result: {each}"
+                for name, each in found.items() if isinstance(each, Exception)]
     parsed = {}
-    for name, text in texts.items():
-        if isinstance(text, str) and text.strip():
+    for name, each in found.items():
+        if isinstance(each, Stopped) and each.result and each.result.strip():
             try:
-                parsed[name] = parse_result(text)
+                parsed[name] = parse_result(each.result)
             except ValueError as error:
                 problems.append(f"{name}: job: {error}")
     return next(iter(parsed.values()), None), problems, parsed
@@ -174,9 +178,8 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     except JobPlanError as error:
         return JobOutcome(False, None, f"FAIL: {error}", [str(error)],
                           time.monotonic() - started)
-    copy: tuple[Run | Write, ...] = (*job_files(), Run(("mkdir", "-p", run_dir(plan.run_id))))
-    launch = launch_all(list(plan.argv), sessions, run_id=plan.run_id, argv=plan.argv,
-                        seconds=timeout,
+    copy = job_files()
+    launch = launch_all(list(plan.argv), sessions, plan.job(timeout),
                         prepare=lambda name: sessions[name].execute("job", copy))
     failures = [f"{name}: job: cannot copy the job: {error}"
                 for name, error in launch.prepare_errors.items()]

@@ -4,7 +4,7 @@ torchrun (``--tee 3`` with ``PREFIX_TEMPLATE``) starts each line of a worker's o
 global rank, ``[rank1]:``; its own messages have no prefix::
 
     with NodeLogs(Path("runs/nodeprov-run-1a2b"), ["node1", "node2"], print) as logs:
-        session.run(argv, echo=logs.streams["node1"])    # print("node1 [rank0]:step 10 ...")
+        launch_all(names, sessions, job, streams=logs.streams)  # print("node1 [rank0]:...")
     rank_tail(logs.paths["node2"], 1)                    # rank 1's last 40 lines, prefixed
 """
 

@@ -13,8 +13,9 @@ stay an argv list: they reach torchrun as arguments, never through a shell.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,26 +47,34 @@ class RunRequest:
         return self.chdir or (str(self.sync) if self.sync else "")
 
 
-def parse_env(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """``KEY=VALUE`` options as pairs; a name must be a shell variable name, a value one line.
+def parse_env(pairs: Sequence[str], environ: Mapping[str, str] = os.environ
+              ) -> tuple[tuple[str, str], ...]:
+    """``KEY=VALUE`` options as pairs, or ``KEY`` alone for its value in this machine's
+    ``environ`` (a secret then appears on no command line here either); a name must be a shell
+    variable name, a value one line. Messages never quote a value.
 
-    >>> parse_env(["OMP_NUM_THREADS=4", "NOTE=a b=c"])
-    (('OMP_NUM_THREADS', '4'), ('NOTE', 'a b=c'))
+    >>> parse_env(["OMP_NUM_THREADS=4", "NOTE=a b=c", "TOKEN"], {"TOKEN": "s3cret"})
+    (('OMP_NUM_THREADS', '4'), ('NOTE', 'a b=c'), ('TOKEN', 's3cret'))
     """
     parsed = []
     for pair in pairs:
         name, equals, value = pair.partition("=")
-        if not equals or not ENV_NAME.fullmatch(name):
-            raise InputError(f"{pair!r} is not KEY=VALUE with KEY a variable name (letters, "
-                             "digits, '_', not starting with a digit), e.g. OMP_NUM_THREADS=4",
-                             field="--env")
+        if not ENV_NAME.fullmatch(name):
+            raise InputError(f"{name!r} is not a variable name (letters, digits, '_', not "
+                             "starting with a digit): give KEY=VALUE, e.g. OMP_NUM_THREADS=4, "
+                             "or KEY for its value here", field="--env")
+        if not equals and name not in environ:
+            raise InputError(f"{name} is not set on this machine: give {name}=VALUE, or export "
+                             f"{name} first", field="--env")
         if name in RESERVED_ENV:
             raise InputError(f"{name} is set by nodeprov itself; choose another variable",
                              field="--env")
+        value = value if equals else environ[name]
         try:
             validate.text_value(value)
-        except ValueError as error:
-            raise InputError(f"{name}: {error}", field="--env") from None
+        except ValueError:
+            raise InputError(f"{name}: its value holds a newline or control character: give "
+                             "one line", field="--env") from None
         parsed.append((name, value))
     return tuple(parsed)
 

@@ -1,27 +1,31 @@
 """How a ``nodeprov run`` went: per node, the verdict line, the exit code and the JSON report.
 
     outcome.verdict()     # PASS: 3 nodes, 3 ranks: every rank exited 0 in 14.2 s
-    outcome.exit_code     # 0, 1, or 130 after Ctrl-C
+    outcome.exit_code     # 0, 1, 130 after Ctrl-C (128+N after signal N: 143 SIGTERM)
     outcome.to_json()     # the "run" report: {"schema_version", "command", "ok", "exit_code", ...}
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.jsonreport import document
 
 if TYPE_CHECKING:
     from nodeprov.job.matrix import Matrix
+    from nodeprov.job.nodejob import RankEnd
 
 
 @dataclass(frozen=True)
 class NodeRun:
-    """One node's torchrun: its exit code (None: the round trip failed, see ``error``), seconds
-    from the start to its end, whether nodeprov stopped it, its log here, files synced."""
+    """One node's ranks: their exit code (the first rank's that is not 0; torchrun's when a
+    rank never ended by itself; None: the round trip failed, see ``error``), seconds from the
+    start to its end, whether nodeprov stopped it while a rank ran, its log here, files
+    synced and the seconds that took, and each rank's own end."""
 
     exit_code: int | None
     duration_s: float
@@ -30,6 +34,8 @@ class NodeRun:
     synced: int | None = None
     error: str = ""
     nproc: int = 0  # the ranks torchrun started on it (which global ranks: the rendezvous says)
+    sync_s: float | None = None
+    ranks: Mapping[int, RankEnd] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -50,11 +56,12 @@ class UserJobOutcome:
     diagnosis: tuple[str, ...]
     duration_s: float
     matrix: Matrix | None = None
-    refused: bool = False  # the preflight matrix found a problem: nothing started
-    interrupted: bool = False
+    refused: bool = False  # the preflight matrix or the sync found a problem: nothing started
+    interrupted: str = ""  # the signal that stopped it: SIGINT (Ctrl-C), SIGTERM, SIGHUP
     first_failure: FirstFailure | None = None
     log_dir: str = ""
     ranks: int = 0
+    notes: tuple[str, ...] = ()  # what the nodes said of the run before (stopped by the node)
 
     @property
     def ok(self) -> bool:
@@ -63,16 +70,19 @@ class UserJobOutcome:
 
     @property
     def exit_code(self) -> int:
-        if self.interrupted:
-            return EXIT_INTERRUPTED
+        if self.interrupted:  # as shells report a signal: 130 for Ctrl-C
+            return 128 + signal.Signals[self.interrupted].value
         return EXIT_OK if self.ok else EXIT_HOST_FAILED
 
     def verdict(self) -> str:
-        if self.refused:
+        if self.refused and self.matrix is not None and not self.matrix.ok:
             return (f"FAIL: not started: the connectivity matrix found "
                     f"{len(self.diagnosis)} problem(s); first: {self.diagnosis[0]}")
+        if self.refused:
+            return f"FAIL: not started: {self.diagnosis[0]}"
         if self.interrupted:
-            return (f"INTERRUPTED: stopped every rank on every node after "
+            by = "Ctrl-C" if self.interrupted == "SIGINT" else self.interrupted
+            return (f"INTERRUPTED ({by}): stopped every rank on every node after "
                     f"{self.duration_s:.1f} s (logs: {self.log_dir})")
         if self.ok:
             return (f"PASS: {len(self.nodes)} nodes, {self.ranks} ranks: every rank exited 0 "
@@ -88,10 +98,15 @@ class UserJobOutcome:
             run_id=self.run_id, duration_s=round(self.duration_s, 3),
             log_dir=self.log_dir, ranks=self.ranks,
             preflight=None if self.matrix is None else self.matrix.to_json(),
-            refused=self.refused, interrupted=self.interrupted,
+            refused=self.refused, interrupted=bool(self.interrupted),
+            interrupted_by=self.interrupted or None, notes=list(self.notes),
             nodes={name: {"exit_code": node.exit_code, "duration_s": round(node.duration_s, 3),
                           "stopped": node.stopped, "log": node.log, "synced": node.synced,
-                          "error": node.error, "nproc": node.nproc}
+                          "sync_s": None if node.sync_s is None else round(node.sync_s, 3),
+                          "error": node.error, "nproc": node.nproc,
+                          "ranks": {str(rank): {"exit_code": end.exit_code,
+                                                "duration_s": round(end.seconds, 3)}
+                                    for rank, end in sorted(node.ranks.items())}}
                    for name, node in self.nodes.items()},
             diagnosis=list(self.diagnosis),
             first_failure=None if failure is None else {

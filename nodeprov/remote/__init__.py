@@ -28,10 +28,13 @@ is a step announcing itself on stderr (``\\n@@TOKEN step N``), so a non-zero exi
 action that failed; a Write is ``nodeprov_write PATH CONTENT MODE`` (temp file, owner and mode
 kept, rename), its content inline up to 64 KiB a batch, else staged first by SFTP. With
 ``then_read``, a last step prints a read as above, saving the round trip that would follow.
-A Run with stdin goes alone (stdin is the channel's); an Upload goes by SFTP; a Local runs on
-this machine; ConfirmNewConnection opens a second session and runs ``true``.
+An Upload goes by SFTP; a Local runs on this machine; ConfirmNewConnection opens a second
+session and runs ``true``. No action has stdin: invoke pumps it a byte per 10 ms. Bulk data to
+a command's stdin, and a job's heartbeat, go by ``Session.converse`` (channel.py): a channel of
+its own, written in large blocks once the command says it runs (after sudo's prompt).
 
-Modules: actions (what may be done), options (SshOptions), session (Session), connect
+Modules: actions (what may be done), options (SshOptions), session (Session), channel
+(converse: a command on a channel of its own, for bulk stdin or a heartbeat), connect
 (connect_all: every host at once), hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch,
 transfer, nodelock (the run and batch locks, keepalive), facts (what a node is, as
 nodeside/facts.sh reads it) and factcheck (each fact held to a pattern), reader (exact file

@@ -17,7 +17,6 @@ class Run:
     """Run ``argv`` on the node (quoted by the runner, never through a hand-built string)."""
 
     argv: tuple[str, ...]
-    stdin: str | None = None
     hint: str = field(default="", compare=False)  # how to fix it, should it fail
 
     def __str__(self) -> str:

@@ -1,7 +1,7 @@
 """A task's consecutive commands and writes as one sh script: one round trip, one lock.
 
     for group in batches(actions):          # Run/Write runs batch; the others stand alone
-        script, stdin = batch_script(group, token, then_read=None, stage=stage)
+        script = batch_script(group, token, then_read=None, stage=stage)
         ... run ["sh", "-c", script, "nodeprov", token] ...
         failed, output = failed_step(stderr, token)   # which action, and what it printed
 
@@ -42,19 +42,19 @@ INLINE_WRITES = 64 * 1024
 
 
 def batches(actions: Sequence[Action]) -> list[list[Action]]:
-    """Consecutive Runs (without stdin) and Writes grouped; every other action alone."""
+    """Consecutive Runs and Writes grouped; every other action alone."""
     groups: list[list[Action]] = []
     for action in actions:
         if groups and _batchable(action) and _batchable(groups[-1][-1]):
             groups[-1].append(action)
         else:
-            groups.append([action])  # a Run with stdin is a batch of its own
+            groups.append([action])
     return groups
 
 
 def batch_script(batch: Sequence[Run | Write], then_read: Sequence[Probe | None] | None,
-                 stage: Callable[[Write], str]) -> tuple[str, str | None]:
-    """The script (token as $1) and its stdin; ``stage`` puts a large Write's content on the
+                 stage: Callable[[Write], str]) -> str:
+    """The script (token as $1); ``stage`` puts a large Write's content on the
     node and returns the file's path. With ``then_read``, a last step prints what
     ``read_script(then_read)`` prints, as things are after the actions."""
     lines = [_ACTIONS_PRELUDE]
@@ -72,8 +72,7 @@ def batch_script(batch: Sequence[Run | Write], then_read: Sequence[Probe | None]
         lines.append(f"step {index}\n{command}\n")
     if then_read is not None:
         lines.append(f"step {len(batch)}\nset +e\n{{\n{read_script(then_read)}}} </dev/null\n")
-    stdin = next((a.stdin for a in batch if isinstance(a, Run) and a.stdin), None)
-    return "".join(lines), stdin
+    return "".join(lines)
 
 
 def failed_step(stderr: str, token: str) -> tuple[int | None, str]:
@@ -87,4 +86,4 @@ def failed_step(stderr: str, token: str) -> tuple[int | None, str]:
 
 
 def _batchable(action: Action) -> bool:
-    return isinstance(action, Write) or (isinstance(action, Run) and action.stdin is None)
+    return isinstance(action, Run | Write)

@@ -37,7 +37,6 @@ STATE_DIR = "/var/lib/nodeprov"
 LOCK_DIR = "/run/nodeprov"  # root's own, 0700
 LOCK_PATH = f"{LOCK_DIR}/batch.lock"  # the batch lock
 RUN_LOCK = f"{LOCK_DIR}/run.lock"  # says whose run holds it
-JOB_LOCK = f"{LOCK_DIR}/job.lock"  # one job per node (job.nodejob): a second would share its ports
 # `ready_lock_dir DIR [FILE...]`: DIR made (0700) if missing, then it must be a folder of the
 # user's own (root's), not a symlink, nor any FILE; shell builtins only, no program started.
 LOCK_DIR_READY = r"""ready_lock_dir() {

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import secrets
 import shlex
 import threading
@@ -29,10 +28,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 from nodeprov.remote.batch import batch_script, batches, failed_step
+from nodeprov.remote.channel import Send, SudoRefused, converse
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.remote.nodelock import RunLock, holder_argv, keepalive, under_batch_lock
 from nodeprov.remote.options import OUTPUT_LIMIT, SshOptions
-from nodeprov.remote.sudo import AfterMark, Answer, GatedInput, SudoPrompt, as_root
+from nodeprov.remote.sudo import Answer, SudoPrompt, as_root
 from nodeprov.remote.transfer import describe, run_local, stage, upload
 
 if TYPE_CHECKING:
@@ -108,26 +108,20 @@ class Session:
         self.close()
 
     # --- round trips ----------------------------------------------------------------------------
-    def run(self, argv: Sequence[str], *, stdin: str | None = None, task: str = "",
-            timeout: float | None = None, what: str = "",
-            echo: tuple[TextIO, TextIO] | None = None, as_login: bool = False) -> Result:
+    def run(self, argv: Sequence[str], *, task: str = "", timeout: float | None = None,
+            what: str = "", as_login: bool = False) -> Result:
         """Run argv (with sudo when the host says become, unless ``as_login``: then as the
         login user, in the environment any new SSH session gets) and return its output, any
-        exit; ``what`` names it in errors (default: argv); ``echo`` gets stdout and stderr
-        live."""
+        exit; ``what`` names it in errors (default: argv)."""
         what = what or _short(argv)
         self.round_trips += 1
         password = self.host.become_password if self.host.become and not as_login else None
         answer = Answer(self._sudo, password) if password else None
-        in_stream: Any = False if stdin is None else (
-            GatedInput(stdin, answer) if answer else io.StringIO(stdin))
-        out, err = echo or (None, None)
         try:
             result = self._connection.run(
                 shlex.join(argv if as_login else as_root(self.host, argv, self._sudo)),
-                hide=echo is None, warn=True, out_stream=out,
-                err_stream=AfterMark(err, self._sudo) if err and answer else err,
-                timeout=timeout or self.options.command_timeout, in_stream=in_stream,
+                hide=True, warn=True, timeout=timeout or self.options.command_timeout,
+                in_stream=False,  # a byte per 10 ms: data goes by ``converse``
                 watchers=[answer] if answer else [],
             )
         except Exception as error:
@@ -148,6 +142,33 @@ class Session:
             raise self._broken(task, what, "the node ended the session without an exit status")
         stderr = self._sudo.command_stderr(result.stderr) if answer else result.stderr
         return Result(result.stdout, stderr, result.exited)
+
+    def converse(self, argv: Sequence[str], token: str, *, task: str, what: str = "",
+                 as_login: bool = False, send: Send | None = None, beat: float = 0.0,
+                 echo: tuple[TextIO, TextIO] | None = None,
+                 timeout: float | None = None) -> Result:
+        """``run`` on a channel of its own (remote.channel), for ``send``'s bulk data to stdin
+        or a heartbeat byte every ``beat`` s; ``argv`` says ``token`` on stderr once it runs."""
+        what = what or _short(argv)
+        self.round_trips += 1
+        try:
+            done = converse(self._connection.transport,
+                            shlex.join(argv if as_login else as_root(self.host, argv, self._sudo,
+                                                                     mark=False)), token,
+                            password="" if as_login else self.host.become_password or "",
+                            prompt=self._sudo.text, send=send, beat=beat,
+                            out=echo[0] if echo else None, err=echo[1] if echo else None,
+                            timeout=timeout or self.options.command_timeout)
+        except SudoRefused:
+            raise HostError(self.host.name, task, f"sudo refused the password ({what})",
+                            hint="is ansible_become_password right?") from None
+        except (TimeoutError, InterruptedError) as error:  # too slow, or stopped by the caller
+            raise HostError(self.host.name, task, f"{what}: {error}") from None
+        except Exception as error:
+            raise self._broken(task, what, describe(error)) from None
+        if self._lost or done.exit_code == -1 and not self._connection.transport.is_active():
+            raise self._broken(task, what, "the node ended the session without an exit status")
+        return Result(done.stdout, done.stderr, done.exit_code)
 
     def _broken(self, task: str, what: str, cause: str) -> HostError:
         if self._lost:
@@ -231,9 +252,9 @@ class Session:
     def _run_batch(self, task: str, batch: Sequence[Run | Write],
                    then_read: Sequence[Probe | None] | None) -> tuple[Facts, list[str]] | None:
         token = secrets.token_hex(8)
-        script, stdin = batch_script(batch, then_read, functools.partial(self._stage, task))
+        script = batch_script(batch, then_read, functools.partial(self.stage, task))
         result = self.run(under_batch_lock(["sh", "-c", script, "nodeprov", token]),
-                          stdin=stdin, task=task, what=_short(list(map(str, batch))))
+                          task=task, what=_short(list(map(str, batch))))
         if result.exit_code != 0:
             failed, output = failed_step(result.stderr, token)
             if failed == len(batch):
@@ -244,7 +265,7 @@ class Session:
                                 hint=action.hint if isinstance(action, Run) else "")
         return None if then_read is None else self._read(result.stdout, token, len(then_read))
 
-    def _stage(self, task: str, action: Write) -> str:
+    def stage(self, task: str, action: Write) -> str:
         """Put a large Write's content in a new private file on the node (SFTP, as the SSH
         user); the batch copies it into place as root and removes it."""
         self.round_trips += 1

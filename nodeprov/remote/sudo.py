@@ -9,8 +9,8 @@ password, argv runs as::
 so its stderr holds, in order: what sudo says (a first-use lecture, PROMPT, "Sorry, try
 again."), MARK once sudo let the command start, then the command's own stderr. ``Answer`` types
 the password when PROMPT shows on stderr before MARK, at most once (a second PROMPT is a refused
-password); once MARK is seen nothing more is typed, whatever the command prints, and only then
-does the command's stdin flow (``GatedInput``: sudo reads its password from the same stdin).
+password); once MARK is seen nothing more is typed, whatever the command prints. Data for a
+command's stdin goes only by ``remote.channel.converse``, after the command said it started.
 Without a password, ``sudo -n``: sudo fails rather than asks.
 
     prompt = SudoPrompt.new()
@@ -20,12 +20,10 @@ Without a password, ``sudo -n``: sudo fails rather than asks.
 
 from __future__ import annotations
 
-import io
 import secrets
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nodeprov.inventory.model import Host
@@ -68,67 +66,26 @@ def as_root(host: Host, argv: Sequence[str], prompt: SudoPrompt, *,
 
 class Answer:
     """Types the password once at sudo's prompt, before the command started: an invoke
-    watcher, fed stderr only (``capture.BoundedRemote``). Not invoke's StreamWatcher, whose
-    state is per thread: ``started`` is shared with the stdin reader."""
+    watcher, fed stderr only (``capture.BoundedRemote``)."""
 
     def __init__(self, prompt: SudoPrompt, password: str) -> None:
         self.prompt = prompt
         self._password = password
         self.answered = False
-        self.started = threading.Event()  # the mark came: the command runs
-        self.refused = threading.Event()  # sudo asked again: it never will
+        self.started = False  # the mark came: the command runs
 
     def submit(self, stream: str) -> list[str]:
-        if self.started.is_set():
+        if self.started:
             return []
         before, mark, _ = stream.partition(self.prompt.mark + "\n")
         asked = before.count(self.prompt.text)
         if mark:
-            self.started.set()
+            self.started = True
         if asked > 1:
             from invoke.exceptions import ResponseNotAccepted  # lazy, as Fabric
 
-            self.refused.set()
             raise ResponseNotAccepted("sudo refused the password")
         if asked == 1 and not self.answered and not mark:
             self.answered = True
             return [self._password + "\n"]
         return []
-
-
-class GatedInput:
-    """A command's stdin that gives nothing until the command started: before that, what is
-    read from the channel is sudo's, for the password (invoke reads None as "not yet", and
-    "" as the end: after a refused password, sudo gets the end instead)."""
-
-    def __init__(self, text: str, answer: Answer) -> None:
-        self._text = io.StringIO(text)
-        self._answer = answer
-
-    def read(self, size: int = -1) -> str | None:
-        if self._answer.refused.is_set():
-            return ""
-        return self._text.read(size) if self._answer.started.is_set() else None
-
-
-class AfterMark:
-    """A live stderr stream that shows only what follows the start mark: sudo's lecture and
-    prompt never reach the terminal."""
-
-    def __init__(self, stream: TextIO, prompt: SudoPrompt) -> None:
-        self._stream = stream
-        self._mark = prompt.mark + "\n"
-        self._held: str | None = ""
-
-    def write(self, text: str) -> int:
-        if self._held is None:
-            return self._stream.write(text)
-        self._held += text
-        _, mark, after = self._held.partition(self._mark)
-        if mark:
-            self._held = None
-            self._stream.write(after)
-        return len(text)
-
-    def flush(self) -> None:
-        self._stream.flush()

@@ -57,3 +57,18 @@ def test_smoke_run_completes_and_every_second_run_changes_nothing() -> None:
     assert in_sync["check"]["changes"] == 0 and in_sync["verify"]["changes"] == 0  # no drift
     assert in_sync["check"]["peak_threads"] and in_sync["check"]["peak_rss_mb"]
     assert "nodeprov on nodes in sync" in done.stdout
+
+
+@pytest.mark.integration
+def test_the_sync_comparison_runs_to_its_table() -> None:
+    root = Path(tempfile.mkdtemp(prefix="nodeprov-bench-sync-", dir="/srv"))
+    try:
+        done = subprocess.run([sys.executable, "-m", "tests.bench.sync", "--nodes", "2",
+                               "--reps", "1", "--root", str(root)],
+                              cwd=REPO, capture_output=True, text=True, timeout=1500,
+                              stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr[-4000:] + done.stdout[-4000:]
+        assert "| 2 | " in done.stdout and "2000 files of 8000 bytes" in done.stdout
+        assert not (root / "sync-testbed").exists(), "the testbed was left up"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,12 +1,12 @@
-"""Launching the job: backend and argv from facts, the stop logic with fake nodes, the node-side
-wrapper on this machine, and the real job on a 3-node testbed (gloo, CPU)."""
+"""Launching the job: backend and argv from facts, the stop logic with fake nodes, and the real
+job on a 3-node testbed (gloo, CPU). The node-side launcher itself: tests/nodeside/."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +24,6 @@ from typer.testing import CliRunner
 from nodeprov.gpu import Gpu, GpuInfo, read_gpus
 from nodeprov.inventory import Host
 from nodeprov.job import launch, nodejob
-from nodeprov.job.diagnose import diagnose
 from nodeprov.job.failures import failed_nodes, node_failures, tail
 from nodeprov.job.launch import (
     DEADLINE_HINT,
@@ -35,7 +34,7 @@ from nodeprov.job.launch import (
     run_job,
 )
 from nodeprov.job.matrix import Check, Matrix
-from nodeprov.job.nodejob import FINISH, JOB_LOCK, LAUNCH
+from nodeprov.job.nodejob import JOB_DIR, Job, launch_all, launcher
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Result
 from nodeprov.testbed.cluster import Testbed
@@ -56,7 +55,7 @@ def gpus(count: int, mig: bool = False) -> GpuInfo:
 
 def stopped_last(calls: list[str]) -> bool:
     """The stop step ran on the node, and nothing came after it but, on a loaded machine, a
-    launch thread that reached the node late: LAUNCH then finds the run directory gone and
+    launch thread that reached the node late: the launcher then finds the run's folder gone and
     starts nothing (exit 125)."""
     return "finish" in calls and calls[calls.index("finish") + 1:] in ([], ["launch"])
 
@@ -114,12 +113,9 @@ def test_each_node_runs_the_venvs_torchrun_with_c10d_and_no_node_rank() -> None:
              "node3": facts_for("node3", gpu=gpus(4, mig=True))}
     job = plan(facts)
     assert job.backend == "nccl" and job.nproc == {"node1": 8, "node2": 4, "node3": 1}
-    sh, dash_c, script, name, lock, run_dir, workdir, seconds, run_id, *torchrun = \
-        job.argv["node2"]
-    assert (sh, dash_c, script, name, lock) == ("sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK)
-    assert (run_dir, workdir, seconds, run_id) == (
-        "/var/lib/nodeprov/job/nodeprov-abc", "/var/lib/nodeprov/job", "120", "nodeprov-abc")
-    assert torchrun == [
+    # as root (become), from the package's folder, the runs in root's state folder
+    assert job.job(120) == Job("nodeprov-abc", job.argv, 120, workdir=JOB_DIR, state=JOB_DIR)
+    assert list(job.argv["node2"]) == [
         "/opt/nodeprov/venv/bin/torchrun", "--nnodes", "3", "--nproc-per-node", "4",
         "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.11:29500", "--rdzv-id",
         "nodeprov-abc", "--max-restarts", "0", "--rdzv-conf", "join_timeout=30",
@@ -134,8 +130,8 @@ def test_values_reach_the_node_as_arguments_never_inside_the_script() -> None:
     job = plan_job(hosts, {"a": facts_for("a"), "b": facts_for("b")}, backend="gloo",
                    venv_path="/opt/it's a venv", rdzv_port=29500, timeout=8, max_bytes=4,
                    run_id="r1")
-    argv = job.argv["a"]
-    assert argv[2] == LAUNCH and "r1" not in LAUNCH
+    argv = launcher("start", "", "r1", "token", "60", "8", "", "", "0", "--", *job.argv["a"])
+    assert argv[3] == launcher()[3] and "r1" not in argv[3]  # the launcher's text is fixed
     assert "[fd00::1]:29500" in argv and "/opt/it's a venv/bin/torchrun" in argv
     assert shlex.split(shlex.join(argv)) == list(argv)  # how Session.run sends it
     assert argv[argv.index("--min-bytes") + 1] == "4"
@@ -211,6 +207,12 @@ def test_tail_keeps_the_last_lines_stdout_first() -> None:
 
 # --- the launcher's control flow, with fake nodes ----------------------------------------------
 
+def mode(argv: Sequence[str]) -> str:
+    """Which of the node-side launcher's steps ``argv`` runs (prepare, start, stop)."""
+    assert tuple(argv[:4]) == launcher()[:4], argv[:3]
+    return argv[4]
+
+
 class FakeNode:
     """Answers the launcher's round trips: the launch returns ``exit_code`` at once, or (None)
     runs until the stop step comes; the stop step prints ``result``."""
@@ -228,14 +230,19 @@ class FakeNode:
             raise self.copy_error
 
     def run(self, argv: Sequence[str], **_: Any) -> Result:
-        if argv[2] == FINISH:
-            self.calls.append("finish")
-            self.stopped.set()
-            return Result(self.result, "", 0)
+        if mode(argv) == "prepare":
+            return Result('{"run_dir": "/var/lib/nodeprov/job/r", "note": null}', "", 0)
+        assert mode(argv) == "stop"
+        self.calls.append("finish")
+        self.stopped.set()
+        return Result(json.dumps({"result": self.result or None, "ranks": {}}), "", 0)
+
+    def converse(self, argv: Sequence[str], token: str, **_: Any) -> Result:
+        assert mode(argv) == "start"
         self.calls.append("launch")
         if self.exit_code is None:
             assert self.stopped.wait(10), "the launcher never stopped this node"
-            return Result("", "SignalException: Process 1 got signal: 15", -1)
+            return Result("", "SignalException: Process 1 got signal: 15", 143)
         return Result("", self.output, self.exit_code)
 
 
@@ -373,100 +380,6 @@ def test_ctrl_c_while_copying_still_cleans_every_node(monkeypatch: pytest.Monkey
     assert all(node.calls == ["finish"] for node in nodes.values())
 
 
-# --- the node-side wrapper and stop step, on this machine ---------------------------------------
-
-def marked(run_id: str) -> list[int]:
-    """Processes carrying the run's marker, as the stop step finds them."""
-    found = []
-    for environ in Path("/proc").glob("[0-9]*/environ"):
-        try:
-            if f"NODEPROV_JOB_RUN={run_id}".encode() in environ.read_bytes().split(b"\0"):
-                found.append(int(environ.parent.name))
-        except OSError:
-            continue
-    return found
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    run_id = f"nodeprov-test-{os.getpid()}-{time.monotonic_ns()}"
-    directory = tmp_path / run_id
-    directory.mkdir()
-    yield directory, run_id
-    for pid in marked(run_id):  # never leave a test's sleeper behind
-        os.kill(pid, signal.SIGKILL)
-
-
-def launch_argv(directory: Path, seconds: str, run_id: str, *command: str) -> list[str]:
-    """LAUNCH as a node runs it, with a job lock beside the run directory."""
-    return ["sh", "-c", LAUNCH, "nodeprov-job", str(directory.parent / "job.lock"),
-            str(directory), str(directory), seconds, run_id, *command]
-
-
-def test_a_second_job_on_a_node_fails_at_once_naming_the_first(
-        run_dir: tuple[Path, str]) -> None:
-    directory, run_id = run_dir
-    # The job's last process holds the lock: here a worker in a session of its own.
-    first = subprocess.Popen(launch_argv(directory, "60", run_id, "sh", "-c",
-                                    "setsid sleep 300 & exec sleep 1"))
-    for _ in range(100):
-        if len(marked(run_id)) >= 2:
-            break
-        time.sleep(0.05)
-    other = directory.parent / "other"
-    other.mkdir()
-    second = subprocess.run(launch_argv(other, "60", "second", "true"), capture_output=True,
-                            text=True, timeout=30, check=False)
-    assert second.returncode == 75
-    assert f"another nodeprov job is running on this node (run {run_id} since " in second.stderr
-    found = diagnose(second.stderr, "node1")
-    assert found is not None and found.item == "job"
-    assert first.wait(timeout=10) == 0  # its `sleep 1` ended; the worker still holds the lock
-    assert subprocess.run(launch_argv(other, "60", "third", "true"), timeout=30).returncode == 75
-    for pid in marked(run_id):
-        os.kill(pid, signal.SIGKILL)
-    for _ in range(100):
-        if not marked(run_id):
-            break
-        time.sleep(0.05)
-    assert subprocess.run(launch_argv(other, "60", "fourth", "true"), timeout=30).returncode == 0
-
-
-def test_stop_step_kills_the_group_and_workers_in_their_own_sessions(
-        run_dir: tuple[Path, str]) -> None:
-    directory, run_id = run_dir
-    # Like torchrun: a worker in a session of its own, which the group kill alone misses.
-    fake_torchrun = ["sh", "-c", "setsid sleep 300 & exec sleep 301"]
-    job = subprocess.Popen(launch_argv(directory, "60", run_id, *fake_torchrun))
-    for _ in range(100):  # timeout (the group leader), sleep 301 and the setsid sleep 300
-        if len(marked(run_id)) >= 3 and (directory / "pid").exists():
-            break
-        time.sleep(0.05)
-    assert len(marked(run_id)) >= 3
-    sessions = {int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
-                for pid in marked(run_id)}
-    assert len(sessions) == 2
-    (directory / "result.json").write_text('{"ok": true}\n')
-    finish = subprocess.run(["sh", "-c", FINISH, "stop", str(directory), run_id],
-                            capture_output=True, text=True, check=True, timeout=30)
-    assert finish.stdout == '{"ok": true}\n'
-    assert job.wait(timeout=10) != 0
-    assert marked(run_id) == [] and not directory.exists()
-
-
-def test_the_deadline_kills_a_hung_job_and_a_stopped_run_never_starts(
-        run_dir: tuple[Path, str]) -> None:
-    directory, run_id = run_dir
-    started = time.monotonic()
-    hung = subprocess.run(launch_argv(directory, "1", run_id, "sleep", "30"), timeout=30,
-                          check=False)
-    assert hung.returncode == 124 and time.monotonic() - started < 5
-    shutil.rmtree(directory)  # what the stop step leaves: a late launch must not start
-    late = subprocess.run(launch_argv(directory, "60", run_id, "sleep", "30"), capture_output=True,
-                          timeout=30, check=False)
-    assert late.returncode == 125 and marked(run_id) == []
-
-
 # --- on a testbed: the real job ---------------------------------------------------------------
 
 VENV = "/opt/nodeprov/venv"
@@ -580,18 +493,18 @@ def test_ctrl_c_while_the_job_runs_stops_it_on_every_node(job_bed: Testbed) -> N
 def test_the_nodes_persisted_socket_env_reaches_the_job(job_bed: Testbed) -> None:
     _hosts, sessions, _facts = open_sessions(job_bed)
     try:
-        session = sessions["node2"]
-        session.run(["mkdir", "-p", "/tmp/nodeprov-env-check"])
-        # `env` in torchrun's place: what the job's processes get through SSH, sh and setsid.
-        shown = session.run(["sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK,
-                             "/tmp/nodeprov-env-check", "", "10", "env-check", "env"])
+        # `env` in torchrun's place: what the job's processes get through SSH and the launcher
+        out = io.StringIO()
+        job = Job("env-check", {"node2": ["env"]}, 10, env={"SECRET": "s3cret"})
+        launch = launch_all(["node2"], {"node2": sessions["node2"]}, job,
+                            streams={"node2": (out, io.StringIO())})  # type: ignore[dict-item]
     finally:
         for each in sessions.values():
             each.close()
-    assert shown.exit_code == 0
-    env = dict(line.split("=", 1) for line in shown.stdout.splitlines() if "=" in line)
+    assert launch.launched["node2"] == Result(out.getvalue(), "", 0)
+    env = dict(line.split("=", 1) for line in out.getvalue().splitlines() if "=" in line)
     assert env["GLOO_SOCKET_IFNAME"] == "eth0" and env["NCCL_SOCKET_IFNAME"] == "=eth0"
-    assert env["NODEPROV_JOB_RUN"] == "env-check"
+    assert env["NODEPROV_JOB_RUN"] == "env-check" and env["SECRET"] == "s3cret"
 
 
 def test_the_job_files_are_read_without_torch_on_the_admin_machine() -> None:

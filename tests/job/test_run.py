@@ -1,100 +1,28 @@
 """``nodeprov run`` on a 3-node testbed with a real DDP script on gloo: success, a rank that
-raises, a firewall that blocks the rendezvous port, Ctrl-C in the middle, the timeout. Each
-checks the exit code, the diagnosis line, and from outside (nsenter, not nodeprov's own SSH)
-that nothing of the job is left on any node: no process, no listener on the rendezvous port, no
-job lock held, no run directory."""
+raises, a rank that ends early, a firewall that blocks the rendezvous port, Ctrl-C, SIGTERM,
+SIGHUP and SIGKILL in the middle, the timeout. Each checks the exit code, the diagnosis line,
+and from outside (nsenter, not nodeprov's own SSH) that nothing of the job is left on any node:
+no process, no listener on the rendezvous port, no job lock held, no run directory. The sync's
+speed and the security of the sync and the job: test_run_sync_bed.py."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from runbed import NODEPROV, RDZV_PORT, leftovers, nodeprov_run, run_argv
 from test_connectivity import PLAYBOOK
-from test_launch import INSTALL
 from typer.testing import CliRunner
 
 from nodeprov.htmlreport import render_html
-from nodeprov.job.nodejob import JOB_DIR, JOB_LOCK
 from nodeprov.testbed.cluster import Testbed
-from nodeprov.testbed.lifecycle import temporary
-from tests.mirrors import LOCAL_MIRRORS
 from tests.report_schema import assert_valid
-
-SCRIPT = Path(__file__).parent / "ddp" / "train.py"
-NODEPROV = str(Path(sys.executable).with_name("nodeprov"))
-RDZV_PORT = 29500
-
-
-@pytest.fixture(scope="module")
-def run_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    """A private 3-node testbed with names, socket env and a torch venv on every node."""
-    from nodeprov.cli import app
-
-    with temporary(nodes=3, outsider=False, shared=LOCAL_MIRRORS) as bed:
-        playbook = tmp_path_factory.mktemp("run") / "playbook.yaml"
-        playbook.write_text(PLAYBOOK)
-        applied = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook)])
-        assert applied.exit_code == 0, applied.output
-        results: dict[str, subprocess.CompletedProcess[str]] = {}
-        installs = [threading.Thread(target=lambda n=name: results.update(
-            {n: bed.exec(n, *INSTALL, timeout=600)})) for name in bed.nodes]
-        for thread in installs:
-            thread.start()
-        for thread in installs:
-            thread.join()
-        for name, done in results.items():
-            assert done.returncode == 0, f"{name}: {done.stderr[-2000:]}"
-        yield bed
-
-
-@pytest.fixture
-def code_dir(tmp_path: Path) -> Path:
-    """The user's training directory on this machine, synced to the nodes."""
-    directory = tmp_path / "train"
-    directory.mkdir()
-    shutil.copy(SCRIPT, directory / "train.py")
-    return directory
-
-
-def leftovers(bed: Testbed) -> dict[str, str]:
-    """What of a job is still on a node, seen from inside it: processes of the job, a listener
-    on the rendezvous port, the job lock held, a run directory."""
-    found = {}
-    for name in bed.nodes:
-        procs = bed.exec(name, "pgrep", "-af", "torchrun|train.py").stdout.strip()
-        port = bed.exec(name, "ss", "-Htln", f"sport = :{RDZV_PORT}").stdout.strip()
-        lock = bed.exec(name, "flock", "-n", JOB_LOCK, "true").returncode
-        runs = bed.exec(name, "sh", "-c", f"ls {JOB_DIR} 2>/dev/null").stdout.strip()
-        if procs or port or lock != 0 or runs:
-            found[name] = f"procs={procs!r} port={port!r} lock_busy={lock != 0} runs={runs!r}"
-    return found
-
-
-def run_argv(bed: Testbed, code: Path, *script_args: str, options: tuple[str, ...] = ()
-             ) -> list[str]:
-    return [NODEPROV, "run", str(bed.inventory_path), "--sync", str(code), "--json", "-",
-            *options, "--", "train.py", *script_args]
-
-
-def nodeprov_run(bed: Testbed, code: Path, *script_args: str, options: tuple[str, ...] = (),
-                 timeout: float = 300) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run(run_argv(bed, code, *script_args, options=options),
-                          capture_output=True, text=True, timeout=timeout, check=False)
-    report = json.loads(done.stdout) if done.stdout.strip() else {}
-    if report:
-        assert_valid(report)
-    return done.returncode, report, done.stderr
 
 
 @pytest.mark.integration
@@ -170,34 +98,84 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.integration
-def test_ctrl_c_in_the_middle_stops_every_rank_on_every_node(
-        run_bed: Testbed, code_dir: Path, tmp_path: Path) -> None:
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
+def training(bed: Testbed, code: Path, out: Path, err: Path) -> subprocess.Popen[bytes]:
+    """``nodeprov run`` of a long training, once rank 0 trains."""
     with out.open("w") as stdout, err.open("w") as stderr:
-        child = subprocess.Popen(run_argv(run_bed, code_dir, "--steps", "1000",
-                                          "--step-seconds", "0.3"),
+        child = subprocess.Popen(run_argv(bed, code, "--steps", "1000", "--step-seconds", "0.3"),
                                  stdout=stdout, stderr=stderr, preexec_fn=default_sigint)
-        try:
-            for _ in range(1200):  # until rank 0 trains
-                if "[rank0]:step 3 loss" in err.read_text() or child.poll() is not None:
-                    break
-                time.sleep(0.1)
-            assert child.poll() is None, err.read_text()
-            interrupted = time.monotonic()
-            child.send_signal(signal.SIGINT)
-            code = child.wait(timeout=60)
-            stopped = time.monotonic() - interrupted
-        finally:
-            if child.poll() is None:
-                child.kill()
+    for _ in range(1200):
+        if "[rank0]:step 3 loss" in err.read_text() or child.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert child.poll() is None, err.read_text()
+    return child
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("number", "said"), [(signal.SIGINT, "Ctrl-C"),
+                                              (signal.SIGTERM, "SIGTERM"),
+                                              (signal.SIGHUP, "SIGHUP")])
+def test_ctrl_c_sigterm_and_sighup_stop_every_rank_on_every_node(
+        run_bed: Testbed, code_dir: Path, tmp_path: Path, number: int, said: str) -> None:
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    child = training(run_bed, code_dir, out, err)
+    try:
+        interrupted = time.monotonic()
+        child.send_signal(number)  # a terminal's Ctrl-C, a cancelled CI job, a closed terminal
+        code = child.wait(timeout=60)
+        stopped = time.monotonic() - interrupted
+    finally:
+        if child.poll() is None:
+            child.kill()
     report = json.loads(out.read_text())
     assert_valid(report)
-    print(f"\nCtrl-C: every rank stopped and nodeprov exited after {stopped:.1f} s")
-    assert code == 130, err.read_text()
-    assert report["interrupted"] and report["verdict"].startswith(
-        "INTERRUPTED: stopped every rank on every node after")
+    print(f"\n{said}: every rank stopped and nodeprov exited after {stopped:.1f} s")
+    assert code == 128 + number, err.read_text()
+    assert report["interrupted"] and report["interrupted_by"] == signal.Signals(number).name
+    assert report["verdict"].startswith(
+        f"INTERRUPTED ({said}): stopped every rank on every node after")
     assert stopped < 15
+    assert leftovers(run_bed) == {}
+
+
+@pytest.mark.integration
+def test_a_killed_nodeprovs_job_stops_on_every_node_and_the_next_run_says_why(
+        run_bed: Testbed, code_dir: Path, tmp_path: Path) -> None:
+    """SIGKILL leaves nodeprov no last word: each node sees its connection close and stops the
+    job itself, freeing the lock; the next run is not refused, and says what happened."""
+    child = training(run_bed, code_dir, tmp_path / "stdout", tmp_path / "stderr")
+    killed = time.monotonic()
+    child.kill()
+    child.wait()
+    for _ in range(300):
+        if leftovers(run_bed) == {}:
+            break
+        time.sleep(0.1)
+    took = time.monotonic() - killed
+    print(f"\nSIGKILL: nothing of the job left on any node after {took:.1f} s")
+    assert leftovers(run_bed) == {} and took < 15
+    code, report, shown = nodeprov_run(run_bed, code_dir, "--steps", "1")
+    assert code == 0, shown
+    assert len(report["notes"]) == 3 and all(
+        re.fullmatch(r"node\d: the run before, nodeprov-run-\w+ \(since \S+\), was stopped by "
+                     r"the node at \S+: nodeprov's connection closed \(it was killed, or its "
+                     r"machine went away\)", note) for note in report["notes"]), report["notes"]
+    assert "note: node1: the run before" in shown
+
+
+@pytest.mark.integration
+def test_a_rank_that_finished_is_no_failure_and_its_waiting_peer_is_said_so(
+        run_bed: Testbed, code_dir: Path) -> None:
+    code, report, shown = nodeprov_run(run_bed, code_dir, "--steps", "200", "--step-seconds",
+                                       "0.3", "--finish-rank", "0")
+    assert code == 1, shown
+    finished = next(name for name, node in report["nodes"].items() if "0" in node["ranks"])
+    assert report["nodes"][finished]["exit_code"] == 0
+    assert report["nodes"][finished]["ranks"]["0"]["exit_code"] == 0
+    assert not report["nodes"][finished]["stopped"]
+    (line,) = report["diagnosis"]
+    assert re.match(rf"node\d: job: {finished}'s ranks finished \(exit 0\); rank [12] on node\d "
+                    r"was still waiting for them \(no failure there: ", line), line
     assert leftovers(run_bed) == {}
 
 

@@ -37,21 +37,28 @@ def test_workdir_is_chdir_else_the_synced_directory(tmp_path: Path) -> None:
     (["A=", "_B2=x=y z"], (("A", ""), ("_B2", "x=y z"))),
 ])
 def test_env_pairs(pairs: list[str], expected: tuple[tuple[str, str], ...]) -> None:
-    assert parse_env(pairs) == expected
+    assert parse_env(pairs, {}) == expected
+
+
+def test_a_name_alone_passes_this_machines_value() -> None:
+    assert parse_env(["HF_TOKEN", "A=1"], {"HF_TOKEN": "hf_s3cret"}) == (
+        ("HF_TOKEN", "hf_s3cret"), ("A", "1"))
 
 
 @pytest.mark.parametrize(("pair", "says"), [
-    ("NOEQUALS", "is not KEY=VALUE"),
-    ("1ABC=x", "is not KEY=VALUE"),
-    ("A-B=x", "is not KEY=VALUE"),
-    ("=x", "is not KEY=VALUE"),
-    ("A=two\nlines", "newline or control character"),
-    ("NODEPROV_JOB_RUN=x", "set by nodeprov itself"),
+    ("NOTSET", "NOTSET is not set on this machine: give NOTSET=VALUE, or export NOTSET first"),
+    ("1ABC=x", "'1ABC' is not a variable name"),
+    ("A-B=x", "'A-B' is not a variable name"),
+    ("=x", "'' is not a variable name"),
+    ("A=two\nlines", "A: its value holds a newline or control character: give one line"),
+    ("MULTI", "MULTI: its value holds a newline or control character"),
+    ("NODEPROV_JOB_RUN=x", "NODEPROV_JOB_RUN is set by nodeprov itself"),
 ])
-def test_bad_env_is_refused_naming_the_option(pair: str, says: str) -> None:
-    with pytest.raises(InputError, match=says) as raised:
-        parse_env([pair])
-    assert str(raised.value).startswith("--env: ")
+def test_bad_env_is_refused_naming_the_option_never_the_value(pair: str, says: str) -> None:
+    with pytest.raises(InputError) as raised:
+        parse_env([pair], {"MULTI": "s3cret\nline"})
+    assert str(raised.value).startswith(f"--env: {says}")
+    assert "two" not in str(raised.value) and "s3cret" not in str(raised.value)
 
 
 @pytest.mark.parametrize(("text", "expected"), [("auto", None), ("1", 1), ("8", 8)])
@@ -126,7 +133,7 @@ def test_without_an_inventory_argument_the_script_is_not_taken_for_one(
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["--env", "1X=2", "--", "t.py"], "nodeprov: --env: '1X=2' is not KEY=VALUE"),
+    (["--env", "1X=2", "--", "t.py"], "nodeprov: --env: '1X' is not a variable name"),
     (["--nproc-per-node", "0", "--", "t.py"], "nodeprov: --nproc-per-node: '0' is not"),
     (["--chdir", "rel", "--", "t.py"], "nodeprov: --chdir: 'rel' is not an absolute path"),
     (["--"], "nodeprov: SCRIPT: no script: give it after --"),

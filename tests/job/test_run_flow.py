@@ -12,42 +12,55 @@ from typing import Any, TextIO
 
 import pytest
 from test_connectivity import facts_for
-from test_launch import HOSTS, gpus, stopped_last
+from test_launch import HOSTS, gpus, mode, stopped_last
 
 from nodeprov.job import nodejob, run
 from nodeprov.job.matrix import Matrix
-from nodeprov.job.nodejob import FINISH, JOB_LOCK, LAUNCH
 from nodeprov.job.ranklog import rank_of
-from nodeprov.job.run import nprocs, plan_run, run_user_job
+from nodeprov.job.run import nprocs, plan_run, run_env, run_user_job
 from nodeprov.job.runargs import RunRequest
 from nodeprov.job.runreport import UserJobOutcome
+from nodeprov.remote.actions import Write
 from nodeprov.remote.session import Result
 from tests.report_schema import assert_valid
 
 DATA = Path(__file__).parent / "data"
 RAISES = (DATA / "local_run_rank_raises.txt").read_text()  # rank 1 raises, rank 0 loses it
 RANK0 = "\n".join(line for line in RAISES.splitlines() if rank_of(line) == 0) + "\n"
+PEER_FINISHED = (DATA / "local_run_peer_finished.txt").read_text()  # rank 1 after rank 0's exit
 CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
 
 
 class FakeNode:
     """Prints ``output`` to the launcher's stderr stream, then ends with ``exit_code`` at once,
-    or (None) runs until the stop step comes."""
+    or (None) runs until the stop step comes, which reports ``ranks`` (rank: its exit code)."""
 
-    def __init__(self, exit_code: int | None, output: str = "", after: float = 0.0) -> None:
-        self.exit_code, self.output, self.after = exit_code, output, after
+    def __init__(self, exit_code: int | None, output: str = "", after: float = 0.0,
+                 ranks: dict[int, int] | None = None) -> None:
+        self.exit_code, self.output, self.after, self.ranks = exit_code, output, after, ranks
         self.stopped = threading.Event()
         self.calls: list[str] = []
+        self.argvs: list[Sequence[str]] = []
+        self.staged, self.stage_path = "", "/tmp/.nodeprov-stage-0f0f"
 
-    def execute(self, task: str, actions: Sequence[Any]) -> None:
-        self.calls.append(f"{task}: " + ", ".join(map(str, actions)))
+    def stage(self, task: str, action: Write) -> str:
+        self.staged = action.content
+        return self.stage_path
 
-    def run(self, argv: Sequence[str], *, echo: tuple[TextIO, TextIO] | None = None,
-            **_: Any) -> Result:
-        if argv[2] == FINISH:
-            self.calls.append("finish")
-            self.stopped.set()
-            return Result("", "", 0)
+    def run(self, argv: Sequence[str], **_: Any) -> Result:
+        self.argvs.append(argv)
+        if mode(argv) == "prepare":
+            return Result('{"run_dir": "/root/.cache/nodeprov/job/r", "note": null}', "", 0)
+        self.calls.append("finish")
+        self.stopped.set()
+        ranks = {str(rank): {"exit_code": code, "started": 1.0, "ended": 3.5}
+                 for rank, code in (self.ranks or {}).items()}
+        return Result(json.dumps({"result": None, "ranks": ranks}), "", 0)
+
+    def converse(self, argv: Sequence[str], token: str, *,
+                 echo: tuple[TextIO, TextIO] | None = None, **_: Any) -> Result:
+        assert mode(argv) == "start"
+        self.argvs.append(argv)
         self.calls.append("launch")
         if echo:
             echo[1].write(self.output)
@@ -64,7 +77,8 @@ def run_fake(nodes: dict[str, FakeNode], tmp_path: Path, shown: list[str] | None
     outcome = run_user_job(HOSTS, nodes, CPU_FACTS,  # type: ignore[arg-type]
                            RunRequest(("train.py",), preflight=False, **request),
                            venv_path="/opt/nodeprov/venv", rdzv_port=29500, log_root=tmp_path,
-                           show=(shown if shown is not None else []).append)
+                           show=(shown if shown is not None else []).append,
+                           as_login=dict.fromkeys(nodes, True))
     assert_valid(json.loads(json.dumps(outcome.to_json())))
     return outcome
 
@@ -90,8 +104,7 @@ def test_every_node_exits_0_passes_and_shows_rank_0_with_its_node(tmp_path: Path
     assert outcome.verdict().startswith("PASS: 3 nodes, 3 ranks: every rank exited 0 in ")
     assert shown == ["node1 [rank0]:done"]
     assert (tmp_path / outcome.run_id / "node2.log").read_text() == "[rank1]:done\n"
-    assert all(node.calls == [f"job: mkdir -p {nodejob.run_dir(outcome.run_id)}", "launch",
-                              "finish"] for node in nodes.values())
+    assert all(node.calls == ["launch", "finish"] for node in nodes.values())
     report = outcome.to_json()
     assert report["nodes"]["node3"]["exit_code"] == 0 and not report["nodes"]["node3"]["stopped"]
 
@@ -173,7 +186,8 @@ def test_ctrl_c_stops_every_node_and_exits_130(tmp_path: Path,
     nodes = {name: FakeNode(None) for name in CPU_FACTS}
     outcome = run_fake(nodes, tmp_path)
     assert outcome.exit_code == 130 and outcome.interrupted
-    assert outcome.verdict().startswith("INTERRUPTED: stopped every rank on every node after")
+    assert outcome.verdict().startswith(
+        "INTERRUPTED (Ctrl-C): stopped every rank on every node after")
     assert all(stopped_last(node.calls) for node in nodes.values())
     assert all(node.stopped and node.exit_code is None for node in outcome.nodes.values())
     assert set(outcome.nodes) == set(nodes)
@@ -188,10 +202,42 @@ def test_each_node_runs_torchrun_in_the_venv_with_the_request_as_argv() -> None:
     assert nprocs(HOSTS, facts, RunRequest(("t.py",), nproc=2)) == dict.fromkeys(facts, 2)
     argv = plan_run(HOSTS, nproc, request, venv_path="/opt/venv", rdzv_port=29400, run_id="r1")
     assert argv["node2"] == (
-        "sh", "-c", LAUNCH, "nodeprov-job", JOB_LOCK, "/var/lib/nodeprov/job/r1", "/srv/code",
-        "600", "r1", "env", "--", "PYTHONUNBUFFERED=1",
-        "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=[rank${rank}]:", "OMP_NUM_THREADS=4",
-        "PYTHONUNBUFFERED=0", "/opt/venv/bin/torchrun", "--nnodes", "3", "--nproc-per-node", "4",
+        "/opt/venv/bin/torchrun", "--nnodes", "3", "--nproc-per-node", "4",
         "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.11:29400", "--rdzv-id", "r1",
-        "--max-restarts", "0", "--log-dir", "/var/lib/nodeprov/job/r1/logs", "--tee", "3",
-        "train.py", "--lr", "1e-3", "$(reboot)")
+        "--max-restarts", "0", "--tee", "3", "train.py", "--lr", "1e-3", "$(reboot)")
+    # the user's values after nodeprov's: PYTHONUNBUFFERED=0 wins
+    assert run_env(request) == {"PYTHONUNBUFFERED": "0", "OMP_NUM_THREADS": "4",
+                                "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[rank${rank}]:"}
+
+
+def test_env_values_reach_the_nodes_in_a_private_file_never_on_a_command_line(
+        tmp_path: Path) -> None:
+    nodes = {name: FakeNode(0) for name in CPU_FACTS}
+    outcome = run_fake(nodes, tmp_path, env=(("WANDB_API_KEY", "s3cret-7f3a"),))
+    assert outcome.exit_code == 0
+    for node in nodes.values():
+        assert json.loads(node.staged)["WANDB_API_KEY"] == "s3cret-7f3a"
+        assert node.argvs and not any("s3cret" in word for argv in node.argvs for word in argv)
+        start = next(argv for argv in node.argvs if mode(argv) == "start")
+        assert start[start.index("--") - 2] == node.stage_path  # the launcher reads, removes it
+
+
+def test_a_rank_that_lost_its_peer_after_the_peer_finished_is_said_to_have_waited(
+        tmp_path: Path) -> None:
+    # Rank 0 (node1) ended well at step 2 and its torchrun waited for the others; rank 1 (node2)
+    # then failed on the closed connection, and nodeprov stopped node1 and node3.
+    nodes = {"node1": FakeNode(None, ranks={0: 0}), "node2": FakeNode(1, PEER_FINISHED,
+                                                                      ranks={1: 1}),
+             "node3": FakeNode(None, ranks={2: -15})}
+    outcome = run_fake(nodes, tmp_path)
+    (line,) = outcome.diagnosis
+    assert line.startswith(
+        "node2: job: node1's ranks finished (exit 0); rank 1 on node2 was still waiting for "
+        "them (no failure there: let every rank run the same collectives to the end, e.g. a "
+        "dist.barrier() before the script returns); the job said: ")
+    assert "Connection reset by peer" in line
+    # exit codes are the ranks' own: node1's rank exited 0, node3's was stopped (SIGTERM)
+    assert {n: (r.exit_code, r.stopped) for n, r in outcome.nodes.items()} == {
+        "node1": (0, False), "node2": (1, False), "node3": (-15, True)}
+    report = outcome.to_json()
+    assert report["nodes"]["node1"]["ranks"] == {"0": {"exit_code": 0, "duration_s": 2.5}}

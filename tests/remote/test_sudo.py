@@ -5,7 +5,6 @@ its stdin must not receive the password."""
 
 from __future__ import annotations
 
-import io
 import shutil
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from nodeprov.errors import HostError
 from nodeprov.inventory import Host
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
-from nodeprov.remote.sudo import AfterMark, Answer, GatedInput, SudoPrompt, as_root
+from nodeprov.remote.sudo import Answer, SudoPrompt, as_root
 from tests.conftest import MakeTestbed
 
 PASSWORD = "Sudo-Canary-4d1e"  # noqa: S105 - the test's own canary
@@ -42,7 +41,7 @@ def test_the_password_answers_the_prompt_before_the_mark_once() -> None:
     assert answer.submit(lecture + PROMPT.text) == [PASSWORD + "\n"]
     assert answer.submit(lecture + PROMPT.text) == []  # once
     after = f"{lecture}{PROMPT.text}\n{PROMPT.mark}\n{PROMPT.text}"
-    assert answer.submit(after) == [] and answer.started.is_set()
+    assert answer.submit(after) == [] and answer.started
     assert answer.submit(after + PROMPT.text) == []  # the command's own output: never
 
 
@@ -51,31 +50,15 @@ def test_a_prompt_after_the_mark_is_never_answered() -> None:
     assert answer.submit(f"{PROMPT.mark}\n{PROMPT.text}") == [] and not answer.answered
 
 
-def test_a_second_prompt_is_a_refused_password_and_ends_the_input() -> None:
+def test_a_second_prompt_is_a_refused_password() -> None:
     answer = Answer(PROMPT, PASSWORD)
-    gated = GatedInput("data for the command\n", answer)
-    answer.submit(PROMPT.text)
-    assert gated.read(100) is None  # sudo reads the password from this stdin: not yet
+    assert answer.submit(PROMPT.text) == [PASSWORD + "\n"]
     with pytest.raises(ResponseNotAccepted):
         answer.submit(f"{PROMPT.text}\nSorry, try again.\n{PROMPT.text}")
-    assert gated.read(100) == ""  # the end, for sudo: the data never goes to it
 
 
-def test_the_input_flows_once_the_command_started() -> None:
-    answer = Answer(PROMPT, PASSWORD)
-    gated = GatedInput("data\n", answer)
-    answer.submit(f"{PROMPT.text}\n{PROMPT.mark}\n")
-    assert gated.read(100) == "data\n" and gated.read(100) == ""
-
-
-def test_what_sudo_says_is_kept_off_the_command_output() -> None:
-    shown = io.StringIO()
-    live = AfterMark(shown, PROMPT)
-    for chunk in (f"lecture\n{PROMPT.text}\n{PROMPT.mark[:4]}", f"{PROMPT.mark[4:]}\nre",
-                  "al\n"):
-        live.write(chunk)
-    assert shown.getvalue() == "real\n"
-    assert PROMPT.command_stderr(f"{PROMPT.text}\n{PROMPT.mark}\nreal\n") == "real\n"
+def test_what_sudo_says_is_kept_off_the_command_stderr() -> None:
+    assert PROMPT.command_stderr(f"lecture\n{PROMPT.text}\n{PROMPT.mark}\nreal\n") == "real\n"
     assert PROMPT.command_stderr(f"{PROMPT.text}\nSorry\n{PROMPT.text}") == "\nSorry\n"
 
 

@@ -1,12 +1,13 @@
 """A small real DDP training run for ``nodeprov run``'s tests (gloo, CPU).
 
     torchrun --nnodes 3 --nproc-per-node 1 ... train.py --steps 5 [--raise-rank 1]
-             [--step-seconds 0.2]
+             [--finish-rank 0] [--step-seconds 0.2]
 
 Each step trains a linear model on random data through DistributedDataParallel (its gradients
 are all-reduced); rank 0 prints the loss. At the end every rank checks that its weights equal
 rank 0's (DDP keeps them in step) and prints ``done``. ``--raise-rank R`` makes rank R raise a
-ValueError at step 2, as a buggy script would.
+ValueError at step 2, as a buggy script would; ``--finish-rank R`` makes rank R end well (exit
+0) at step 2, while the others still train, as a script whose ranks do not end together would.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--raise-rank", type=int, default=-1)
+    parser.add_argument("--finish-rank", type=int, default=-1)
     parser.add_argument("--step-seconds", type=float, default=0.0)
     args = parser.parse_args()
     dist.init_process_group("gloo")
@@ -35,6 +37,9 @@ def main() -> None:
     for step in range(args.steps):
         if rank == args.raise_rank and step == 2:
             raise ValueError(f"rank {rank} fails on purpose at step {step}")
+        if rank == args.finish_rank and step == 2:
+            print(f"rank {rank} finishes early at step {step}", flush=True)
+            os._exit(0)
         loss = model(torch.randn(16, 8)).pow(2).mean()
         optimizer.zero_grad()
         loss.backward()

@@ -1,0 +1,142 @@
+"""Which nodes of a ``nodeprov run`` failed by themselves, one line for each saying why, and each
+node's exit code: its ranks' own, as each rank's record says (``nodejob.RankEnd``)::
+
+    failed = run_failures(launch, logs.paths, nproc)        # {"node2": RankFailure(...)}
+    lines = failure_lines(launch, failed, logs.paths, seconds=0, synced=True)
+    node = node_run("node1", launch, log, nproc["node1"])   # NodeRun(exit_code=0, ...)
+
+The failing rank's own lines are read first (torchrun's summary and traceback push them out of
+the node's tail). A rank that lost its connection after every rank of another node had exited 0
+failed only because the script's ranks do not end together: it is said so (``node1's ranks
+finished; rank 1 on node2 was still waiting for them``), and node1, whose torchrun nodeprov then
+stopped, keeps its ranks' exit code 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from nodeprov.job.diagnose import Diagnosis, diagnose
+from nodeprov.job.failures import NodeFailure, node_failures, tail
+from nodeprov.job.nodejob import Launch, Stopped
+from nodeprov.job.ranklog import (
+    first_traceback_rank,
+    raised,
+    rank_lines,
+    rank_tail,
+    root_cause_rank,
+)
+from nodeprov.job.runreport import NodeRun
+from nodeprov.remote.session import Result
+
+DEADLINE_HINT = "raise --timeout if the training needs longer"
+# What a rank says when the rank at the other end of its connection is gone (gloo, NCCL, Python)
+LOST_PEER = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe|remote process exited")
+TOGETHER = ("no failure there: let every rank run the same collectives to the end, e.g. a "
+            "dist.barrier() before the script returns")
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """A node that failed by itself: its failing rank (from torchrun's summary), that rank's
+    last lines (torchrun's own when it names none), the exception the rank raised."""
+
+    failure: NodeFailure
+    rank: int | None
+    tail: str
+    exception: str | None
+
+
+def finished(launch: Launch, name: str, nproc: int) -> bool:
+    """Every rank of the node ended by itself, with 0."""
+    found = launch.results.get(name)
+    return isinstance(found, Stopped) and len(found.ranks) >= nproc and all(
+        end.exit_code == 0 for end in found.ranks.values())
+
+
+def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, int]
+                 ) -> dict[str, RankFailure]:
+    """The nodes that failed by themselves, in the order they ended. A node stopped while its
+    rank's exception was on its way out counts too: a peer that only lost its connection to
+    that rank may have ended first. After the deadline, every node that ended by itself timed
+    out."""
+    done = [name for name in launch.launched if finished(launch, name, nproc[name])]
+    failed = {}
+    for name in dict.fromkeys([*launch.ended, *launch.launched]):
+        result = launch.launched.get(name)
+        stopped = name in launch.stopped
+        if not isinstance(result, Result) or name in done or (
+                result.exit_code == 0 and not stopped):
+            continue
+        rank = root_cause_rank(tail(result, 10_000))
+        if rank is None:
+            rank = first_traceback_rank(paths[name])
+        said = rank_tail(paths[name], rank) if rank is not None else ""
+        if launch.deadline_passed:  # what the ranks said then is the kill's echo, not a cause
+            if not stopped:
+                failed[name] = RankFailure(NodeFailure(result, None, at_deadline=True), rank,
+                                           said or tail(result), None)
+            continue
+        if done and not stopped and LOST_PEER.search(said or tail(result)):
+            waited = _waiting(said or tail(result), done, rank, name)
+            failed[name] = RankFailure(NodeFailure(result, waited), rank, said or tail(result),
+                                       None)
+            continue
+        # The failing rank's own words first: a rule on them, else its exception; torchrun's
+        # tail (other ranks, the rendezvous) only when the rank says nothing a rule knows.
+        found = diagnose(said, name) if said else None
+        exception = raised(rank_lines(paths[name], rank)) if rank is not None and not found \
+            else None
+        if stopped and (exception is None or found is not None):
+            continue  # stopped while it ran well, or failing only because a peer did
+        if found is None and exception is None:
+            found = diagnose(tail(result), name)
+        failed[name] = RankFailure(NodeFailure(result, found), rank, said or tail(result),
+                                   exception)
+    return failed
+
+
+def _waiting(said: str, done: Sequence[str], rank: int | None, name: str) -> Diagnosis:
+    who = f"{done[0]}'s ranks" if len(done) == 1 else f"the ranks of {', '.join(done)}"
+    found = LOST_PEER.search(said)
+    evidence = diagnose(said, name) or Diagnosis("job", "", "", found[0] if found else "")
+    rank_of = f"rank {rank} on {name}" if rank is not None else f"a rank on {name}"
+    return replace(evidence, item="job", cause=f"{who} finished (exit 0); {rank_of} was still "
+                   "waiting for them", fix=TOGETHER)
+
+
+def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapping[str, Path],
+                  *, seconds: int) -> list[str]:
+    """One line per failing node: a rule's diagnosis, else the exception its rank raised,
+    else what torchrun last said; then the nodes the stop step could not reach."""
+    lines = [f"{name}: job: cannot prepare the node: {error}"
+             for name, error in launch.prepare_errors.items()]
+    lines += [f"{name}: job: rank {each.rank} raised {each.exception} (an error in the script; "
+              f"its traceback is in {paths[name]})"
+              for name, each in failed.items() if each.exception is not None]
+    others = {name: each.failure for name, each in failed.items() if each.exception is None}
+    lines += node_failures({n: r for n, r in launch.launched.items()
+                            if isinstance(r, Exception) or n in others},
+                           others, seconds=seconds, deadline_hint=DEADLINE_HINT)
+    return lines + [f"{name}: job: could not stop the job: {error}"
+                    for name, error in launch.results.items() if isinstance(error, Exception)]
+
+
+def node_run(name: str, launch: Launch, log: Path, nproc: int) -> NodeRun:
+    """The node's exit code is its ranks' own once every rank has a record (the first that is
+    not 0; -N: signal N), else its launcher's (torchrun's, or 128+N after signal N). Stopped:
+    nodeprov stopped the node while a rank still ran."""
+    result = launch.launched.get(name)
+    found = launch.results.get(name)
+    ranks = found.ranks if isinstance(found, Stopped) else {}
+    recorded = len(ranks) >= nproc
+    code = result.exit_code if isinstance(result, Result) else None
+    if code is not None and recorded:
+        code = next((end.exit_code for _, end in sorted(ranks.items()) if end.exit_code), 0)
+    ended = recorded and all(end.exit_code >= 0 for end in ranks.values())
+    return NodeRun(code, launch.durations.get(name, 0.0), name in launch.stopped and not ended,
+                   str(log), error=str(result) if isinstance(result, Exception) else "",
+                   nproc=nproc, ranks=ranks)

@@ -1,0 +1,153 @@
+"""A command on an SSH channel of its own, for what invoke's runner cannot do: send bulk data to
+its stdin (invoke pumps one byte per 10 ms) or keep a heartbeat going while it runs.
+
+    done = converse(transport, command, token, send=lambda write: write(data))
+    done = converse(transport, command, token, beat=5.0, out=log_out, err=log_err)
+    done.exit_code, done.stdout, done.stderr
+
+The command says ``token`` on a line of stderr once it runs (after sudo, whose prompt is
+answered once with ``password``). Only then does its stdin carry anything: ``send``'s data in
+large writes (then EOF), or a byte every ``beat`` seconds until the command ends. Output goes to
+``out``/``err`` as it comes, as UTF-8 text; the last ``KEPT`` characters of each come back.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import select
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from nodeprov.errors import NodeprovError
+
+KEPT = 1 << 20  # characters of each stream kept for the result (the full log is ``out``'s)
+START_WAIT = 120.0  # for sudo to check the password and start the command (as nodelock's)
+Send = Callable[[Callable[[bytes], None]], None]  # gets ``write``, calls it with each block
+
+
+class SudoRefused(NodeprovError):
+    """sudo asked for the password a second time (the caller's HostError says so)."""
+
+
+@dataclass(frozen=True)
+class Conversation:
+    exit_code: int  # -1: none came (the connection went away)
+    stdout: str
+    stderr: str
+
+
+class _Output:
+    """One output stream: decoded as it comes, echoed, its tail kept."""
+
+    def __init__(self, echo: TextIO | None) -> None:
+        self.echo = echo
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.kept = ""
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self.decoder.decode(data, final)
+        if text and self.echo is not None:
+            self.echo.write(text)
+        self.kept = (self.kept + text)[-KEPT:]
+
+
+def converse(transport: Any, command: str, token: str, *, password: str = "",
+             prompt: str = "", send: Send | None = None, beat: float = 0.0,
+             out: TextIO | None = None, err: TextIO | None = None,
+             timeout: float | None = None) -> Conversation:
+    """Run ``command`` on a new channel of ``transport`` (see the module docstring); the channel
+    is closed on the way out, whatever happens. Raises SudoRefused, TimeoutError (not started
+    within START_WAIT s, or still running after ``timeout`` s), what ``send`` raised; transport
+    errors propagate."""
+    channel = transport.open_session()
+    try:
+        channel.exec_command(command)
+        return _Talk(channel, token, password, prompt, _Output(out), _Output(err)).run(
+            send, beat, timeout)
+    finally:
+        channel.close()
+
+
+def _closed(error: BaseException) -> bool:
+    """A write that failed because the command ended (its exit status and words tell more)."""
+    return isinstance(error, (OSError, EOFError)) and not isinstance(error, InterruptedError)
+
+
+class _Talk:
+    def __init__(self, channel: Any, token: str, password: str, prompt: str, out: _Output,
+                 err: _Output) -> None:
+        self.channel, self.out, self.err = channel, out, err
+        self.ready, self.prompt, self.password = f"{token}\n".encode(), prompt.encode(), password
+        self.early: bytes | None = b""  # stderr before the token; None once it came
+        self.answered = False
+        self.failed: list[BaseException] = []
+
+    def run(self, send: Send | None, beat: float, timeout: float | None) -> Conversation:
+        started = last_beat = time.monotonic()
+        sending: threading.Thread | None = None
+        while True:
+            # the channel wakes select on output and on its end; a running job only needs
+            # its next heartbeat
+            idle = 0.2 if self.early is not None or not beat else min(1.0, beat)
+            select.select([self.channel], [], [], idle)
+            self._read_stderr()
+            while self.channel.recv_ready():
+                self.out.feed(self.channel.recv(65536))
+            if self.failed and not _closed(self.failed[0]):
+                raise self.failed[0]
+            now = time.monotonic()
+            if self.early is None and send is not None and sending is None:
+                sending = threading.Thread(target=self._send, args=(send,), daemon=True,
+                                           name="nodeprov send")
+                sending.start()
+            if self.early is None and beat and send is None and now - last_beat >= beat:
+                last_beat = now
+                self._beat()
+            if self.channel.exit_status_ready() and not (
+                    self.channel.recv_ready() or self.channel.recv_stderr_ready()):
+                break
+            if self.early is not None and now - started > START_WAIT:
+                raise TimeoutError(f"it did not start within {START_WAIT:g} s")
+            if timeout is not None and now - started > timeout:
+                raise TimeoutError(f"still running after {timeout:g} s")
+        if sending is not None:
+            sending.join(5)
+        if self.failed and not (_closed(self.failed[0]) and self.channel.recv_exit_status() >= 0):
+            raise self.failed[0]  # not the channel closed by a command that said why it ended
+        if self.early is not None:  # it ended before it said the token (no python3, sudo)
+            self.err.feed(self.early.replace(self.prompt, b"") if self.prompt else self.early)
+        self.out.feed(b"", final=True)
+        self.err.feed(b"", final=True)
+        return Conversation(self.channel.recv_exit_status(), self.out.kept, self.err.kept)
+
+    def _read_stderr(self) -> None:
+        while self.channel.recv_stderr_ready():
+            chunk = self.channel.recv_stderr(65536)
+            if self.early is None:
+                self.err.feed(chunk)
+                continue
+            self.early += chunk
+            if self.prompt and self.early.count(self.prompt) > self.answered:
+                if self.answered or not self.password:
+                    raise SudoRefused()
+                self.channel.sendall(self.password.encode() + b"\n")
+                self.answered = True
+            if self.ready in self.early:
+                rest = self.early.split(self.ready, 1)[1]
+                self.early = None
+                self.err.feed(rest)
+
+    def _beat(self) -> None:
+        with contextlib.suppress(OSError):  # closing: its exit status says how it ended
+            self.channel.sendall(b".")
+
+    def _send(self, send: Send) -> None:
+        try:
+            send(self.channel.sendall)
+            self.channel.shutdown_write()
+        except BaseException as error:  # the conversation raises it
+            self.failed.append(error)
