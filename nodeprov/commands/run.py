@@ -25,8 +25,9 @@ from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.engine.node_address import with_node_addresses
-from nodeprov.errors import EXIT_HOST_FAILED, EnvironmentProblem, InputError
+from nodeprov.errors import EnvironmentProblem, InputError
 from nodeprov.job.runargs import RunRequest
+from nodeprov.job.runreport import UserJobOutcome
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
 from nodeprov.util.redact import Redactor
@@ -34,7 +35,6 @@ from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
-    from nodeprov.job.runreport import UserJobOutcome
 
 RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
@@ -63,26 +63,23 @@ def run_command(inventory_path: Path | None, request: RunRequest, ansible: Ansib
         hosts, problems = with_node_addresses(hosts, facts)
         errors.update(problems)
         try:
-            if errors:
-                for line in errors.values():
-                    say(printable(f"FAILED {line}"), style="bold red")
-                say(f"FAIL: not started: {len(errors)} of {len(hosts)} nodes unreachable",
-                    style="bold red")
-                return EXIT_HOST_FAILED
-            say(f"run: torchrun on {len(hosts)} nodes"
-                + (" after the connectivity matrix" if request.preflight else "") + " ...")
-            try:
-                with SyncBars(err) as bars:
-                    outcome = run_user_job(
-                        hosts, sessions, facts, request, venv_path=hosts[0].vars["venv_path"],
-                        rdzv_port=hosts[0].vars["rdzv_port"], log_root=log_root,
-                        show=lines_to(shown), as_login=as_login, progress=bars)
-            except KeyboardInterrupt:  # before the launch (matrix, sync): none started
-                name = received[-1] if received else "SIGINT"
-                say(f"INTERRUPTED ({name}): before the job started", style="bold red")
-                return 128 + signal.Signals[name].value
-            if outcome.interrupted and received:
-                outcome = replace(outcome, interrupted=received[-1])
+            if errors:  # nothing starts; the report names the nodes, as every run's does
+                outcome = UserJobOutcome.not_reached(errors, [host.name for host in hosts])
+            else:
+                say(f"run: torchrun on {len(hosts)} nodes"
+                    + (" after the connectivity matrix" if request.preflight else "") + " ...")
+                try:
+                    with SyncBars(err) as bars:
+                        outcome = run_user_job(
+                            hosts, sessions, facts, request, venv_path=hosts[0].vars["venv_path"],
+                            rdzv_port=hosts[0].vars["rdzv_port"], log_root=log_root,
+                            show=lines_to(shown), as_login=as_login, progress=bars)
+                except KeyboardInterrupt:  # before the launch (matrix, sync): none started
+                    name = received[-1] if received else "SIGINT"
+                    say(f"INTERRUPTED ({name}): before the job started", style="bold red")
+                    return 128 + signal.Signals[name].value
+                if outcome.interrupted and received:
+                    outcome = replace(outcome, interrupted=received[-1])
         finally:
             for session in sessions.values():
                 session.close()

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,15 @@ class UserJobOutcome:
     log_dir: str = ""
     ranks: int = 0
     notes: tuple[str, ...] = ()  # what the nodes said of the run before (stopped by the node)
+    unreached: int = 0  # nodes no session reached: nothing started
+
+    @classmethod
+    def not_reached(cls, errors: Mapping[str, str], names: Sequence[str]) -> UserJobOutcome:
+        """The run that did not start: ``errors`` (node -> one line) of the nodes ``names``
+        that no session reached (or whose address could not be told)."""
+        return cls("", {name: NodeRun(None, 0.0, False, "", error=errors.get(name, ""))
+                        for name in names},
+                   tuple(errors.values()), 0.0, refused=True, unreached=len(errors))
 
     @property
     def ok(self) -> bool:
@@ -78,6 +87,9 @@ class UserJobOutcome:
         if self.refused and self.matrix is not None and not self.matrix.ok:
             return (f"FAIL: not started: the connectivity matrix found "
                     f"{len(self.diagnosis)} problem(s); first: {self.diagnosis[0]}")
+        if self.unreached:
+            return (f"FAIL: not started: {self.unreached} of {len(self.nodes)} nodes "
+                    "unreachable")
         if self.refused:
             return f"FAIL: not started: {self.diagnosis[0]}"
         if self.interrupted:

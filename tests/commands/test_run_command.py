@@ -6,6 +6,7 @@ connection."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 from pathlib import Path
@@ -21,6 +22,7 @@ from nodeprov.commands.run import SyncBars, job_as_login, lines_to, report, sign
 from nodeprov.errors import InputError
 from nodeprov.inventory import Host
 from nodeprov.job.runreport import FirstFailure, NodeRun, UserJobOutcome
+from tests.report_schema import assert_valid
 
 HOSTILE = "\x1b]0;owned\x07\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07"  # title, clear, clipboard
 
@@ -132,3 +134,24 @@ def test_a_log_folder_that_cannot_be_written_is_one_line_before_any_connection(
         f"nodeprov: cannot keep the run's logs in {tmp_path}/cluster.nodeprov-runs: File exists "
         "(nodeprov run writes them beside the inventory: make that folder writable, or run "
         "from a copy of the inventory in one)\n")
+
+
+def test_a_run_no_node_started_still_writes_its_reports_naming_the_unreachable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text("all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n"
+                         "    node1: {ansible_host: 10.0.0.11}\n"
+                         "    node2: {ansible_host: 10.0.0.12}\n")
+    down = "node2: unreachable: [Errno 111] Connection refused (3 tries in 10 s)"
+    monkeypatch.setattr(run, "connect_all", lambda hosts, *args: ({}, {}, {"node2": down}))
+    result = CliRunner().invoke(app, ["run", str(inventory), "--json", str(tmp_path / "r.json"),
+                                      "--html", str(tmp_path / "r.html"), "--", "train.py"])
+    assert result.exit_code == 1, result.output
+    assert f"FAILED {down}" in result.output
+    assert result.output.rstrip().endswith("FAIL: not started: 1 of 2 nodes unreachable")
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert_valid(written)
+    assert (written["ok"], written["refused"], written["exit_code"]) == (False, True, 1)
+    assert written["nodes"]["node2"]["error"] == down and written["diagnosis"] == [down]
+    assert written["nodes"]["node1"]["error"] == ""
+    assert "node2: unreachable" in (tmp_path / "r.html").read_text()
