@@ -8,6 +8,8 @@ own folder and the layers below it: tests/test_layering.py's LAYERS table):
     util/            validate, yamlfile, fanout (every host at once), jinja (the sandbox)
     jsonreport.py    the --json report's schema (report.schema.json) and writer
     gpu/, variants/  a node's GPUs; which torch build serves the whole cluster
+    htmlreport/      the --html page, drawn from the JSON report alone
+    config/          ansible.cfg and ANSIBLE_* read as Ansible reads them
     inventory/       Ansible inventories as Ansible resolves them, nodeprov's own variables
     remote/          everything that crosses SSH: sessions, facts, host keys, locks
     wheels/          how wheels reach the nodes: sources, wheelhouse, uv, peer seeds
@@ -16,9 +18,11 @@ own folder and the layers below it: tests/test_layering.py's LAYERS table):
     playbooks/       site.yaml, the playbook nodeprov ships
     engine/          the runner: the only code that acts on the nodes
     job/, checks/    the torchrun jobs (verification, nodeprov run); verify's checks
-    commands/        one module per subcommand: apply, facts, verify, run, inventory
+    commands/        one module per subcommand: apply, facts, verify, run, inventory, ...
     cli/             the command line (nodeprov.cli:app): options, exit codes
     testbed/         a local test cluster in network namespaces (nodeprov testbed)
+
+Each module, one line each: docs/where-things-are.md.
 """
 
 __version__ = "0.1.0"

@@ -148,3 +148,27 @@ def _no_user_ssh_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     """Tests never read the developer's ~/.ssh (their inventories name their ssh_config)."""
     monkeypatch.setattr("nodeprov.inventory.sshconfigs.USER_SSH_CONFIG",
                         str(tmp_path / "no-ssh-config"))
+
+
+UNREACHABLE_PLAYBOOK = """\
+- name: Cluster network
+  hosts: all
+  tasks:
+    - {name: Firewall, firewall: {subnet: "{{ node_subnet }}"}, tags: [firewall]}
+    - {name: Names, hosts: {}, tags: [hosts]}
+"""
+
+
+@pytest.fixture()
+def unreachable(tmp_path: Path) -> tuple[Path, Path]:
+    """An inventory of two nodes nobody listens for, and a playbook for them."""
+    (tmp_path / "known_hosts").write_text("")
+    (tmp_path / "ssh_config").write_text(
+        f"Host *\n  UserKnownHostsFile {tmp_path / 'known_hosts'}\n  ConnectTimeout 5\n")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(
+        "all:\n  vars: {node_subnet: 127.0.0.0/8, ssh_config_file: ssh_config, ansible_port: 9}"
+        "\n  hosts:\n    node1: {ansible_host: 127.0.0.1}\n    node2: {ansible_host: 127.0.0.2}\n")
+    playbook = tmp_path / "playbook.yaml"
+    playbook.write_text(UNREACHABLE_PLAYBOOK)
+    return inventory, playbook

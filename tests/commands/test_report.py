@@ -16,27 +16,6 @@ from nodeprov.htmlreport import render_html
 from tests.htmlreport.dom import Dom
 from tests.htmlreport.reports import DATA, recorded
 
-PLAYBOOK = """\
-- name: Names
-  hosts: all
-  tasks:
-    - {name: Names, hosts: {}, tags: [hosts]}
-"""
-
-
-@pytest.fixture()
-def unreachable(tmp_path: Path) -> tuple[Path, Path]:
-    (tmp_path / "known_hosts").write_text("")
-    (tmp_path / "ssh_config").write_text(
-        f"Host *\n  UserKnownHostsFile {tmp_path / 'known_hosts'}\n  ConnectTimeout 5\n")
-    inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(
-        "all:\n  vars: {node_subnet: 127.0.0.0/8, ssh_config_file: ssh_config, ansible_port: 9}"
-        "\n  hosts:\n    node1: {ansible_host: 127.0.0.1}\n    node2: {ansible_host: 127.0.0.2}\n")
-    playbook = tmp_path / "playbook.yaml"
-    playbook.write_text(PLAYBOOK)
-    return inventory, playbook
-
 
 @pytest.mark.parametrize("name", sorted(path.stem for path in DATA.glob("*.json")))
 def test_report_draws_a_saved_json_report(name: str, tmp_path: Path) -> None:
