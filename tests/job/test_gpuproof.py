@@ -56,7 +56,7 @@ def test_the_stand_in_proof_writes_what_it_read_and_what_nodeprov_made_of_it(
     assert lines[-1].startswith("forced failure: venv: the venv's torch is a CPU build"), proof
 
 
-def test_recorded_proofs_replay_to_what_the_gpu_machine_printed() -> None:
+def test_recorded_proofs_replay_to_their_proof() -> None:
     if not RECORDED:
         pytest.skip("no GPU machine has run scripts/gpu-proof.sh yet (tests/data/gpu-proof/)")
     for folder in RECORDED:
@@ -74,6 +74,15 @@ def test_recorded_proofs_replay_to_what_the_gpu_machine_printed() -> None:
         assert said is not None and said.group(1) == said.group(2), folder.name
         assert "forced failure: job: a rank was given a GPU the node does not have" in proof
         assert "refused" not in proof, folder.name
+
+
+def test_the_h200_proof_reads_the_gpu_and_chooses_the_build_it_runs() -> None:
+    # recorded on a lent H200 (driver 580.159.04, torch 2.11.0+cu130): tests/data/gpu-proof
+    proof = (REPO / "tests/data/gpu-proof/nvidia-h200-580.159.04/proof.txt").read_text()
+    assert "driver: 580.159.04 (CUDA 13.0), mig: False" in proof
+    assert "gpu 0: NVIDIA H200, compute capability 9.0" in proof
+    assert "torch 2.11.0: installed cu130, nodeprov chooses cu130" in proof
+    assert "PASS: 1 node, 1 rank (nccl 2.28.9)" in proof
 
 
 def test_the_proof_needs_no_package_the_gpu_machine_lacks() -> None:

@@ -47,6 +47,12 @@ def test_passing_verdict_names_scope_and_peak() -> None:
     assert "peak busbw" in line and "\n" not in line
 
 
+def test_one_ranks_verdict_claims_no_bus_bandwidth() -> None:
+    # nccl-tests' busbw is algbw * 2(n-1)/n: 0 for one rank, whatever algbw the copy shows
+    line = verdict(parse_result(changed(world_size=1)))
+    assert line.endswith("one rank sends nothing, so no bus bandwidth to measure")
+
+
 def test_failing_verdict_names_what_failed() -> None:
     data = json.loads(RECORDED)
     data["sizes"][3]["wrong"] = 7

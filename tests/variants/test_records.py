@@ -35,6 +35,7 @@ EXPECTED = {
     "driver-570-cuda128-rtx5090": (None, "cu129", "cu129", None),  # 2.14: cu126 lacks sm_120
     "driver-580-cuda130-a100-sxm4": ("cu124", "cu130", "cu132", "cu132"),
     "driver-580-cuda130-b200": (None, "cu130", "cu132", "cu132"),  # 2.4: no sm_100, no PTX
+    "driver-580-cuda130-h200-recorded": ("cu124", "cu130", "cu132", "cu132"),
     "driver-590-cuda131-rtx6000d": (None, "cu130", "cu132", "cu132"),
     "driver-595-cuda132-rtx5090": (None, "cu130", "cu132", "cu132"),
     "driver-610-cuda133-b200": (None, "cu130", "cu132", "cu132"),
