@@ -100,18 +100,18 @@ def nvidia_problem(node: NodeGpus, release: str, variant: str, arch_list: str | 
     if not drivers.runs(node.driver, cuda):
         return (f"driver {driver} cannot run CUDA {cuda[0]}.{cuda[1]} (needs "
                 f"{drivers.minimum_driver(cuda)})")
+    # with torch_cuda, what cannot be known here is left to the job's kernel check on each GPU
     unknown = sorted({name for name, capability in node.gpus if capability is None})
-    if unknown_arch_ok and (arch_list is None or unknown):
-        return None  # torch_cuda names the build: the job's kernel check on each GPU decides
     if arch_list is None:
-        return f"nodeprov does not know which GPU architectures {variant} was built for"
-    if unknown:
+        return None if unknown_arch_ok else (
+            f"nodeprov does not know which GPU architectures {variant} was built for")
+    if unknown and not unknown_arch_ok:
         return (f"the compute capability of {', '.join(unknown)} is unknown "
                 f"({node.capability_note or 'not reported'}); set torch_cuda to name a build")
     built = parse_arch_list(arch_list)
     full = drivers.full_support(node.driver, node.driver_cuda)
-    for name, capability in sorted(set(node.gpus), key=lambda gpu: (gpu[1] or (0, 0), gpu[0])):
-        assert capability is not None
+    known = {(name, capability) for name, capability in node.gpus if capability is not None}
+    for name, capability in sorted(known, key=lambda gpu: (gpu[1], gpu[0])):
         missing = _kernel_problem(capability, built, full is not None and full >= cuda, driver,
                                   cuda)
         if missing:

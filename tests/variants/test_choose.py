@@ -209,3 +209,15 @@ def test_unknown_capability_refused_with_its_reason_unless_torch_cuda_names_the_
     assert choose_cluster_variant(builds, {"v": unknown}, "cu118").variant == "cu118"
     with pytest.raises(NoVariant, match=r"driver 470\.182\.03 cannot run CUDA 12\.4"):
         choose_cluster_variant(builds, {"v": unknown}, "cu124")
+
+
+def test_torch_cuda_still_checks_the_gpus_whose_capability_is_known() -> None:
+    # one GPU unknown beside a known B200 (sm_100): torch 2.4.1's cu124 has no kernel for it,
+    # and naming the build with torch_cuda leaves only the unknown GPU to the job's check
+    mixed = NodeGpus("x86_64", parse_driver("580.95.05"), (13, 0),
+                     (("NVIDIA B200", (10, 0)), ("GPU of an unknown model", None)),
+                     capability_note="not reported")
+    builds = known_builds("2.4.1")
+    assert builds is not None
+    with pytest.raises(NoVariant, match=r"NVIDIA B200 \(sm_100\)"):
+        choose_cluster_variant(builds, {"v": mixed}, "cu124")
