@@ -1,10 +1,7 @@
 """The nodeprov command line (the ``nodeprov`` entry point is ``nodeprov.cli:app``): it parses
 the options, each defined once in ``cli.options`` so it has one meaning on every command, runs
 the command's module from ``nodeprov.commands`` (imported only then: ``--help`` stays fast) and
-maps its errors to the exit code in one place (``cli.exits``).
-
-Exit codes: 0 all good; 1 a host failed, was unreachable, or a check failed; 2 invalid input or
-usage (nothing was changed on any node).
+maps its errors to the exit code in one place (``cli.exits``; the codes: ``nodeprov.errors``).
 """
 
 from __future__ import annotations
@@ -100,8 +97,7 @@ def apply(
                          limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
                          forks=forks, accept_new_host_keys=accept_new_host_keys,
                          json_path=json_path, html_path=html_path, verbose=verbose,
-                         list_hosts=list_hosts,
-                         list_tasks=list_tasks)
+                         list_hosts=list_hosts, list_tasks=list_tasks)
     raise typer.Exit(code)
 
 

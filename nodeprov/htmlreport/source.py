@@ -15,6 +15,7 @@ from typing import Any
 
 from nodeprov.errors import InputError
 from nodeprov.jsonreport import schema
+from nodeprov.util.units import clipped
 
 SAID_AT_MOST = 200  # characters of a schema error's words: it may quote a huge value
 
@@ -37,7 +38,7 @@ def check_report(report: Mapping[str, Any], source: str) -> None:
         _validator()(report)
     except JsonSchemaValueException as error:
         said = error.message.removeprefix(error.name or "").strip()  # the field says where
-        said = said if len(said) <= SAID_AT_MOST else said[:SAID_AT_MOST] + "..."
+        said = clipped(said, SAID_AT_MOST)
         raise InputError(f"{said}; not a nodeprov JSON report (see nodeprov/report.schema.json, "
                          "written by --json of apply, verify, facts and run)", source=source,
                          field="/".join(map(str, error.path[1:])) or "(top)") from None

@@ -31,6 +31,7 @@ from typing import Any
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.options import OUTPUT_LIMIT
+from nodeprov.remote.sudo import refused
 from nodeprov.util.validate import printable
 
 STATE_DIR = "/var/lib/nodeprov"
@@ -152,8 +153,7 @@ class RunLock:
             if lost():
                 raise ConnectionError("connection dropped")
             if answered and not output.startswith(started):
-                raise HostError(self.host, "facts", "sudo refused the password (facts)",
-                                hint="is ansible_become_password right?")
+                raise refused(self.host, "facts", "facts")
             stderr = errors.replace(asked, b"").decode(errors="replace")
             raise CommandFailed(self.host, "facts", "sh facts.sh under the run lock",
                                 channel.exit_status, stderr or output.decode(errors="replace"))

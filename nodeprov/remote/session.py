@@ -32,13 +32,15 @@ from nodeprov.remote.channel import Send, SudoRefused, converse
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.remote.nodelock import RunLock, holder_argv, keepalive, under_batch_lock
 from nodeprov.remote.options import OUTPUT_LIMIT, SshOptions
-from nodeprov.remote.sudo import Answer, SudoPrompt, as_root
+from nodeprov.remote.sudo import Answer, SudoPrompt, as_root, refused
 from nodeprov.remote.transfer import describe, run_local, stage, upload
+from nodeprov.util.units import clipped
 
 if TYPE_CHECKING:
     from nodeprov.inventory.model import Host
     from nodeprov.remote.hostkeys import SshFiles
     from nodeprov.util.progress import Transfers
+
 
 @dataclass(frozen=True)
 class Result:
@@ -113,7 +115,7 @@ class Session:
         """Run argv (with sudo when the host says become, unless ``as_login``: then as the
         login user, in the environment any new SSH session gets) and return its output, any
         exit; ``what`` names it in errors (default: argv)."""
-        what = what or _short(argv)
+        what = what or clipped(" ".join(argv), 59)
         self.round_trips += 1
         password = self.host.become_password if self.host.become and not as_login else None
         answer = Answer(self._sudo, password) if password else None
@@ -126,8 +128,7 @@ class Session:
             )
         except Exception as error:
             if type(getattr(error, "reason", None)).__name__ == "ResponseNotAccepted":
-                raise HostError(self.host.name, task, f"sudo refused the password ({what})",
-                                hint="is ansible_become_password right?") from None
+                raise refused(self.host.name, task, what) from None
             raise self._broken(task, what, describe(error)) from None
         if self._lost:
             raise self._broken(task, what, "")
@@ -149,7 +150,7 @@ class Session:
                  timeout: float | None = None) -> Result:
         """``run`` on a channel of its own (remote.channel), for ``send``'s bulk data to stdin
         or a heartbeat byte every ``beat`` s; ``argv`` says ``token`` on stderr once it runs."""
-        what = what or _short(argv)
+        what = what or clipped(" ".join(argv), 59)
         self.round_trips += 1
         try:
             done = converse(self._connection.transport,
@@ -160,8 +161,7 @@ class Session:
                             out=echo[0] if echo else None, err=echo[1] if echo else None,
                             timeout=timeout or self.options.command_timeout)
         except SudoRefused:
-            raise HostError(self.host.name, task, f"sudo refused the password ({what})",
-                            hint="is ansible_become_password right?") from None
+            raise refused(self.host.name, task, what) from None
         except (TimeoutError, InterruptedError) as error:  # too slow, or stopped by the caller
             raise HostError(self.host.name, task, f"{what}: {error}") from None
         except Exception as error:
@@ -254,7 +254,7 @@ class Session:
         token = secrets.token_hex(8)
         script = batch_script(batch, then_read, functools.partial(self.stage, task))
         result = self.run(under_batch_lock(["sh", "-c", script, "nodeprov", token]),
-                          task=task, what=_short(list(map(str, batch))))
+                          task=task, what=clipped(" ".join(map(str, batch)), 59))
         if result.exit_code != 0:
             failed, output = failed_step(result.stderr, token)
             if failed == len(batch):
@@ -297,7 +297,3 @@ class Session:
             self.connections += probe.connections
             self.round_trips += probe.round_trips
 
-
-def _short(argv: Sequence[str]) -> str:
-    text = " ".join(argv)
-    return text if len(text) < 60 else text[:57] + "..."

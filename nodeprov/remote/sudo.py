@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nodeprov.errors import HostError
+
 if TYPE_CHECKING:
     from nodeprov.inventory.model import Host
 
@@ -89,3 +91,9 @@ class Answer:
             self.answered = True
             return [self._password + "\n"]
         return []
+
+
+def refused(node: str, task: str, what: str) -> HostError:
+    """The error for a password sudo would not take (asked again), on ``what``."""
+    return HostError(node, task, f"sudo refused the password ({what})",
+                     hint="is ansible_become_password right?")

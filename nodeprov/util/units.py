@@ -1,4 +1,5 @@
-"""Amounts as people read them: a message size in the sweep's table, chart and verdicts.
+"""Amounts as people read them: a message size in the sweep's table, chart and verdicts; a
+text cut to the length a line has room for.
 
     >>> human_bytes(64 * 1024 * 1024)
     '64 MiB'
@@ -18,3 +19,12 @@ def human_bytes(size: int) -> str:
             return f"{size} {unit}"
         size //= 1024
     return f"{size} GiB"
+
+
+def clipped(text: str, most: int) -> str:
+    """``text`` when it has at most ``most`` characters, else its start and "..." in that many.
+
+    >>> clipped("sudo -n -- sh -c 'exec ufw'", 12)
+    'sudo -n -...'
+    """
+    return text if len(text) <= most else text[:most - 3] + "..."

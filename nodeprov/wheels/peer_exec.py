@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.nodeside.peer_scripts import FETCH, SERVE
 from nodeprov.remote.actions import STOP_MARKED, Action, Run, Write
+from nodeprov.util.units import clipped
 from nodeprov.wheels.installer import MAKE_UPLOAD_DIR, Install
 from nodeprov.wheels.peers import (
     MAX_WHEEL,
@@ -110,10 +111,10 @@ def install_failed(error: CommandFailed, action: Install) -> InstallFailed:
     fixed = len(f"{error.node}: {error.task}: could not install {action.what} from  "
                 f"({action.hint})")
     room = max(FIRST_LINE - fixed, 24)
-    source = action.source if len(action.source) <= room else action.source[:room - 3] + "..."
+    source = clipped(action.source, room)
     lines = [line.strip() for line in redact(error.output).splitlines() if line.strip()]
-    details = [line if len(line) <= 300 else line[:297] + "..." for line in
-               lines[-DETAIL_LINES:]] or [f"exited {error.returncode}"]
+    details = [clipped(line, 300) for line in lines[-DETAIL_LINES:]] or [
+        f"exited {error.returncode}"]
     return InstallFailed(error.node, error.task, f"could not install {action.what}"
                          + (f" from {source}" if source else ""), hint=action.hint,
                          details=details)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from nodeprov.errors import NodeprovError
 from nodeprov.util import validate
+from nodeprov.util.units import clipped
 from nodeprov.wheels.sources import redact
 
 LOG_NAME = ".fetch.log"
@@ -126,4 +127,4 @@ def pip_reason(output: str, exit_code: int) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
     reason = (errors or lines or [f"pip exited {exit_code}"])[-1]
-    return reason if len(reason) <= 200 else reason[:197] + "..."
+    return clipped(reason, 200)
