@@ -131,13 +131,15 @@ class _Talk:
                 self.err.feed(chunk)
                 continue
             self.early += chunk
-            if self.prompt and self.early.count(self.prompt) > self.answered:
+            # sudo's prompts are those before the token: what follows it in the same chunk is
+            # the command's own stderr, never answered
+            before, ready, rest = self.early.partition(self.ready)
+            if self.prompt and not ready and before.count(self.prompt) > self.answered:
                 if self.answered or not self.password:
                     raise SudoRefused()
                 self.channel.sendall(self.password.encode() + b"\n")
                 self.answered = True
-            if self.ready in self.early:
-                rest = self.early.split(self.ready, 1)[1]
+            if ready:
                 self.early = None
                 self.err.feed(rest)
 

@@ -172,3 +172,14 @@ def test_a_command_that_ends_while_data_still_comes_says_why_not_the_broken_pipe
     done, _ = talk(f"echo {TOKEN} >&2; head -c 10 > /dev/null; echo 'refused: a link' >&2; "
                    "exit 3", send=lambda write: [write(b"x" * (1 << 20)) for _ in range(64)])
     assert (done.exit_code, done.stderr) == (3, "refused: a link\n")
+
+
+@pytest.mark.parametrize("sudo", ["", SUDO], ids=["no prompt (NOPASSWD)", "answered"])
+def test_a_prompt_the_command_prints_right_after_its_token_is_never_answered(sudo: str) -> None:
+    # the token and the command's first stderr in one read: a job running as root can print
+    # the prompt (sudo's argv shows it); that is neither sudo asking nor a refusal
+    done, channel = talk(sudo + f"printf '%s\\n%s' {TOKEN} '{SUDO_PROMPT}' >&2; "
+                         'got=$(timeout 1 head -n 1); echo "stdin:[$got]"',
+                         password="Pw-7f3a", prompt=SUDO_PROMPT)
+    assert done.stdout == "stdin:[]\n" and done.stderr == SUDO_PROMPT
+    assert channel.writes == ([len("Pw-7f3a\n")] if sudo else [])
