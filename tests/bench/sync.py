@@ -12,9 +12,9 @@ folder it has never seen: ``scp -r -q`` to node1
 -- noop.py``: the sync's own time is what the run's JSON report gives each node (``sync_s``:
 from the first read of the nodes' files to the node's last file received; the longest node's is
 reported), the whole command's wall time beside it (SSH connections, facts, the sync, torchrun
-starting a script that does nothing). torchrun comes from one venv under ROOT that every node
-sees (torch from the wheels under /opt, as the tests install it). Each timed command waits for a
-quiet machine first. A table goes to stdout, progress to stderr.
+starting a script that does nothing). torchrun comes from one venv under ROOT that the testbed
+shares with its nodes (torch from the wheels under /opt, as the tests install it). Each timed
+command waits for a quiet machine first. A table goes to stdout, progress to stderr.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ def code_folder(path: Path) -> Path:
 
 
 def shared_venv(root: Path) -> Path:
-    """A venv with torch under ROOT (which every testbed node sees), made once."""
-    venv = root / "sync-venv"
+    """A venv with torch under ROOT (the testbed shares it with its nodes), made once."""
+    venv = (root / "sync-venv").resolve()  # shared by its real path
     if not (venv / "bin" / "torchrun").exists():
         log(f"sync bench: a torch venv in {venv} (once)")
         subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True)
@@ -72,7 +72,8 @@ def shared_venv(root: Path) -> Path:
 
 def bench(nodes: int, reps: int, root: Path, folder: Path, venv: Path) -> list[dict[str, Any]]:
     rows = []
-    with fresh_testbed(root / "sync-testbed", nodes) as (bed, _, _):
+    # nodes see nothing of this machine's but what is shared (testbed/nodeinit.py)
+    with fresh_testbed(root / "sync-testbed", nodes, shared=[str(venv)]) as (bed, _, _):
         inventory = yaml.safe_load(bed.inventory_path.read_text())
         inventory["all"]["vars"]["venv_path"] = str(venv)
         path = root / "sync-inventory.yaml"
