@@ -1,7 +1,7 @@
 """The become password answers sudo's own prompt, once, before the command starts, and never
 later output (issue #23): unit cases of the watcher, then a real sudo on a testbed node, where
 a command that prints sudo's prompt (read from sudo's own argv, or the old fixed one) and reads
-its stdin must not receive the password."""
+its stdin must not receive the password, through Session.run or Session.converse."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.conftest import MakeTestbed
 
 PASSWORD = "Sudo-Canary-4d1e"  # noqa: S105 - the test's own canary
 PROMPT = SudoPrompt.new()
+TOKEN = "nodeprov-test-started"  # what a converse command says once it runs
 
 
 def test_each_session_has_its_own_prompt_and_mark() -> None:
@@ -93,13 +94,23 @@ def test_a_command_that_prints_the_prompt_never_receives_the_password(
             stolen = session.run(["sh", "-c", THIEF])
             assert stolen.stdout.endswith("stdin:[]\n"), (nopasswd, stolen)
             assert PASSWORD not in stolen.stdout + stolen.stderr
-            # the command's stdin still reaches it, after sudo took its password
-            assert session.run(["cat"], stdin="to the command\n").stdout == "to the command\n"
+            # on a channel of its own (converse) too, where its stdin reaches it once it said
+            # its token, after sudo took its password
+            stolen = session.converse(["sh", "-c", f"echo {TOKEN} >&2; {THIEF}"], TOKEN,
+                                      task="sudo")
+            assert stolen.stdout.endswith("stdin:[]\n"), (nopasswd, stolen)
+            assert PASSWORD not in stolen.stdout + stolen.stderr
+            fed = session.converse(["sh", "-c", f"echo {TOKEN} >&2; cat"], TOKEN, task="sudo",
+                                   send=lambda write: write(b"to the command\n"))
+            assert fed.stdout == "to the command\n"
             assert session.run(["id", "-u"]).stdout == "0\n"
     bed.exec("node1", "sh", "-c", ADD_USER, "add-user", PASSWORD, "", check=True)
     wrong = Host("node1", bed.address("node1"), bed.address("node1"), user="alice",
                  key_file=str(bed.layout.client_key), become=True, become_password="Wrong-1",
                  vars={"ssh_config_file": str(bed.ssh_config_path)})
-    with Session(wrong, SshOptions()) as session, pytest.raises(
-            HostError, match="sudo refused the password"):
-        session.run(["cat"], stdin="never to sudo\n")
+    with Session(wrong, SshOptions()) as session:
+        with pytest.raises(HostError, match="sudo refused the password"):
+            session.run(["true"])
+        with pytest.raises(HostError, match="sudo refused the password"):
+            session.converse(["sh", "-c", f"echo {TOKEN} >&2; cat"], TOKEN, task="sudo",
+                             send=lambda write: write(b"never to sudo\n"))
