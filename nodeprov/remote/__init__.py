@@ -35,8 +35,10 @@ its own, written in large blocks once the command says it runs (after sudo's pro
 
 Modules: actions (what may be done), options (SshOptions), session (Session), channel
 (converse: a command on a channel of its own, for bulk stdin or a heartbeat), connect
-(connect_all: every host at once), hostkeys (ssh_config, known_hosts, jump hosts), sudo, batch,
-transfer, nodelock (the run and batch locks, keepalive), facts (what a node is, as
-nodeside/facts.sh reads it) and factcheck (each fact held to a pattern), reader (exact file
-contents).
+(connect_all: every host at once), dial (a connection tried again while sshd turns it away),
+hostkeys (ssh_config, known_hosts, jump hosts), proxycommand (a ProxyCommand that says why it
+failed), capture (a node's output read with a limit), sudo (the one rule for the become
+password), batch, transfer, nodelock (the run and batch locks, keepalive), facts (what a node
+is, as nodeside/facts.sh reads it) and factcheck (each fact held to a pattern), reader (exact
+file contents).
 """

@@ -28,8 +28,10 @@ class BoundedRemote(Remote):  # type: ignore[misc]
     read_chunk_size = 65536
 
     def respond(self, buffer_: list[str]) -> None:
-        # the join costs as much without a watcher to show it to
-        if self.watchers and buffer_ is self.stderr:
+        # the join costs as much without a watcher to show it to, or once every watcher (sudo's
+        # Answer) saw its command start: a command's own megabytes of stderr stay linear
+        if buffer_ is self.stderr and not all(getattr(watcher, "started", True)
+                                              for watcher in self.watchers):
             super().respond(buffer_)
 
     def read_proc_output(self, reader: Callable[[int], bytes]) -> Iterator[str]:

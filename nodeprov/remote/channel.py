@@ -22,15 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from nodeprov.errors import NodeprovError
+from nodeprov.remote.sudo import START_WAIT, SudoGate
 
 KEPT = 1 << 20  # characters of each stream kept for the result (the full log is ``out``'s)
-START_WAIT = 120.0  # for sudo to check the password and start the command (as nodelock's)
 Send = Callable[[Callable[[bytes], None]], None]  # gets ``write``, calls it with each block
-
-
-class SudoRefused(NodeprovError):
-    """sudo asked for the password a second time (the caller's HostError says so)."""
 
 
 @dataclass(frozen=True)
@@ -81,9 +76,9 @@ class _Talk:
     def __init__(self, channel: Any, token: str, password: str, prompt: str, out: _Output,
                  err: _Output) -> None:
         self.channel, self.out, self.err = channel, out, err
-        self.ready, self.prompt, self.password = f"{token}\n".encode(), prompt.encode(), password
+        self.ready, self.prompt = f"{token}\n".encode(), prompt.encode()
         self.early: bytes | None = b""  # stderr before the token; None once it came
-        self.answered = False
+        self.gate = SudoGate(prompt, password, mark=f"{token}\n")
         self.failed: list[BaseException] = []
 
     def run(self, send: Send | None, beat: float, timeout: float | None) -> Conversation:
@@ -132,13 +127,11 @@ class _Talk:
                 continue
             self.early += chunk
             # sudo's prompts are those before the token: what follows it in the same chunk is
-            # the command's own stderr, never answered
-            before, ready, rest = self.early.partition(self.ready)
-            if self.prompt and not ready and before.count(self.prompt) > self.answered:
-                if self.answered or not self.password:
-                    raise SudoRefused()
-                self.channel.sendall(self.password.encode() + b"\n")
-                self.answered = True
+            # the command's own stderr, never answered (latin-1: every byte one character)
+            typed = self.gate.reply(self.early.decode("latin-1"))
+            if typed:
+                self.channel.sendall(typed.encode())
+            _, ready, rest = self.early.partition(self.ready)
             if ready:
                 self.early = None
                 self.err.feed(rest)

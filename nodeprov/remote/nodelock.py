@@ -31,7 +31,7 @@ from typing import Any
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.options import OUTPUT_LIMIT
-from nodeprov.remote.sudo import refused
+from nodeprov.remote.sudo import START_WAIT, SudoGate, SudoRefused, refused
 from nodeprov.util.validate import printable
 
 STATE_DIR = "/var/lib/nodeprov"
@@ -50,9 +50,6 @@ LOCK_DIR_READY = r"""ready_lock_dir() {
   done
 }
 """
-# for sudo to check the password (PAM, LDAP) and start the command: a last resort (a refused
-# password is seen at once), so generous enough for a node or machine saturated by a big run
-SUDO_SECONDS = 120.0
 # Prints "started" (sudo let it run), then "held" or "busy: why" (the run lock, and no batch
 # still running, within $wait s), then runs the read script given after it (the facts), fd 9
 # closed and no stdin; held, it keeps the lock until the channel's EOF or $quiet s without a
@@ -118,23 +115,25 @@ class RunLock:
         raises HostError naming the holder (``wait`` 0: no error, not held). Transport errors
         propagate; ``lost()`` ends the wait early (the connection was dropped)."""
         started, end = b"started\n", f"\n@@{token} end\n".encode()
-        output, errors, asked, answered = b"", b"", prompt.encode(), 0
+        output, errors, gate = b"", b"", SudoGate(prompt, password)
         channel = transport.open_session()
         channel.exec_command(command)
         channel.settimeout(1.0)
         # a sudo that never starts the command (a refused password) is given up on
-        sudo_deadline = time.monotonic() + SUDO_SECONDS
+        sudo_deadline = time.monotonic() + START_WAIT
         ended = False
         while not ended and not lost() and (
                 output.startswith(started) or time.monotonic() < sudo_deadline):
             while channel.recv_stderr_ready():
                 errors += channel.recv_stderr(65536)
             # sudo's prompt, before the holder said it started: typed at once, and only then
-            if not output.startswith(started) and errors.count(asked) > answered:
-                if answered or not password:
-                    break  # it asks again: the password was refused
-                channel.sendall(password.encode() + b"\n")
-                answered += 1
+            gate.started = output.startswith(started)
+            try:
+                typed = gate.reply(errors.decode("latin-1"))
+            except SudoRefused:
+                break  # it asks again: the password was refused
+            if typed:
+                channel.sendall(typed.encode())
             try:
                 chunk = channel.recv(65536)
             except TimeoutError:
@@ -152,9 +151,9 @@ class RunLock:
             channel.close()
             if lost():
                 raise ConnectionError("connection dropped")
-            if answered and not output.startswith(started):
+            if gate.answered and not output.startswith(started):
                 raise refused(self.host, "facts", "facts")
-            stderr = errors.replace(asked, b"").decode(errors="replace")
+            stderr = errors.replace(prompt.encode(), b"").decode(errors="replace")
             raise CommandFailed(self.host, "facts", "sh facts.sh under the run lock",
                                 channel.exit_status, stderr or output.decode(errors="replace"))
         state, _, read = output.decode(errors="replace").removeprefix("started\n").partition("\n")

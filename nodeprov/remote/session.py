@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 from nodeprov.remote.batch import batch_script, batches, failed_step
-from nodeprov.remote.channel import Send, SudoRefused, converse
+from nodeprov.remote.channel import Send, converse
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.remote.nodelock import RunLock, holder_argv, keepalive, under_batch_lock
 from nodeprov.remote.options import OUTPUT_LIMIT, SshOptions
-from nodeprov.remote.sudo import Answer, SudoPrompt, as_root, refused
+from nodeprov.remote.sudo import Answer, SudoPrompt, SudoRefused, as_root, refused
 from nodeprov.remote.transfer import describe, run_local, stage, upload
 from nodeprov.util.units import clipped
 

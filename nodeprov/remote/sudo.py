@@ -25,11 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nodeprov.errors import HostError
+from nodeprov.errors import HostError, NodeprovError
 
 if TYPE_CHECKING:
     from nodeprov.inventory.model import Host
 
+# for sudo to check the password (PAM, LDAP) and start the command: a last resort (a refused
+# password is seen at once), so generous enough for a node or machine saturated by a big run
+START_WAIT = 120.0
 # prints the start mark ($0) on stderr, then becomes the command
 _STARTED = 'printf "%s\\n" "$0" >&2; exec "$@"'
 
@@ -66,31 +69,58 @@ def as_root(host: Host, argv: Sequence[str], prompt: SudoPrompt, *,
     return ["sudo", "-S", "-p", prompt.text, "--", *started, *argv]
 
 
+class SudoRefused(NodeprovError):
+    """sudo asked for the password again, or asked with none to give (``refused`` says so)."""
+
+
+class SudoGate:
+    """The one rule for a become password, fed everything a command wrote on stderr so far:
+    the password is typed once, at sudo's prompt, before the start mark; a second prompt (or a
+    prompt with no password to give) is SudoRefused; once the mark came, nothing, whatever the
+    command prints. ``Answer`` (invoke's runner), ``channel.converse`` and the run lock use it.
+
+        gate = SudoGate(prompt.text, password, mark=prompt.mark + "\n")
+        gate.reply(stderr_so_far)   # the line to type now, or ""
+    """
+
+    def __init__(self, prompt: str, password: str, mark: str | None = None) -> None:
+        self.prompt, self.mark, self._password = prompt, mark, password
+        self.answered = False
+        self.started = False  # the mark came (or the caller saw the command start)
+
+    def reply(self, stderr: str) -> str:
+        if self.started or not self.prompt:
+            return ""
+        before, mark, _ = stderr.partition(self.mark) if self.mark else (stderr, "", "")
+        self.started = bool(mark)
+        if before.count(self.prompt) > self.answered:
+            if self.answered or not self._password:
+                raise SudoRefused()
+            if not mark:
+                self.answered = True
+                return self._password + "\n"
+        return ""
+
+
 class Answer:
     """Types the password once at sudo's prompt, before the command started: an invoke
     watcher, fed stderr only (``capture.BoundedRemote``)."""
 
     def __init__(self, prompt: SudoPrompt, password: str) -> None:
-        self.prompt = prompt
-        self._password = password
-        self.answered = False
-        self.started = False  # the mark came: the command runs
+        self.gate = SudoGate(prompt.text, password, mark=prompt.mark + "\n")
+
+    @property
+    def started(self) -> bool:
+        return self.gate.started
 
     def submit(self, stream: str) -> list[str]:
-        if self.started:
-            return []
-        before, mark, _ = stream.partition(self.prompt.mark + "\n")
-        asked = before.count(self.prompt.text)
-        if mark:
-            self.started = True
-        if asked > 1:
+        try:
+            typed = self.gate.reply(stream)
+        except SudoRefused:
             from invoke.exceptions import ResponseNotAccepted  # lazy, as Fabric
 
-            raise ResponseNotAccepted("sudo refused the password")
-        if asked == 1 and not self.answered and not mark:
-            self.answered = True
-            return [self._password + "\n"]
-        return []
+            raise ResponseNotAccepted("sudo refused the password") from None
+        return [typed] if typed else []
 
 
 def refused(node: str, task: str, what: str) -> HostError:

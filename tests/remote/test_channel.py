@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from nodeprov.remote.channel import SudoRefused, converse
-from nodeprov.remote.sudo import SudoPrompt
+from nodeprov.remote.channel import converse
+from nodeprov.remote.sudo import SudoPrompt, SudoRefused
 
 TOKEN = "0f0f0f0f0f0f0f0f"
 

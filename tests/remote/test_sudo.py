@@ -15,7 +15,7 @@ from nodeprov.errors import HostError
 from nodeprov.inventory import Host
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
-from nodeprov.remote.sudo import Answer, SudoPrompt, as_root
+from nodeprov.remote.sudo import Answer, SudoGate, SudoPrompt, SudoRefused, as_root
 from tests.conftest import MakeTestbed
 
 PASSWORD = "Sudo-Canary-4d1e"  # noqa: S105 - the test's own canary
@@ -48,7 +48,21 @@ def test_the_password_answers_the_prompt_before_the_mark_once() -> None:
 
 def test_a_prompt_after_the_mark_is_never_answered() -> None:
     answer = Answer(PROMPT, PASSWORD)  # sudo asked nothing (NOPASSWD), the command prints it
-    assert answer.submit(f"{PROMPT.mark}\n{PROMPT.text}") == [] and not answer.answered
+    assert answer.submit(f"{PROMPT.mark}\n{PROMPT.text}") == [] and not answer.gate.answered
+
+
+def test_the_gate_without_a_mark_stops_where_its_caller_saw_the_command_start() -> None:
+    # the run lock's holder says "started" on stdout: the caller tells the gate
+    gate = SudoGate(PROMPT.text, PASSWORD)
+    assert gate.reply(f"lecture\n{PROMPT.text}") == PASSWORD + "\n"
+    gate.started = True
+    assert gate.reply(f"lecture\n{PROMPT.text}\n{PROMPT.text}") == ""  # the command's own
+
+
+def test_a_prompt_with_no_password_to_give_is_a_refusal() -> None:
+    with pytest.raises(SudoRefused):
+        SudoGate(PROMPT.text, "", mark=PROMPT.mark + "\n").reply(PROMPT.text)
+    assert SudoGate("", "", mark=PROMPT.mark + "\n").reply(PROMPT.text) == ""  # no become
 
 
 def test_a_second_prompt_is_a_refused_password() -> None:
