@@ -1,5 +1,6 @@
 """Secrets kept out of everything nodeprov writes: the sudo password and what a vault
-decrypted are replaced by ``********`` in its output, errors, warnings and JSON reports.
+decrypted are replaced by ``********`` in its output, errors, warnings and JSON reports, and the
+password or token of any URL (a package index's) by ``***`` (``mask_urls``).
 
     redactor = Redactor()
     with redactor.streams():            # sys.stdout and sys.stderr go through it
@@ -15,6 +16,7 @@ own output streamed live may split a value across two writes.
 from __future__ import annotations
 
 import io
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -23,6 +25,20 @@ from typing import Any, TextIO
 
 MASK = "********"
 MIN_LENGTH = 4
+# http(s)://user:password@ or http(s)://token@ (pip takes a lone user name as a token); an
+# ssh://user@host of a jump host is no secret
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[Hh][Tt][Tt][Pp][Ss]?://)(?P<user>[^/@\s:]+)"
+                              r"(?P<password>:[^/@\s]*)?@")
+
+
+def mask_urls(text: str) -> str:
+    """``text`` with the passwords and tokens of the URLs in it masked.
+
+    >>> mask_urls("pip: https://ci:s3cret@m.example/simple and https://tok@m.example/x")
+    'pip: https://ci:***@m.example/simple and https://***@m.example/x'
+    """
+    return _URL_CREDENTIALS.sub(lambda found: found["scheme"] + (
+        f"{found['user']}:***@" if found["password"] else "***@"), text)
 
 
 class Redactor:
@@ -52,13 +68,13 @@ class Redactor:
         """
         >>> redactor = Redactor()
         >>> redactor.add({"s3cret-pw", "pw"})
-        >>> redactor.redact("sudo -p s3cret-pw (pw)")
-        'sudo -p ******** (pw)'
+        >>> redactor.redact("sudo -p s3cret-pw (pw) https://ci:tok@m.example/simple")
+        'sudo -p ******** (pw) https://ci:***@m.example/simple'
         """
         for secret in self._secrets():
             if secret in text:
                 text = text.replace(secret, MASK)
-        return text
+        return mask_urls(text)
 
     def walk(self, value: Any) -> Any:
         """``value`` (a JSON report) with every text in it redacted, keys too."""

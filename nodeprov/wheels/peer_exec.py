@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.nodeside.peer_scripts import FETCH, SERVE
 from nodeprov.remote.actions import STOP_MARKED, Action, Run, Write
+from nodeprov.util.redact import mask_urls
 from nodeprov.util.units import clipped
 from nodeprov.wheels.installer import MAKE_UPLOAD_DIR, Install
 from nodeprov.wheels.peers import (
@@ -34,7 +35,6 @@ from nodeprov.wheels.peers import (
     alone,
 )
 from nodeprov.wheels.resolve import Pinned, requirements
-from nodeprov.wheels.sources import redact
 from nodeprov.wheels.wheelhouse import DownloadFailed
 
 # a fetch slower than this gives up for the next source (or the upload): a stuck node
@@ -112,7 +112,7 @@ def install_failed(error: CommandFailed, action: Install) -> InstallFailed:
                 f"({action.hint})")
     room = max(FIRST_LINE - fixed, 24)
     source = clipped(action.source, room)
-    lines = [line.strip() for line in redact(error.output).splitlines() if line.strip()]
+    lines = [line.strip() for line in mask_urls(error.output).splitlines() if line.strip()]
     details = [clipped(line, 300) for line in lines[-DETAIL_LINES:]] or [
         f"exited {error.returncode}"]
     return InstallFailed(error.node, error.task, f"could not install {action.what}"
@@ -134,10 +134,10 @@ def _copy(session: Session, distribution: Distribution, task: str, action: PeerU
         if isinstance(error, HostError):
             if not action.optional:
                 raise
-            why = redact(error.message)
+            why = mask_urls(error.message)
         else:
             why = f"this machine could not download {action.fill.what if action.fill else ''} " \
-                  f"{redact(str(error))}"
+                  f"{mask_urls(str(error))}"
             if not action.optional:
                 raise HostError(session.host.name, task, why) from None
         distribution.warn(session.host.name, f"{action.optional}: {why}")
@@ -183,7 +183,7 @@ def _download(session: Session, distribution: Distribution, task: str,
         if seed:
             distribution.failed(action.key)
         distribution.warn(host, "wheels downloaded by this node alone: this machine could not "
-                          f"resolve them to check the others' copies ({redact(str(error))})")
+                          f"resolve them to check the others' copies ({mask_urls(str(error))})")
         session.execute(task, [alone(action)])
         return
     if seed:
@@ -216,7 +216,7 @@ def _pinned(action: PeerDownload) -> tuple[str, ...]:
 
 
 def _last_line(output: str) -> str:
-    lines = [line.strip() for line in redact(output).splitlines() if line.strip()]
+    lines = [line.strip() for line in mask_urls(output).splitlines() if line.strip()]
     return (lines or ["no output"])[-1][:200]
 
 

@@ -32,7 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodeprov.wheels.sources import Sources, redact
+from nodeprov.util.redact import mask_urls
+from nodeprov.wheels.sources import Sources
 
 ENV_PREFIX = "pip-env "
 # Needs $venv; appends the pip files to "$@" for nodeprov_read, in pip's override order.
@@ -165,4 +166,4 @@ def for_this_machine(sources: Sources, default: tuple[str, ...], here: NodePip, 
     if here.configured:
         return (), here.describe()
     urls = [word for word in default if not word.startswith("-")]
-    return default, redact(", ".join(urls)) or "pip's default index (https://pypi.org/simple)"
+    return default, mask_urls(", ".join(urls)) or "pip's default index (https://pypi.org/simple)"

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from nodeprov.wheels.sources import redact
+from nodeprov.util.redact import mask_urls
 from nodeprov.wheels.wheelhouse import DownloadFailed, pip_reason
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -51,11 +51,11 @@ def resolve(platform_args: tuple[str, ...], sources: tuple[str, ...],
     done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           check=False)
     if done.returncode != 0:
-        raise DownloadFailed(pip_reason(redact(done.stdout + done.stderr), done.returncode))
+        raise DownloadFailed(pip_reason(mask_urls(done.stdout + done.stderr), done.returncode))
     try:
         return parse_report(done.stdout)
     except (ValueError, KeyError, AttributeError) as error:
-        raise DownloadFailed(f"pip's report: {redact(str(error))}") from None
+        raise DownloadFailed(f"pip's report: {mask_urls(str(error))}") from None
 
 
 def parse_report(text: str) -> tuple[Pinned, ...]:

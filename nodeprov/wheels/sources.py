@@ -11,32 +11,17 @@ everything else: torch's local label (``+cpu``, ``+cu130``) exists only on the P
 PyPI cannot shadow it. Given ``index_url``, ``extra_index_urls`` or ``find_links`` (a mirror, an
 air-gapped cluster), those replace the defaults entirely. An index URL may carry credentials
 (``https://user:token@mirror/simple``): they reach pip's command line and nothing else; every
-text nodeprov shows or writes goes through ``redact``.
+text nodeprov shows or writes goes through ``util.redact.mask_urls``.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from nodeprov.util.redact import mask_urls
 from nodeprov.variants.choose import index_url
 
 PYPI = "https://pypi.org/simple"
-# scheme://user:password@ or scheme://token@ (pip takes a lone user name as a token)
-_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s:]+)"
-                          r"(?P<password>:[^/@\s]*)?@")
-
-
-def redact(text: str) -> str:
-    """``text`` with the passwords and tokens of the URLs in it masked.
-
-    >>> redact("pip: https://ci:s3cret@m.example/simple and https://tok@m.example/x")
-    'pip: https://ci:***@m.example/simple and https://***@m.example/x'
-    """
-    return _CREDENTIALS.sub(lambda found: found["scheme"] + (
-        f"{found['user']}:***@" if found["password"] else "***@"), text)
-
-
 @dataclass(frozen=True)
 class Sources:
     """pip's source options as the inventory gives them (empty: the variant's defaults)."""
@@ -65,5 +50,5 @@ class Sources:
         """Where wheels come from, for a change summary: "/opt/wheels", "https://..."."""
         if not self.custom:
             return index_url(variant)
-        return redact(", ".join([*self.find_links, *([] if self.no_index else filter(
+        return mask_urls(", ".join([*self.find_links, *([] if self.no_index else filter(
             None, [self.index_url, *self.extra_index_urls]))]) or "no index (--no-index)")

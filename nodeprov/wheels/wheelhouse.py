@@ -25,8 +25,8 @@ from pathlib import Path
 
 from nodeprov.errors import NodeprovError
 from nodeprov.util import validate
+from nodeprov.util.redact import mask_urls
 from nodeprov.util.units import clipped
-from nodeprov.wheels.sources import redact
 
 LOG_NAME = ".fetch.log"
 _OLD_LOG = "fetch.log"  # where earlier versions logged, inside what is sent to the nodes
@@ -107,11 +107,11 @@ def fetch(dest: Path, pip_args: Sequence[str]) -> bool:
         started = time.monotonic()
         done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               check=False)
-        output = redact(done.stdout + done.stderr)
+        output = mask_urls(done.stdout + done.stderr)
         with open(dest / LOG_NAME, "a") as log:
             log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} pip exited {done.returncode} "
                       f"after {time.monotonic() - started:.0f}s: pip "
-                      f"{redact(' '.join(pip_args))}\n{output}\n")
+                      f"{mask_urls(' '.join(pip_args))}\n{output}\n")
         if done.returncode != 0:
             raise DownloadFailed(pip_reason(output, done.returncode))
         stamp.touch()
