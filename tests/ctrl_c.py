@@ -1,8 +1,9 @@
-"""Ctrl-C in tests, also when the test command itself runs with SIGINT ignored.
+"""Ctrl-C and a closed terminal in tests, also when the test command itself runs with SIGINT
+or SIGHUP ignored.
 
 A shell starts a background command (``nohup pytest ... &``, a CI runner's step) with SIGINT
-ignored, and Python then installs no KeyboardInterrupt handler; children inherit the ignored
-signal. Tests that press Ctrl-C give it its default meaning back::
+ignored, and Python then installs no KeyboardInterrupt handler; nohup ignores SIGHUP; children
+inherit the ignored signals. Tests that send them give them their default meaning back::
 
     subprocess.Popen(argv, preexec_fn=default_sigint)   # a process the test will interrupt
     with ctrl_c_raises():                                # the test's own process
@@ -17,9 +18,11 @@ from contextlib import contextmanager
 
 
 def default_sigint() -> None:
-    """For ``preexec_fn``: the child starts with SIGINT's default, so Python maps it to
-    KeyboardInterrupt as in a terminal."""
+    """For ``preexec_fn``: the child starts with SIGINT's and SIGHUP's defaults, as from a
+    terminal: Python maps SIGINT to KeyboardInterrupt, and nodeprov run takes SIGHUP as its
+    terminal closing (it leaves an ignored one ignored, as under nohup)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @contextmanager

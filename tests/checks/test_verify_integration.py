@@ -165,11 +165,12 @@ VENV_ONLY = """\
 """
 VENV_PLAYBOOK = VENV_ONLY + """\
     - name: torch
-      torch: {venv: "{{ venv_path }}", version: "{{ torch_version }}", cuda: "{{ torch_cuda }}"}
+      torch: {venv: "{{ venv_path }}", version: "{{ torch_version }}", cuda: "{{ torch_cuda }}",
+              numpy: false}
       tags: [venv]
 """
 # No torch wheel reaches the offline nodes in minutes, so a stand-in: the version.py and
-# dist-info the torch task reads, and the API its import check calls.
+# dist-info the torch task reads, and the API its import check calls (no numpy beside it).
 STAND_IN_TORCH = r"""set -e
 sp=$(echo "$1"/lib/python3*/site-packages); version=$2
 rm -rf "$sp"/torch "$sp"/torch-*.dist-info

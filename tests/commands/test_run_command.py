@@ -86,12 +86,15 @@ def test_the_syncs_bars_are_drawn_on_a_terminal_and_gone_when_it_ends() -> None:
 
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_raise_keyboardinterrupt_inside_and_say_which(number: int) -> None:
-    before = signal.getsignal(number)
-    with pytest.raises(KeyboardInterrupt) as raised, signals_interrupt() as received:
-        os.kill(os.getpid(), number)
-        signal.sigtimedwait([], 1)  # the handler's turn
-    assert received == [signal.Signals(number).name] == list(raised.value.args)
-    assert signal.getsignal(number) is before
+    before = signal.signal(number, signal.SIG_DFL)  # as from a terminal, also under nohup
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised, signals_interrupt() as received:
+            os.kill(os.getpid(), number)
+            signal.sigtimedwait([], 1)  # the handler's turn
+        assert received == [signal.Signals(number).name] == list(raised.value.args)
+        assert signal.getsignal(number) is signal.SIG_DFL  # as it was before
+    finally:
+        signal.signal(number, before)
 
 
 def test_a_signal_ignored_as_under_nohup_stays_ignored() -> None:

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from nodeprov.htmlreport import render_html
 from nodeprov.testbed.cluster import Testbed
+from tests.ctrl_c import default_sigint
 from tests.report_schema import assert_valid
 
 
@@ -90,12 +91,6 @@ def test_a_firewall_on_the_rendezvous_port_is_refused_before_anything_starts(
             f"node1 --tags firewall)") in report["diagnosis"]
     assert report["verdict"].startswith("FAIL: not started: the connectivity matrix found")
     assert leftovers(run_bed) == {}
-
-
-def default_sigint() -> None:
-    """The child takes Ctrl-C as a terminal sends it, even where the tests run with SIGINT
-    ignored (which a child would inherit)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def training(bed: Testbed, code: Path, out: Path, err: Path) -> subprocess.Popen[bytes]:

@@ -97,11 +97,12 @@ def test_bad_script(command: tuple[str, ...], says: str) -> None:
 # --- through the CLI --------------------------------------------------------------------------
 
 @pytest.fixture
-def ran(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, RunRequest, dict[str, Any]]]:
+def ran(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path | None, RunRequest, dict[str, Any]]]:
     """What the command would run, instead of connecting anywhere."""
-    calls: list[tuple[Path, RunRequest, dict[str, Any]]] = []
+    calls: list[tuple[Path | None, RunRequest, dict[str, Any]]] = []
 
-    def record(inventory: Path, made: RunRequest, **options: Any) -> int:
+    def record(inventory: Path | None, made: RunRequest, ansible: Any, redactor: Any,
+               **options: Any) -> int:
         calls.append((inventory, made, options))
         return 0
 
@@ -128,7 +129,8 @@ def test_without_an_inventory_argument_the_script_is_not_taken_for_one(
     (tmp_path / "inventory.yaml").write_text("all: {}\n")
     result = CliRunner().invoke(app, ["run", "--no-preflight", "--", "train.py"])
     assert result.exit_code == 0, result.output
-    assert ran[0][0] == Path("inventory.yaml") and ran[0][1].command == ("train.py",)
+    # no inventory given: the command opens the default (ansible.cfg's, ./inventory.yaml...)
+    assert ran[0][0] is None and ran[0][1].command == ("train.py",)
     assert not ran[0][1].preflight
 
 

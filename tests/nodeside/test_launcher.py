@@ -161,6 +161,9 @@ def test_the_lock_stays_held_until_the_jobs_last_process_is_gone(state: Path,
     step("prepare", state, second)
     with subprocess.Popen(["unshare", "--net", "--", "sleep", "600"]) as node:  # one node
         try:
+            # until unshare has made it, /proc/PID/ns/net is this machine's own namespace
+            assert within(10, lambda: os.readlink(f"/proc/{node.pid}/ns/net")
+                          != os.readlink("/proc/self/ns/net"))
             # the job's command ends at once; a process it started in a session of its own
             # lives on, and holds the lock after the launcher is gone
             job = subprocess.run(start_argv(state, first, "sh", "-c", "setsid sleep 300 &",

@@ -1,6 +1,7 @@
 import os
 import signal
 import subprocess
+import time
 
 from nodeprov.testbed.processes import ProcessId, kill_and_wait, node_processes, parse_stat
 
@@ -22,11 +23,21 @@ def test_a_process_is_known_by_pid_and_start_time() -> None:
 MARKER = "NODEPROV_TESTBED=nt123456"
 
 
+def carries_soon(process: ProcessId, marker: str) -> bool:
+    """``carries``, given a loaded machine the time to show the new process's environment."""
+    until = time.monotonic() + 5
+    while not process.carries(marker):
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_kill_and_wait_ends_the_process_and_ignores_the_gone() -> None:
     child = subprocess.Popen(["sleep", "60"], env={**os.environ, "NODEPROV_TESTBED": "nt123456"})
-    process = ProcessId.of(child.pid)
-    assert process is not None and process.carries(MARKER)
     try:
+        process = ProcessId.of(child.pid)
+        assert process is not None and carries_soon(process, MARKER)
         assert kill_and_wait([process, ProcessId(child.pid, process.start_time + 1)]) == []
         assert child.wait(timeout=5) == -9
     finally:
