@@ -93,6 +93,12 @@ def _summary(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _ranks(report: Mapping[str, Any]) -> list[tuple[int, str, Mapping[str, Any]]]:
+    """A run's ranks in order, each with its node and how it ended (``nodes.*.ranks``)."""
+    return sorted(((int(rank), name, end) for name, node in report["nodes"].items()
+                   for rank, end in node.get("ranks", {}).items()), key=lambda row: row[0])
+
+
 def render_html(report: Mapping[str, Any], source: str = "the report") -> str:
     """The HTML page of ``report`` (a JSON report as a dict); ``source`` names it in the
     InputError that a report breaking the schema raises."""
@@ -105,4 +111,5 @@ def render_html(report: Mapping[str, Any], source: str = "the report") -> str:
     return environment.get_template("report.html").render(
         report=report, summary=_summary(report), proofs=_proofs(report),
         drift=drift_table(report["checks"]) if report["command"] == "verify" else None,
+        ranks=_ranks(report) if report["command"] == "run" else [],
         timeline=timeline(report["hosts"]) if with_tasks else None)

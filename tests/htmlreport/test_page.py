@@ -53,6 +53,23 @@ def test_run_shows_each_nodes_exit_code_duration_and_log() -> None:
     assert "ValueError: rank 3 fails on purpose at step 2" in text
 
 
+def test_run_shows_each_ranks_own_exit_code_duration_and_log() -> None:
+    # run-3-fail was recorded before the report had each rank's end: these are written in, as
+    # nodeprov run now reports them (rank 3 raised; the others were stopped by SIGTERM)
+    report = recorded("run-3-fail")
+    for name, ranks in (("node1", (0, 1)), ("node2", (2, 3)), ("node3", (4, 5))):
+        report["nodes"][name]["ranks"] = {str(rank): {
+            "exit_code": 1 if rank == 3 else -15, "duration_s": 30.0 + rank}
+            for rank in ranks}
+    dom = Dom.of(render_html(report))
+    rows = [row for row in dom.find("tr") if "data-rank" in row.attrs]
+    assert [row.attrs["data-rank"] for row in rows] == ["0", "1", "2", "3", "4", "5"]
+    text = "".join(t for e in dom.elements for t in e.text)
+    assert "33.0 s" in text and report["nodes"]["node2"]["log"] in text
+    assert [cell.text for cell in dom.find("td", "failed")].count(["1"]) == 2  # node2, rank 3
+    assert len([cell for cell in dom.find("td", "stopped") if cell.text == ["-15"]]) == 5
+
+
 def test_verify_shows_drift_by_node_and_item_with_the_repair() -> None:
     dom = Dom.of(render_html(recorded("verify-3-drift")))
     codes = ["".join(code.text) for code in dom.find("code")]
