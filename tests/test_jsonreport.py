@@ -18,7 +18,7 @@ from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.job.baseline import load_baseline, record_baseline
 from nodeprov.job.launch import JobOutcome
 from nodeprov.job.matrix import Check, Matrix
-from nodeprov.job.prove import Proof
+from nodeprov.job.prove import Link, Proof
 from nodeprov.job.results import parse_result, verdict
 from nodeprov.jsonreport import write_report
 from nodeprov.remote.facts import parse_facts, split_sections
@@ -38,7 +38,8 @@ def passing_proof(tmp_path: Path) -> Proof:
     record_baseline(baseline, RESULT)
     outcome = JobOutcome(True, RESULT, verdict(RESULT), [], 8.1, {"node1": "ok"}, "gloo",
                          VERSIONS)
-    return Proof(MATRIX, outcome, baseline=load_baseline(baseline), baseline_path=baseline)
+    return Proof(MATRIX, outcome, baseline=load_baseline(baseline), baseline_path=baseline,
+                 link=Link("node1", "eth0", 1.25e9))
 
 
 def failures() -> list[HostResult]:

@@ -1,5 +1,6 @@
 """The all-reduce sweep as a chart: busbw and algbw against the message size (log2), the
-baseline run's busbw beside them, so a drop shows (``sweep.svg`` draws it)::
+baseline run's busbw beside them, so a drop shows, and the slowest node's link speed where every
+node reports one, so the distance to it shows (``sweep.svg`` draws it)::
 
     plot = sweep_plot(report["proofs"][0])     # None: the job produced no sweep
     [point.label for point in plot.series[0].points][-1]
@@ -42,11 +43,19 @@ class Series:
 
 
 @dataclass(frozen=True)
+class LinkLine:
+    y: float
+    bytes_per_s: float
+    label: str
+
+
+@dataclass(frozen=True)
 class SweepPlot:
     series: tuple[Series, ...]
     x_ticks: tuple[Tick, ...]
     y_ticks: tuple[Tick, ...]
     unit: str
+    link: LinkLine | None = None
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
@@ -85,8 +94,10 @@ def sweep_plot(proof: Mapping[str, Any]) -> SweepPlot | None:
     if not rows:
         return None
     baseline = [row for row in (proof.get("baseline") or {}).get("sizes", []) if row["bytes"] > 0]
+    link = proof.get("link")  # absent in reports written before it was added
     curves = [r[k] for r in rows for k in ("busbw_bytes_per_s", "algbw_bytes_per_s")]
-    highest = max(curves + [row["busbw_bytes_per_s"] for row in baseline])
+    highest = max(curves + [row["busbw_bytes_per_s"] for row in baseline]
+                  + ([link["bytes_per_s"]] if link else []))
     unit = unit_for(highest)
     ticks = round_ticks(highest / unit[0])
     sizes = sorted({row["bytes"] for row in rows + baseline})
@@ -108,4 +119,7 @@ def sweep_plot(proof: Mapping[str, Any]) -> SweepPlot | None:
         tuple(drawn),
         _spaced([Tick(x(size), human_bytes(size)) for size in sizes]),
         tuple(Tick(y(tick * unit[0]), f"{tick:g}") for tick in ticks),
-        unit[1])
+        unit[1],
+        LinkLine(y(link["bytes_per_s"]), link["bytes_per_s"],
+                 f"link {speed(link['bytes_per_s'], unit)} ({link['node']} {link['interface']}, "
+                 "the slowest)") if link else None)

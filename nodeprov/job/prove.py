@@ -13,6 +13,7 @@ seconds, where the job would spend its timeout to say less. A broken matrix skip
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ class Proof:
     pairs: tuple[PairResult, ...] = ()  # slowest first
     baseline: Baseline | None = None  # recorded by this run (apply) or compared with (verify)
     baseline_path: Path | None = None
+    link: Link | None = None  # the slowest node's link into the subnet, where every node says
 
     @property
     def ok(self) -> bool:
@@ -80,7 +82,35 @@ class Proof:
                          if self.baseline and self.baseline_path else None),
             "bandwidth_problem": self.bandwidth_problem,
             "pairs": [_pair_json(pair) for pair in self.pairs],
+            "link": dataclasses.asdict(self.link) if self.link else None,
         }
+
+
+@dataclass(frozen=True)
+class Link:
+    """A node's link into the node subnet at the speed its kernel reports: what the sweep's
+    busbw can come near (bytes per second, as the sweep's figures)."""
+
+    node: str
+    interface: str
+    bytes_per_s: float
+
+    def line(self) -> str:
+        return (f"slowest link into the node subnet: {self.node} {self.interface}, "
+                f"{self.bytes_per_s * 8 / 1e9:g} Gb/s")
+
+
+def slowest_link(hosts: Sequence[Host], facts: Mapping[str, Facts]) -> Link | None:
+    """The slowest of the nodes' links into node_subnet; None unless each node has one
+    interface there whose speed its kernel reports (a virtual NIC often does not)."""
+    links = []
+    for host in hosts:
+        found = facts.get(host.name)
+        carrying = found.interfaces_in(host.vars["node_subnet"]) if found else []
+        if len(carrying) != 1 or carrying[0].speed_mbps is None:
+            return None
+        links.append(Link(host.name, carrying[0].name, carrying[0].speed_mbps * 1e6 / 8))
+    return min(links, key=lambda link: link.bytes_per_s, default=None)
 
 
 def _job_json(outcome: JobOutcome) -> dict[str, Any]:
@@ -114,15 +144,16 @@ def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
                                "max_bytes": params.max_bytes}
     outcome = run_job(hosts, sessions, facts, **options)
     pairs = tuple(run_pairwise(hosts, sessions, facts, **options)) if pairwise else ()
+    link = slowest_link(hosts, facts)
     if outcome.result is None or not outcome.ok:
-        return Proof(matrix, outcome, pairs=pairs)
+        return Proof(matrix, outcome, pairs=pairs, link=link)
     if record:
         record_baseline(baseline, outcome.result)
         return Proof(matrix, outcome, pairs=pairs, baseline=load_baseline(baseline),
-                     baseline_path=baseline)
+                     baseline_path=baseline, link=link)
     return Proof(matrix, outcome,
                  compare_to_baseline(baseline, outcome.result, params.bandwidth_drop), pairs,
-                 load_baseline(baseline), baseline)
+                 load_baseline(baseline), baseline, link)
 
 
 def print_proof(console: Console, proof: Proof) -> None:
@@ -135,6 +166,8 @@ def print_proof(console: Console, proof: Proof) -> None:
             table.add_column(column, justify="right")
         for row in table_rows(proof.outcome.result):
             table.add_row(*row)
+        table.caption = proof.link.line() if proof.link else None
+        table.caption_justify = "left"
         console.print(table)
     if proof.pairs:
         console.print("pairs, slowest first:", markup=False, highlight=False)

@@ -22,6 +22,11 @@ for python in /usr/bin/python3.[0-9]* /usr/local/bin/python3.[0-9]*; do
   esac
 done
 section interfaces; ip -j addr show 2>/dev/null
+# Mb/s as the kernel reports each link (a down or virtual one without a speed: no line); sysfs
+# serves a byte at a time as asked, so sh's read needs no cat
+section link_speeds; for dev in /sys/class/net/*; do
+  { read -r speed < "$dev/speed"; } 2>/dev/null && printf '%s %s\n' "${dev##*/}" "$speed"
+done
 # cat: a number sysctl reads as EOF past its first read(2), and sh's read takes a byte each
 section ephemeral_ports; cat /proc/sys/net/ipv4/ip_local_port_range
 # active = ENABLED=yes and ufw's chains loaded (iptables asked only then)

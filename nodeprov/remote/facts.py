@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import shlex
@@ -42,6 +43,7 @@ class Interface:
     up: bool
     ipv4: tuple[str, ...]  # with prefix, e.g. "10.0.0.11/24"
     ipv6: tuple[str, ...]
+    speed_mbps: int | None = None  # as the kernel reports the link; None: it does not say
 
     def addresses_in(self, subnet: str) -> list[str]:
         network = ipaddress.ip_network(subnet)
@@ -160,7 +162,9 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
     python_lines = text("python").splitlines()
     ufw_lines = text("ufw").splitlines()
     hostname = checked_name("hostname", text("hostname"))
-    interfaces = parse_ip_addr_json(text("interfaces"))
+    speeds = parse_link_speeds(text("link_speeds"))
+    interfaces = tuple(dataclasses.replace(interface, speed_mbps=speeds.get(interface.name))
+                       for interface in parse_ip_addr_json(text("interfaces")))
     for interface in interfaces:
         checked_interface(interface.name, (*interface.ipv4, *interface.ipv6))
     gpu, accelerators = read_gpus(sections)
@@ -241,6 +245,22 @@ def parse_ip_addr_json(text: str) -> tuple[Interface, ...]:
             ipv6=tuple(f"{a['local']}/{a['prefixlen']}" for a in infos if a["family"] == "inet6"),
         ))
     return tuple(interfaces)
+
+
+def parse_link_speeds(text: str) -> dict[str, int]:
+    """``NAME MBPS`` lines as /sys/class/net/NAME/speed gives them: a speed the kernel does not
+    know (-1, or 2**32-1 from older drivers) or past 10 Tb/s is left out, as is a line of
+    anything else (the node's words are not trusted).
+
+    >>> parse_link_speeds("eth0 -1\\nib0 200000\\nbond0 4294967295\\nens5 25000\\nx y\\n")
+    {'ib0': 200000, 'ens5': 25000}
+    """
+    speeds = {}
+    for line in text.splitlines():
+        name, _, speed = line.partition(" ")
+        if speed.isdigit() and 0 < int(speed) <= 10_000_000:
+            speeds[name] = int(speed)
+    return speeds
 
 
 def parse_port_range(text: str) -> tuple[int, int]:

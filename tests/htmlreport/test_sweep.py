@@ -28,3 +28,16 @@ def test_the_points_are_the_sweep_and_the_baseline_is_drawn_first() -> None:
 
 def test_no_job_no_chart() -> None:
     assert sweep_plot(recorded("verify-3-drift")["proofs"][0]) is None
+
+
+def test_the_slowest_link_is_a_line_the_scale_reaches() -> None:
+    # a testbed's veth reports 10000 Mb/s: 1.25 GB/s, ten times the recorded gloo busbw
+    proof = {**recorded("verify-3")["proofs"][0],
+             "link": {"node": "node2", "interface": "eth0", "bytes_per_s": 1.25e9}}
+    plot = sweep_plot(proof)
+    assert plot is not None and plot.link is not None
+    assert plot.unit == "GB/s" and float(plot.y_ticks[-1].label) >= 1.25
+    assert plot.top <= plot.link.y < plot.series[1].points[-1].y  # above the busbw curve
+    assert plot.link.label == "link 1.25 GB/s (node2 eth0, the slowest)"
+    unreported = sweep_plot(recorded("verify-3")["proofs"][0])
+    assert unreported is not None and unreported.link is None  # not reported: no line

@@ -60,6 +60,9 @@ def test_apply_ends_with_a_passing_job_and_records_the_baseline(cluster: Testbed
     assert sizes[-1]["bytes"] == 1 << 20 and sizes[-1]["busbw_bytes_per_s"] > 0
     assert proof["baseline"]["nnodes"] == 3
     assert "PASS: 3 nodes, 3 ranks (gloo)" in out
+    # each node's veth says 10000 Mb/s: the slowest link, under the sweep's table and in JSON
+    assert proof["link"]["bytes_per_s"] == 10000 * 1e6 / 8 and proof["link"]["interface"]
+    assert "slowest link into the node subnet: " in out and ", 10 Gb/s" in out
     baseline = json.loads(cluster.dir.joinpath("inventory.nodeprov-baseline.json").read_text())
     assert baseline["nnodes"] == 3 and baseline["backend"] == "gloo"
 

@@ -125,3 +125,12 @@ def test_the_script_reads_this_machine_as_its_tools_do() -> None:
     # every PCI function, as sysfs lists it (the GPU detection reads these lines)
     pci = split_sections(done.stdout, "T")["pci_devices"].split()
     assert pci[::4] == sorted(path.name for path in Path("/sys/bus/pci/devices").iterdir())
+
+
+def test_each_interface_has_the_speed_its_kernel_reports() -> None:
+    sections = split_sections((DATA / "debian12-vm.txt").read_text(), "TOKEN123")
+    # what facts.sh's link_speeds prints: a virtio NIC that knows none says -1
+    facts = parse_facts({**sections, "link_speeds": "eth0 25000\nlo -1\n"})
+    assert {i.name: i.speed_mbps for i in facts.interfaces} == {
+        "lo": None, "eth0": 25000, "ifb0": None, "ifb1": None}
+    assert all(i.speed_mbps is None for i in parse_facts(sections).interfaces)  # older nodeprov
