@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
 import shlex
-import shutil
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -156,7 +157,10 @@ def test_become_sends_password_on_stdin_only(tmp_path: Any) -> None:
 
 
 class BrokenPut(LocalShell):
-    def put(self, local: str, remote: str) -> None:
+    def sftp(self) -> BrokenPut:
+        return self
+
+    def put(self, local: str, remote: str, callback: Any = None) -> None:
         from paramiko import SSHException
 
         raise SSHException("Channel closed.")
@@ -177,8 +181,22 @@ def test_a_failed_upload_names_node_task_and_cause(tmp_path: Any) -> None:
 
 
 class CopyingPut(LocalShell):
-    def put(self, local: str, remote: str) -> None:
-        shutil.copyfile(local, remote)
+    """paramiko's SFTPClient as upload uses it: put tells its callback after each 1000 bytes
+    (paramiko: 32 KiB), chmod."""
+
+    def sftp(self) -> CopyingPut:
+        return self
+
+    def put(self, local: str, remote: str, callback: Any = None) -> None:
+        data = Path(local).read_bytes()
+        with open(remote, "wb") as copy:
+            for start in range(0, len(data), 1000):
+                copy.write(data[start:start + 1000])
+                if callback:
+                    callback(min(start + 1000, len(data)), len(data))
+
+    def chmod(self, path: str, mode: int) -> None:
+        os.chmod(path, mode)
 
 
 def test_an_upload_tells_its_progress_once_at_start_and_once_at_end_in_a_log(
@@ -207,20 +225,25 @@ def test_an_upload_tells_its_progress_once_at_start_and_once_at_end_in_a_log(
         "node1 | torch: torch-2.13.0-cp311 | failed after 0 bytes in ")
 
 
-def test_a_live_upload_moves_its_bar_after_each_file(tmp_path: Any) -> None:
+def test_a_live_upload_moves_its_bar_as_the_bytes_go(tmp_path: Any) -> None:
     (tmp_path / "w.whl").write_bytes(b"w" * 3000)
+    (tmp_path / "w.whl").chmod(0o640)
     transfers = Transfers(Console(file=io.StringIO(), force_terminal=True), live=True)
     seen: list[float] = []
 
     class Watching(CopyingPut):
-        def put(self, local: str, remote: str) -> None:
-            super().put(local, remote)
-            seen.extend(task.completed for task in transfers.renderable[0].tasks)
+        def put(self, local: str, remote: str, callback: Any = None) -> None:
+            def told(done: int, total: int) -> None:
+                callback(done, total)
+                seen.append(transfers.renderable[0].tasks[0].completed)  # all nodes
+
+            super().put(local, remote, told)
 
     session = Session(Host(name="node1", address="10.0.0.11", node_address="10.0.0.11"),
                       SshOptions(), None, transfers)
     session._connection = Watching(str(tmp_path))
     session.execute("torch", [Upload(str(tmp_path / "w.whl"), str(tmp_path / "copy.whl"))])
-    assert seen == [0, 0]  # during the put: nothing counted yet (all nodes, node1)
+    assert seen == [1000, 2000, 3000]  # during the put, as each block went
     bars = {task.description: task for task in transfers.renderable[0].tasks}
     assert bars["all nodes"].completed == bars["all nodes"].total == 3000
+    assert (tmp_path / "copy.whl").stat().st_mode & 0o777 == 0o640  # its mode kept
