@@ -5,7 +5,7 @@ A shell starts a background command (``nohup pytest ... &``, a CI runner's step)
 ignored, and Python then installs no KeyboardInterrupt handler; nohup ignores SIGHUP; children
 inherit the ignored signals. Tests that send them give them their default meaning back::
 
-    subprocess.Popen(argv, preexec_fn=default_sigint)   # a process the test will interrupt
+    subprocess.Popen(argv, preexec_fn=terminal_signals)   # a process the test will interrupt
     with ctrl_c_raises():                                # the test's own process
         os.kill(os.getpid(), signal.SIGINT)              # -> KeyboardInterrupt
 """
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-def default_sigint() -> None:
+def terminal_signals() -> None:
     """For ``preexec_fn``: the child starts with SIGINT's and SIGHUP's defaults, as from a
     terminal: Python maps SIGINT to KeyboardInterrupt, and nodeprov run takes SIGHUP as its
     terminal closing (it leaves an ignored one ignored, as under nohup)."""

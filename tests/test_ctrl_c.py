@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.ctrl_c import ctrl_c_raises, default_sigint
+from tests.ctrl_c import ctrl_c_raises, terminal_signals
 
 # exits 130 on KeyboardInterrupt, as nodeprov apply does
 SLEEPER = ("import sys, time\ntry:\n    print('ready', flush=True)\n    time.sleep(30)\n"
@@ -42,9 +42,9 @@ def interrupted(preexec: Callable[[], None] | None) -> int | None:
 
 
 @pytest.mark.usefixtures("sigint_ignored")
-def test_a_child_started_with_default_sigint_stops_on_ctrl_c() -> None:
+def test_a_child_started_with_terminal_signals_stops_on_ctrl_c() -> None:
     assert interrupted(None) is None  # what the Ctrl-C tests hit without the helper
-    assert interrupted(default_sigint) == 130  # KeyboardInterrupt, as in a terminal
+    assert interrupted(terminal_signals) == 130  # KeyboardInterrupt, as in a terminal
 
 
 @pytest.mark.usefixtures("sigint_ignored")

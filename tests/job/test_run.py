@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from nodeprov.htmlreport import render_html
 from nodeprov.testbed.cluster import Testbed
-from tests.ctrl_c import default_sigint
+from tests.ctrl_c import terminal_signals
 from tests.report_schema import assert_valid
 
 
@@ -97,7 +97,7 @@ def training(bed: Testbed, code: Path, out: Path, err: Path) -> subprocess.Popen
     """``nodeprov run`` of a long training, once rank 0 trains."""
     with out.open("w") as stdout, err.open("w") as stderr:
         child = subprocess.Popen(run_argv(bed, code, "--steps", "1000", "--step-seconds", "0.3"),
-                                 stdout=stdout, stderr=stderr, preexec_fn=default_sigint)
+                                 stdout=stdout, stderr=stderr, preexec_fn=terminal_signals)
     for _ in range(1200):
         if "[rank0]:step 3 loss" in err.read_text() or child.poll() is not None:
             break

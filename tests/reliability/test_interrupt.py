@@ -14,7 +14,7 @@ import pytest
 from nodeprov.tasks.textfiles import blocks
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
-from tests.ctrl_c import default_sigint
+from tests.ctrl_c import terminal_signals
 from tests.reliability.helpers import (
     NETWORK_PLAYBOOK,
     apply,
@@ -83,7 +83,7 @@ def test_killed_applies_leave_whole_files_open_ssh_and_converge(make_testbed: Ma
             delay = chooser.uniform(0.3, full_run)
             with subprocess.Popen(apply_command(*args), stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True,
-                                  preexec_fn=default_sigint) as process:
+                                  preexec_fn=terminal_signals) as process:
                 time.sleep(delay)
                 took = interrupt(process, how)
                 output = " ".join(process.communicate()[0].split())
@@ -175,7 +175,7 @@ def interrupted_during_first_write(bed: Testbed, args: list[str], presses: int) 
     bed.exec("node1", "rm", "-f", "/tmp/nodeprov-test-slow", check=True)
     with subprocess.Popen(apply_command(*args), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True,
-                          preexec_fn=default_sigint) as process:
+                          preexec_fn=terminal_signals) as process:
         for _ in range(300):
             if bed.exec("node1", "test", "-e", "/tmp/nodeprov-test-slow").returncode == 0:
                 break
