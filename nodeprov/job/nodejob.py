@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from nodeprov.errors import CommandFailed
 from nodeprov.remote.actions import Write
@@ -34,6 +34,7 @@ from nodeprov.remote.session import Result
 from nodeprov.util.fanout import on_every_name
 
 if TYPE_CHECKING:
+    from nodeprov.remote.channel import Echo
     from nodeprov.remote.session import Session
 
 JOB_DIR = f"{STATE_DIR}/job"  # root's runs, and the verification job's package
@@ -109,7 +110,7 @@ def launcher(*args: str) -> tuple[str, ...]:
 
 def launch_all(names: Sequence[str], sessions: Mapping[str, Session], job: Job, *,
                prepare: Callable[[str], object] = lambda name: None,
-               streams: Mapping[str, tuple[TextIO, TextIO]] | None = None) -> Launch:
+               streams: Mapping[str, tuple[Echo, Echo]] | None = None) -> Launch:
     """Prepare every node, start the job on each at once; stop it everywhere at the first
     failure or interruption (Ctrl-C anywhere in here included). ``streams`` get each node's
     stdout and stderr as they come."""
@@ -175,7 +176,7 @@ def _prepare_run(session: Session, job: Job, as_login: bool) -> str:
 
 
 def _start(session: Session, job: Job, name: str, env_file: str, wait_s: float,
-           echo: tuple[TextIO, TextIO] | None) -> Result:
+           echo: tuple[Echo, Echo] | None) -> Result:
     token = secrets.token_hex(8)
     argv = launcher("start", job.state, job.run_id, token, f"{QUIET:g}", str(job.seconds),
                     job.workdir, env_file, str(job.script_at), "--", *job.commands[name])

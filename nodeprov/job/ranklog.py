@@ -15,7 +15,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TextIO
+
+from nodeprov.util.lines import LineWriter
 
 PREFIX_TEMPLATE = "[rank${rank}]:"  # torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
 RANK_LINE = re.compile(r"\[rank(\d+)\]:(.*)")
@@ -62,34 +63,12 @@ def rank_lines(path: Path, rank: int) -> list[str]:
         return [line.rstrip("\n") for line in log if rank_of(line) == rank]
 
 
-class _Lines:
-    """A file-like object for one stream of one node: whole lines go to the node's log."""
-
-    def __init__(self, log: _NodeLog) -> None:
-        self._log = log
-        self._partial = ""
-
-    def write(self, text: str) -> int:
-        *lines, self._partial = (self._partial + text).split("\n")
-        for line in lines:
-            self._log.line(line)
-        return len(text)
-
-    def flush(self) -> None:
-        """invoke flushes after each chunk; a line is only written once it is whole."""
-
-    def close(self) -> None:
-        if self._partial:
-            self._log.line(self._partial)
-            self._partial = ""
-
-
 class _NodeLog:
     def __init__(self, node: str, path: Path, show: Callable[[str], None],
                  lock: threading.Lock) -> None:
         self.node, self.path, self._show, self._lock = node, path, show, lock
         self._file = path.open("a", encoding="utf-8")
-        self.streams = (_Lines(self), _Lines(self))
+        self.streams = (LineWriter(self.line), LineWriter(self.line))
 
     def line(self, text: str) -> None:
         with self._lock:  # stdout and stderr of every node arrive on threads of their own
@@ -113,9 +92,7 @@ class NodeLogs:
         self._logs = {node: _NodeLog(node, directory / f"{node}.log", show, lock)
                       for node in nodes}
         self.paths = {node: log.path for node, log in self._logs.items()}
-        # invoke calls only write and flush of the streams Session.run echoes to
-        self.streams: dict[str, tuple[TextIO, TextIO]] = {
-            node: log.streams for node, log in self._logs.items()}  # type: ignore[misc]
+        self.streams = {node: log.streams for node, log in self._logs.items()}
 
     def __enter__(self) -> NodeLogs:
         return self

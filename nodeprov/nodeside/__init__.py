@@ -5,7 +5,8 @@ with the node's own ``sh`` or system ``python3`` (``resources.files("nodeprov.no
 - ``ufw-helper.sh``: the firewall task's commands and its lockout guard (tasks.firewall);
 - ``netcheck.py``: the connectivity matrix's listeners and probes (job.connectivity);
 - ``syncnode.py``: ``nodeprov run --sync``'s listing and receiving end (job.sync);
-- ``peer_scripts.py``: the wheel seeds' server, fetch and listing (wheels.peer_exec).
+- ``peer_scripts.py``: the wheel seeds' server, fetch and listing (wheels.peer_exec);
+- ``written.py``: the bytes an install has written so far, for its progress (wheels.written).
 
 The rule, kept by tests/nodeside/test_nodeside.py: Python here parses as Python 3.8 (the oldest
 python3 nodeprov runs these with: ``tasks.venv.SCRIPTS_PYTHON``) and imports only its standard

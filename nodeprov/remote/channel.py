@@ -20,12 +20,18 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from nodeprov.remote.sudo import START_WAIT, SudoGate
 
 KEPT = 1 << 20  # characters of each stream kept for the result (the full log is ``out``'s)
 Send = Callable[[Callable[[bytes], None]], None]  # gets ``write``, calls it with each block
+
+
+class Echo(Protocol):
+    """Where output goes as it comes: a text file, or ``util.lines.LineWriter``."""
+
+    def write(self, text: str, /) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,7 @@ class Conversation:
 class _Output:
     """One output stream: decoded as it comes, echoed, its tail kept."""
 
-    def __init__(self, echo: TextIO | None) -> None:
+    def __init__(self, echo: Echo | None) -> None:
         self.echo = echo
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.kept = ""
@@ -52,7 +58,7 @@ class _Output:
 
 def converse(transport: Any, command: str, token: str, *, password: str = "",
              prompt: str = "", send: Send | None = None, beat: float = 0.0,
-             out: TextIO | None = None, err: TextIO | None = None,
+             out: Echo | None = None, err: Echo | None = None,
              timeout: float | None = None) -> Conversation:
     """Run ``command`` on a new channel of ``transport`` (see the module docstring); the channel
     is closed on the way out, whatever happens. Raises SudoRefused, TimeoutError (not started

@@ -23,12 +23,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 from nodeprov.remote.batch import batch_script, batches, failed_step
-from nodeprov.remote.channel import Send, converse
+from nodeprov.remote.channel import Echo, Send, converse
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.remote.nodelock import RunLock, holder_argv, keepalive, under_batch_lock
 from nodeprov.remote.options import OUTPUT_LIMIT, SshOptions
@@ -146,7 +146,7 @@ class Session:
 
     def converse(self, argv: Sequence[str], token: str, *, task: str, what: str = "",
                  as_login: bool = False, send: Send | None = None, beat: float = 0.0,
-                 echo: tuple[TextIO, TextIO] | None = None,
+                 echo: tuple[Echo | None, Echo | None] | None = None,
                  timeout: float | None = None) -> Result:
         """``run`` on a channel of its own (remote.channel), for ``send``'s bulk data to stdin
         or a heartbeat byte every ``beat`` s; ``argv`` says ``token`` on stderr once it runs."""

@@ -9,6 +9,12 @@ log (not a terminal, or ``--json -``) one line per node when it starts and one w
 
 ``advance(done, total)`` has the shape of paramiko's ``SFTPClient.put(..., callback=...)``, so an
 SFTP upload feeds it directly; a sync that counts files passes ``unit="files"`` to ``start``.
+Where the total is not known before the end (a node installing from its own index: no byte of
+it passes here), ``total`` is None: the bar shows what is done and the rate, and ``verb`` says
+what was done (``"wrote"``) in the line at the end::
+
+    advance = transfers.start("node2", "torch: install torch", total=None, verb="wrote")
+    advance(52_428_800, None)
 Live, ``transfers.renderable`` goes into the caller's ``rich.live.Live`` (rich allows one live
 display at a time: the per-host table's, ``report.LiveReporter``).
 """
@@ -36,7 +42,7 @@ from rich.progress import (
 from nodeprov.util.validate import printable
 
 Unit = Literal["bytes", "files"]
-Advance = Callable[[int, int], None]
+Advance = Callable[[int, int | None], None]
 ALL = "all nodes"
 
 
@@ -45,8 +51,8 @@ class Transfers:
         self.console = console
         self.live = live
         self._lock = threading.Lock()
-        self._started: dict[str, tuple[str, Unit, float]] = {}  # node: what, unit, since
-        self._done: dict[str, tuple[int, int]] = {}  # node: done, total
+        self._started: dict[str, tuple[str, Unit, float, str]] = {}  # what, unit, since, verb
+        self._done: dict[str, tuple[int, int | None]] = {}  # node: done, total (None: unknown)
         self._ended: set[str] = set()
         self._bars: dict[Unit, Progress] = {}
         self._ids: dict[str, TaskID] = {}
@@ -57,10 +63,11 @@ class Transfers:
         """The bars, for a live display (none until a transfer starts)."""
         return list(self._bars.values())
 
-    def start(self, node: str, what: str, total: int, unit: Unit = "bytes") -> Advance:
+    def start(self, node: str, what: str, total: int | None, unit: Unit = "bytes",
+              verb: str = "sent") -> Advance:
         """Count a transfer to ``node``; the callback its sender calls as it goes."""
         with self._lock:
-            self._started[node] = (what, unit, time.monotonic())
+            self._started[node] = (what, unit, time.monotonic(), verb)
             self._done[node] = (0, total)
             self._ended.discard(node)
             if self.live:
@@ -69,13 +76,15 @@ class Transfers:
                 bars.update(self._overall[unit], visible=True)
                 self._sum(unit)
             else:
-                self.console.print(printable(f"{node} | {what} | {_amount(total, unit)} to send"),
-                                   markup=False, highlight=False)
+                size = "size not known beforehand" if total is None else \
+                    f"{_amount(total, unit)} to send"
+                self.console.print(printable(f"{node} | {what} | {size}"), markup=False,
+                                   highlight=False)
         return lambda done, total: self._advance(node, done, total)
 
     def end(self, node: str, *, failed: bool = False) -> None:
         with self._lock:
-            what, unit, since = self._started[node]
+            what, unit, since, verb = self._started[node]
             done, _ = self._done[node]
             self._ended.add(node)
             if self.live:
@@ -88,12 +97,12 @@ class Transfers:
                 return
             seconds = time.monotonic() - since
             rate = f", {decimal(int(done / seconds))}/s" if unit == "bytes" and seconds else ""
-            said = "failed after" if failed else "sent"
+            said = "failed after" if failed else verb
             self.console.print(printable(f"{node} | {what} | {said} {_amount(done, unit)} in "
                                          f"{seconds:.1f} s{rate}"), markup=False,
                                highlight=False, style="bold red" if failed else None)
 
-    def _advance(self, node: str, done: int, total: int) -> None:
+    def _advance(self, node: str, done: int, total: int | None) -> None:
         with self._lock:
             self._done[node] = (done, total)
             if self.live:
@@ -112,9 +121,13 @@ class Transfers:
 
     def _sum(self, unit: Unit) -> None:
         nodes = [node for node, started in self._started.items() if started[1] == unit]
-        self._bars[unit].update(self._overall[unit],
-                                completed=sum(self._done[node][0] for node in nodes),
-                                total=sum(self._done[node][1] for node in nodes))
+        totals = [self._done[node][1] for node in nodes]
+        bars, overall = self._bars[unit], self._overall[unit]
+        bars.update(overall, completed=sum(self._done[node][0] for node in nodes))
+        if None in totals:  # rich's update reads total=None as "unchanged"
+            next(task for task in bars.tasks if task.id == overall).total = None
+        else:
+            bars.update(overall, total=sum(filter(None, totals)))
 
 
 def _amount(count: int, unit: Unit) -> str:

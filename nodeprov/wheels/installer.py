@@ -74,11 +74,14 @@ uv_failed() {
   printf '%s\n' "$2" > "$1.failed" && mv -f -- "$1.failed" "${1%/*}/failed" || :
 }
 """
+UV_CACHE, PIP_TMP = ".uv-cache", ".pip-tmp"  # beside the venv: its filesystem, not /tmp's
 # argv: uv ("": pip only), the venv, "reinstall" or "install", uv's cache, the folder of this
 # machine's wheels ("": none), then sources, "--", specs. Where that folder exists, only its
 # wheels are installed (no index, no pip.conf); where it does not (its copy failed), the
 # sources. uv when it runs (its cache beside the venv, so files are hard-linked, then removed),
 # else pip; pip also when uv fails, and uv is not used here again when pip then succeeds.
+# pip downloads into its own temporary folder beside the venv (removed after): a small /tmp
+# cannot fail a 3 GB wheel, and the bytes it writes can be counted there (``wheels.written``).
 _INSTALL = _UV_RUNS + r"""uv=$1 venv=$2 mode=$3 cache=$4 wheels=$5; shift 5
 if [ -n "$wheels" ] && [ -d "$wheels" ]; then
   while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done
@@ -102,8 +105,13 @@ if uv_runs "$uv"; then
   echo "nodeprov: uv failed ($uv_error): trying pip" >&2
 fi
 [ "$mode" = install ] || set -- --force-reinstall --no-deps "$@"
-"$venv/bin/python" -m pip install --no-input --disable-pip-version-check \
-  --progress-bar off --no-cache-dir "$@" || exit
+tmp=$venv""" + PIP_TMP + r"""
+rm -rf -- "$tmp" && mkdir -m 0700 -- "$tmp" || exit
+status=0
+TMPDIR=$tmp "$venv/bin/python" -m pip install --no-input --disable-pip-version-check \
+  --progress-bar off --no-cache-dir "$@" || status=$?
+rm -rf -- "$tmp"
+[ "$status" -eq 0 ] || exit "$status"
 [ -z "$uv_error" ] || uv_failed "$uv" "could not install what pip then did: $uv_error"
 """
 # argv: uv, the venv. pip into a venv made --without-pip, from the wheel ensurepip would use
@@ -191,15 +199,21 @@ def uv_for(state: UvState, arch: str, python: str, sources: Sources,
 
 @dataclass(frozen=True)
 class Install(Run):
-    """An install on the node (``_INSTALL``), shown as what it installs; its failure is said
+    """An install into ``venv`` (``_INSTALL``), shown as what it installs; its failure is said
     as ``what`` could not be installed from ``source``, and ``hint`` says how to fix it
     (``peer_exec``)."""
 
     what: str = ""
     source: str = ""
+    venv: str = ""
 
     def __str__(self) -> str:
         return f"install {self.what}"
+
+    @property
+    def folders(self) -> tuple[str, str, str]:
+        """Where it writes: the venv, and uv's or pip's folder beside it."""
+        return self.venv, f"{self.venv}{UV_CACHE}", f"{self.venv}{PIP_TMP}"
 
 
 def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstall: bool = False,
@@ -209,9 +223,9 @@ def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstal
     without ``with_uv``); ``reinstall`` replaces them without their dependencies."""
     more = f" and {len(specs) - 1} more" if len(specs) > 1 else ""
     return Install(("sh", "-c", _INSTALL, "nodeprov-install", UV if with_uv else "", venv,
-                    "reinstall" if reinstall else "install", f"{venv}.uv-cache", wheels,
+                    "reinstall" if reinstall else "install", f"{venv}{UV_CACHE}", wheels,
                     *sources, "--", *specs),
-                   hint=hint, what=f"{specs[0]}{more}" if specs else "", source=source)
+                   hint=hint, what=f"{specs[0]}{more}" if specs else "", source=source, venv=venv)
 
 
 def create_venv(python: str, venv: str, with_uv: bool) -> tuple[Run, ...]:

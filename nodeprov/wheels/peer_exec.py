@@ -8,6 +8,9 @@ goes to ``Session.execute``, in as few round trips as before.
 An optional copy that fails (this machine cannot download uv, a node cannot unpack it) is a
 warning for the task (``Distribution.warn``), and the steps after it run without it: the
 install script then uses pip, or the node's own sources.
+
+What a node downloads or installs by itself is counted on the node as it goes
+(``written.counting_writes``): the live display's bars show it, as they show uploads.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from nodeprov.wheels.peers import (
 )
 from nodeprov.wheels.resolve import Pinned, requirements
 from nodeprov.wheels.wheelhouse import DownloadFailed
+from nodeprov.wheels.written import counting_writes
 
 # a fetch slower than this gives up for the next source (or the upload): a stuck node
 FETCH_RATE, FETCH_SLACK = 5e6, 60.0  # bytes/s, seconds
@@ -95,8 +99,13 @@ def _batch(session: Session, task: str, actions: Sequence[Action],
     """The actions in one round trip; an Install's failure said as ``InstallFailed``."""
     if not actions and then_read is None:
         return None
+    installs = [action for action in actions if isinstance(action, Install)]
     try:
-        return session.execute(task, actions, then_read=then_read)
+        if not installs:
+            return session.execute(task, actions, then_read=then_read)
+        with counting_writes(session, task, str(installs[-1]), f"{installs[-1].venv}/bin/python",
+                             installs[-1].folders):
+            return session.execute(task, actions, then_read=then_read)
     except CommandFailed as error:
         failed = next((a for a in actions if isinstance(a, Install) and str(a) == error.command),
                       None)
@@ -184,18 +193,18 @@ def _download(session: Session, distribution: Distribution, task: str,
             distribution.failed(action.key)
         distribution.warn(host, "wheels downloaded by this node alone: this machine could not "
                           f"resolve them to check the others' copies ({mask_urls(str(error))})")
-        session.execute(task, [alone(action)])
+        _download_here(session, task, action, [alone(action)])
         return
     if seed:
         try:
-            session.execute(task, [Write(f"{action.remote_path}/{_REQUIREMENTS}",
-                                         requirements(pins), mode=0o600),
-                                   Run(_pinned(action), hint=action.hint)])
+            _download_here(session, task, action,
+                           [Write(f"{action.remote_path}/{_REQUIREMENTS}", requirements(pins),
+                                  mode=0o600), Run(_pinned(action), hint=action.hint)])
         except CommandFailed as error:
             distribution.failed(action.key)
             distribution.warn(host, "the wheels this machine resolved could not be downloaded "
                               f"here ({_last_line(error.output)}): this node downloaded its own")
-            session.execute(task, [alone(action)])
+            _download_here(session, task, action, [alone(action)])
             return
         if not _serve(session, distribution, task, action):
             distribution.failed(action.key)
@@ -205,7 +214,15 @@ def _download(session: Session, distribution: Distribution, task: str,
         _serve(session, distribution, task, action)
         return
     distribution.warn(host, f"wheels downloaded by this node after all: {why}")
-    session.execute(task, [alone(action)])
+    _download_here(session, task, action, [alone(action)])
+
+
+def _download_here(session: Session, task: str, action: PeerDownload,
+                   actions: Sequence[Action]) -> None:
+    """The node's own download, its bytes counted as they come."""
+    with counting_writes(session, task, "download the wheels", action.python,
+                         (action.remote_path,)):
+        session.execute(task, actions)
 
 
 def _pinned(action: PeerDownload) -> tuple[str, ...]:

@@ -85,3 +85,25 @@ def test_a_bar_shows_its_words_as_written_never_as_markup() -> None:
     Console(file=shown, width=120).print(*transfers.renderable)
     assert "node1: Install torch [gpu]: torch.whl" in shown.getvalue()
     assert "node2: Torch [/cuda]: torch.whl" in shown.getvalue()
+
+
+def test_a_transfer_of_unknown_size_shows_what_is_done_and_leaves_the_total_open() -> None:
+    # a node installing from its own index: the bytes it wrote are known, the total is not
+    transfers = Transfers(Console(file=io.StringIO(), force_terminal=True), live=True)
+    transfers.start("node1", "torch wheels", total=1_000_000)(1_000_000, 1_000_000)
+    transfers.start("node2", "torch: install torch", total=None, verb="wrote")(
+        2_500_000, None)
+    (bars,) = transfers.renderable
+    tasks = {task.description: task for task in bars.tasks}
+    assert tasks["node2: torch: install torch"].total is None
+    assert (tasks[ALL].completed, tasks[ALL].total) == (3_500_000, None)
+    shown = io.StringIO()
+    Console(file=shown, width=120).print(bars)
+    assert "2.5/? MB" in shown.getvalue() and "3.5/? MB" in shown.getvalue()
+    out = io.StringIO()
+    logged = Transfers(Console(file=out, width=200), live=False)
+    logged.start("node2", "torch: install torch", total=None, verb="wrote")(2_500_000, None)
+    logged.end("node2")
+    first, last = out.getvalue().splitlines()
+    assert first == "node2 | torch: install torch | size not known beforehand"
+    assert last.startswith("node2 | torch: install torch | wrote 2.5 MB in ")

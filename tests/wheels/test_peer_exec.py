@@ -36,6 +36,7 @@ class LocalSession:
         self.host = Host(name, "127.0.0.1", "127.0.0.1")
         self.executed: list[Action] = []
         self.broken = broken  # an argv word that makes run() fail as a lost connection would
+        self.transfers = None  # no live display: what the node writes is not counted
 
     def execute(self, task: str, actions: Sequence[Action], *,
                 then_read: Any = None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import time
@@ -574,10 +575,22 @@ def test_four_steps_from_a_local_mirror(installed: Installed, tmp_path: Path) ->
             f"{mirror_words()} with uv {installer.UV_VERSION} (torch not installed)") in out, out
     code, out = installed.first
     assert code == 0 and "2 hosts, 4 tasks changed, 0 hosts failed" in out, out
+    for node in NODES:  # the bytes the install wrote, counted on the node as it went
+        assert f"{node} | torch: install torch==2.13.0+cpu and 1 more | size not known " \
+               "beforehand" in out
+        wrote = re.search(rf"{node} \| torch: install torch==2\.13\.0\+cpu and 1 more \| wrote "
+                          r"([\d.]+) (kB|MB|GB) in [\d.]+ s, [\d.]+ (?:kB|MB|GB)/s", out)
+        assert wrote, out
+        counted = float(wrote[1]) * {"kB": 1e3, "MB": 1e6, "GB": 1e9}[wrote[2]]
+        torch_dir, venv = (int(installed.testbed.exec(node, "du", "-sb", folder).stdout.split()[0])
+                           for folder in (f"{TEST_VENV}/lib/python3.11/site-packages/torch",
+                                          TEST_VENV))
+        assert torch_dir * 0.99 <= counted <= venv * 2.2, (torch_dir, counted, venv)
+        print(f"{wrote[0]} (du -sb: torch {torch_dir / 1e6:.1f} MB, venv {venv / 1e6:.1f} MB)")
     started = time.monotonic()
     code, out = apply(*installed.args, "--json", str(tmp_path / "again.json"))
     again = time.monotonic() - started
-    assert code == 0 and "2 hosts, 0 tasks changed" in out
+    assert code == 0 and "2 hosts, 0 tasks changed" in out and "| wrote " not in out
     hosts = json.loads((tmp_path / "again.json").read_text())["hosts"]
     assert {name: host["round_trips"] for name, host in hosts.items()} == {"node1": 1, "node2": 1}
     code, out = apply(*installed.args, "--check")
