@@ -15,10 +15,7 @@ from nodeprov.cli.exits import exit_on_error
 from nodeprov.cli.options import (
     AcceptKeysOpt,
     AfterDashDash,
-    AskBecomePassOpt,
     AskVaultPassOpt,
-    BecomeOpt,
-    BecomeUserOpt,
     ConnectTimeoutOpt,
     ExtraVarsOpt,
     ForksOpt,
@@ -29,17 +26,16 @@ from nodeprov.cli.options import (
     ListHostsOpt,
     ListTasksOpt,
     PlaybookOpt,
-    PrivateKeyOpt,
     SkipTagsOpt,
     TagsOpt,
-    TimeoutOpt,
-    UserOpt,
     VaultIdOpt,
     VaultPasswordFileOpt,
     ansible_options,
     job_command,
+    takes_ansible_options,
 )
 from nodeprov.cli.testbed import app as testbed_app
+from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import InputError
 from nodeprov.util.redact import Redactor
 
@@ -55,7 +51,9 @@ app.add_typer(testbed_app, name="testbed")
 
 
 @app.command()
+@takes_ansible_options()
 def apply(
+    ansible: AnsibleOptions,
     inventory: InventoryArg = None,
     playbook: PlaybookOpt = None,
     check: Annotated[bool, typer.Option("--check", "-C", help="Change nothing; report what "
@@ -74,25 +72,12 @@ def apply(
     list_tasks: ListTasksOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say why unchanged tasks "
                                           "are in sync.")] = False,
-    vault_id: VaultIdOpt = None,
-    vault_password_file: VaultPasswordFileOpt = None,
-    ask_vault_pass: AskVaultPassOpt = False,
-    ask_become_pass: AskBecomePassOpt = False,
-    become: BecomeOpt = False,
-    become_user: BecomeUserOpt = None,
-    user: UserOpt = None,
-    private_key: PrivateKeyOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Make every node match the playbook (default: the full nodeprov setup)."""
     from nodeprov.commands.apply import run_apply
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
-        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
-                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
-                                  become=become, become_user=become_user, user=user,
-                                  private_key=private_key, timeout=timeout)
         code = run_apply(inventory, playbook, ansible, redactor, check=check, diff=diff,
                          limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
                          forks=forks, accept_new_host_keys=accept_new_host_keys,
@@ -102,32 +87,21 @@ def apply(
 
 
 @app.command()
+@takes_ansible_options()
 def facts(
+    ansible: AnsibleOptions,
     inventory: InventoryArg = None,
     limit: LimitOpt = None,
     extra_vars: ExtraVarsOpt = None,
     forks: ForksOpt = None,
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
-    vault_id: VaultIdOpt = None,
-    vault_password_file: VaultPasswordFileOpt = None,
-    ask_vault_pass: AskVaultPassOpt = False,
-    ask_become_pass: AskBecomePassOpt = False,
-    become: BecomeOpt = False,
-    become_user: BecomeUserOpt = None,
-    user: UserOpt = None,
-    private_key: PrivateKeyOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Show what nodeprov reads from each node (one SSH round trip per node)."""
     from nodeprov.commands.facts import run_facts
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
-        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
-                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
-                                  become=become, become_user=become_user, user=user,
-                                  private_key=private_key, timeout=timeout)
         code = run_facts(inventory, ansible, redactor, limit=limit, forks=forks,
                          accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                          extra_vars=extra_vars or ())
@@ -135,7 +109,9 @@ def facts(
 
 
 @app.command()
+@takes_ansible_options()
 def verify(
+    ansible: AnsibleOptions,
     inventory: InventoryArg = None,
     playbook: PlaybookOpt = None,
     limit: LimitOpt = None,
@@ -150,15 +126,6 @@ def verify(
     pairwise: Annotated[bool, typer.Option(
         "--pairwise", help="Also run the job on every pair of nodes, one pair at a time, "
         "slowest pair first, to find a slow link (N(N-1)/2 short jobs).")] = False,
-    vault_id: VaultIdOpt = None,
-    vault_password_file: VaultPasswordFileOpt = None,
-    ask_vault_pass: AskVaultPassOpt = False,
-    ask_become_pass: AskBecomePassOpt = False,
-    become: BecomeOpt = False,
-    become_user: BecomeUserOpt = None,
-    user: UserOpt = None,
-    private_key: PrivateKeyOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Check that every node is as apply left it; print each drift and its repair command,
     then prove the cluster again with the job. Changes nothing.
@@ -172,10 +139,6 @@ def verify(
     with redactor.streams(), exit_on_error():
         if pairwise and not job:
             raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
-        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
-                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
-                                  become=become, become_user=become_user, user=user,
-                                  private_key=private_key, timeout=timeout)
         code = run_verify(inventory, playbook, ansible, redactor, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                           html_path=html_path, job=job, pairwise=pairwise, forks=forks,
@@ -242,7 +205,9 @@ def config_command() -> None:
 
 
 @app.command(cls=AfterDashDash, no_args_is_help=True)
+@takes_ansible_options(timeout=("ssh_timeout", ConnectTimeoutOpt))
 def run(
+    ansible: AnsibleOptions,
     ctx: typer.Context,
     inventory: InventoryArg = None,
     limit: LimitOpt = None,
@@ -267,15 +232,6 @@ def run(
     accept_new_host_keys: AcceptKeysOpt = False,
     json_path: JsonOpt = None,
     html_path: HtmlOpt = None,
-    vault_id: VaultIdOpt = None,
-    vault_password_file: VaultPasswordFileOpt = None,
-    ask_vault_pass: AskVaultPassOpt = False,
-    ask_become_pass: AskBecomePassOpt = False,
-    become: BecomeOpt = False,
-    become_user: BecomeUserOpt = None,
-    user: UserOpt = None,
-    private_key: PrivateKeyOpt = None,
-    ssh_timeout: ConnectTimeoutOpt = None,
 ) -> None:
     """Run your torchrun script on every node at once: nodeprov run [INVENTORY] [OPTIONS] --
     SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
@@ -288,10 +244,6 @@ def run(
     with redactor.streams(), exit_on_error():
         request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
                                 env=env or [], timeout=timeout, preflight=preflight)
-        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
-                                  ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
-                                  become=become, become_user=become_user, user=user,
-                                  private_key=private_key, timeout=ssh_timeout)
         code = run_command(inventory, request, ansible, redactor, limit=limit, forks=forks,
                            accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                            html_path=html_path)

@@ -5,12 +5,15 @@
               forks: ForksOpt = DEFAULT_FORKS, accept_new_host_keys: AcceptKeysOpt = False,
               json_path: JsonOpt = None) -> None:
 
-Typer ``Annotated`` aliases only; what an option does lives in the library. ``nodeprov run``
+Typer ``Annotated`` aliases only; what an option does lives in the library. Every command
+that connects takes Ansible's options as one set (``takes_ansible_options``). ``nodeprov run``
 keeps what follows ``--`` for the job (``AfterDashDash``, ``job_command``).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -113,6 +116,14 @@ ConnectTimeoutOpt = Annotated[int | None, typer.Option(
     "elsewhere).", min=1, show_default=False)]
 
 
+# parameter: (option, default); -T is apart: run names it otherwise (takes_ansible_options)
+ANSIBLE_OPTIONS: dict[str, tuple[object, object]] = {
+    "vault_id": (VaultIdOpt, None), "vault_password_file": (VaultPasswordFileOpt, None),
+    "ask_vault_pass": (AskVaultPassOpt, False), "ask_become_pass": (AskBecomePassOpt, False),
+    "become": (BecomeOpt, False), "become_user": (BecomeUserOpt, None),
+    "user": (UserOpt, None), "private_key": (PrivateKeyOpt, None)}
+
+
 def ansible_options(*, vault_id: list[str] | None = None,
                     vault_password_file: list[Path] | None = None, ask_vault_pass: bool = False,
                     ask_become_pass: bool = False, become: bool = False,
@@ -127,6 +138,42 @@ def ansible_options(*, vault_id: list[str] | None = None,
         command_line=CommandLine(user=user, private_key=os.path.abspath(private_key)
                                  if private_key else None, timeout=timeout, become=become,
                                  become_user=become_user))
+
+
+def takes_ansible_options(timeout: tuple[str, object] = ("timeout", TimeoutOpt)
+                          ) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a command all of Ansible's options above, after its own, and call it with them
+    as one ``ansible: AnsibleOptions``; ``timeout`` names the -T option's parameter::
+
+        @app.command()
+        @takes_ansible_options(timeout=("ssh_timeout", ConnectTimeoutOpt))
+        def run(ansible: AnsibleOptions, ctx: typer.Context, ...) -> None:
+
+    Typer reads a command's options from its signature (it has no shared option sets:
+    fastapi/typer#153), so the wrapper's signature is the command's without ``ansible``,
+    then these options.
+    """
+    timeout_param, timeout_option = timeout
+    added = {**ANSIBLE_OPTIONS, timeout_param: (timeout_option, None)}
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(command, eval_str=True)  # Typer takes types, not strings
+        shown = [*(p for p in signature.parameters.values() if p.name != "ansible"),
+                 *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                     annotation=option)
+                   for name, (option, default) in added.items())]
+
+        @functools.wraps(command)
+        def with_ansible(*args: Any, **kwargs: Any) -> None:
+            given = {name: kwargs.pop(name) for name in ANSIBLE_OPTIONS}
+            command(*args, ansible=ansible_options(timeout=kwargs.pop(timeout_param), **given),
+                    **kwargs)
+
+        merged = signature.replace(parameters=shown)
+        with_ansible.__signature__ = merged  # type: ignore[attr-defined]
+        with_ansible.__annotations__ = {p.name: p.annotation for p in shown}
+        return with_ansible
+    return decorate
 
 
 class AfterDashDash(TyperCommand):

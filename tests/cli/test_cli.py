@@ -108,6 +108,55 @@ def test_html_is_one_definition_on_every_command_that_writes_a_report() -> None:
     assert len(found) == 1, found
 
 
+ANSIBLE = ["--vault-id", "--vault-password-file", "--ask-vault-pass", "--ask-become-pass",
+           "--become", "--become-user", "--user", "--private-key", "--timeout"]
+
+
+def last_options(command: str, count: int) -> list[tuple[Any, ...]]:
+    """The command's last ``count`` options as its help shows them, in order."""
+    found = typer.main.get_command(app).commands[command].params  # type: ignore[attr-defined]
+    return [(p.opts, p.secondary_opts, p.help, p.metavar, p.default) for p in found[-count:]]
+
+
+def test_the_ansible_options_are_one_set_on_every_command_that_connects() -> None:
+    expected = last_options("apply", len(ANSIBLE))
+    assert [opts[0] for opts, *_ in expected] == ANSIBLE
+    assert last_options("facts", len(ANSIBLE)) == last_options("verify", len(ANSIBLE)) == expected
+    ran = last_options("run", len(ANSIBLE))  # run's --timeout is the job's: -T is its own name
+    assert ran[:-1] == expected[:-1] and ran[-1][0] == ["--connect-timeout", "-T"]
+
+
+@pytest.mark.parametrize(("command", "function", "words"), [
+    ("apply", "run_apply", []), ("facts", "run_facts", []), ("verify", "run_verify", []),
+    ("run", "run_command", ["--timeout", "9", "--", "train.py"])])
+def test_the_ansible_options_reach_the_command_as_one_set(
+        command: str, function: str, words: list[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodeprov.config.defaults import AnsibleOptions, CommandLine
+    from nodeprov.job.runargs import RunRequest
+
+    given: list[Any] = []
+
+    def command_module(*args: Any, **kwargs: Any) -> int:
+        given.extend(args)
+        return 0
+
+    monkeypatch.setattr(f"nodeprov.commands.{command}.{function}", command_module)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, [
+        command, "inventory.yaml", "--vault-id", "ops@pw-ops", "--vault-pass-file", "pw", "-J",
+        "-K", "-b", "--become-user", "root", "-u", "deploy", "--key-file", "key", "-T", "7",
+        *words])
+    assert result.exit_code == 0, result.output
+    assert [a for a in given if isinstance(a, AnsibleOptions)] == [AnsibleOptions(
+        vault_ids=("ops@pw-ops",), vault_password_files=(str(tmp_path / "pw"),),
+        ask_vault_pass=True, ask_become_pass=True, command_line=CommandLine(
+            user="deploy", private_key=str(tmp_path / "key"), timeout=7, become=True,
+            become_user="root"))]
+    requests = [a.timeout for a in given if isinstance(a, RunRequest)]
+    assert requests == ([9] if command == "run" else [])  # run's --timeout: the job's deadline
+
+
 UNREACHABLE = """\
 all:
   vars: {{node_subnet: 127.0.0.0/8, ansible_port: 1, ssh_config_file: {config}}}
