@@ -39,8 +39,8 @@ def up(
     """Create the nodes and write DIR/inventory.yaml and DIR/ssh_config.
 
     nodeprov testbed up --nodes 3 --outsider && ssh -F /srv/nodeprov-testbed/ssh_config node1
-    nodeprov testbed up --share /opt/wheels --var 'pip_find_links=[/opt/wheels]'
-    """
+    nodeprov testbed up --share /opt/wheels --var 'pip_find_links=\\[/opt/wheels]'
+    """  # \\[: Typer reads help as rich markup, where [/...] closes a tag
     from nodeprov.testbed.inventory_file import parse_vars
     from nodeprov.testbed.lifecycle import up as bring_up
 

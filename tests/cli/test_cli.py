@@ -34,6 +34,25 @@ def test_help_explains_every_option(command: str, options: list[str]) -> None:
         assert option in result.stdout
 
 
+def every_command(group: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The argv of every command and sub-command (``testbed up``), groups included."""
+    found = [path]
+    for name, command in getattr(group, "commands", {}).items():
+        found += every_command(command, (*path, name))
+    return found
+
+
+@pytest.mark.parametrize("path", every_command(typer.main.get_command(app)), ids=" ".join)
+def test_every_help_renders_its_text_as_written(path: tuple[str, ...]) -> None:
+    # Typer reads help as rich markup: `testbed up`'s example "pip_find_links=[/opt/wheels]"
+    # was a closing tag, and --help died in a MarkupError traceback
+    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.stdout
+    if path == ("testbed", "up"):
+        assert "--var 'pip_find_links=[/opt/wheels]'" in result.stdout
+
+
 def test_top_level_help_documents_exit_codes() -> None:
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
