@@ -52,7 +52,7 @@ def distributions(top: str) -> set[str]:
 
 
 def declared_for(module: Module) -> set[str]:
-    declared = {canonicalize_name(req.name) for req in requirements()}
+    declared: set[str] = {canonicalize_name(req.name) for req in requirements()}
     for prefix, extra in EXTRA_OF.items():
         if module.name == prefix or module.name.startswith(prefix + "."):
             declared |= {canonicalize_name(req.name) for req in requirements(extra)}

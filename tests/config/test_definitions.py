@@ -25,7 +25,7 @@ def _ansible_definition(definition: Definition) -> dict[str, Any]:
     module = {"ssh": "ansible.plugins.connection.ssh",
               "sudo": "ansible.plugins.become.sudo"}[definition.plugin]
     documentation = pytest.importorskip(module).DOCUMENTATION
-    options: dict[str, Any] = yaml.safe_load(documentation)["options"]
+    options: dict[str, dict[str, Any]] = yaml.safe_load(documentation)["options"]
     return options[definition.ansible]
 
 

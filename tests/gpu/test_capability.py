@@ -78,7 +78,7 @@ def test_table_agrees_with_deviceQuery_on_real_machines() -> None:
 
 def test_probe_output() -> None:
     assert parse_cuda_probe("") is None
-    assert parse_cuda_probe("device 0 7.0\ndevice 1 8.6\n").capabilities == ((7, 0), (8, 6))
+    assert parse_cuda_probe("device 0 7.0\ndevice 1 8.6\n") == CudaProbe(((7, 0), (8, 6)))
     assert parse_cuda_probe("error cuInit 100\n") == CudaProbe(failed_call="cuInit", code=100)
     missing = parse_cuda_probe("error libcuda libcuda.so.1: cannot open shared object file: No "
                                "such file or directory")

@@ -31,7 +31,7 @@ def parse_recorded(name: str) -> GpuInfo | None:
 
 
 # name -> (driver version, max CUDA, memory MiB per GPU, MIG enabled)
-PARSED = {
+PARSED: dict[str, tuple[str, tuple[int, int], list[int | None], bool]] = {
     "driver-418-cuda101-t4": ("418.67", (10, 1), [15079], False),
     "driver-440-cuda102-laptop": ("440.100", (10, 2), [7973], False),
     "driver-450-cuda110-titanxp": ("450.57", (11, 0), [12196], False),

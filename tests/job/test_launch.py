@@ -39,6 +39,7 @@ from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Result
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
+from nodeprov.util.fanout import on_every_name
 from tests.ctrl_c import ctrl_c_raises
 from tests.gpu.test_gpu import as_sysfs, node_text
 from tests.mirrors import LOCAL_MIRRORS
@@ -364,14 +365,13 @@ def test_wrong_results_need_no_matrix(matrix_runs: list[str]) -> None:
 
 
 def test_ctrl_c_while_copying_still_cleans_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_on_every = nodejob.on_every_name
     calls = []
 
     def copy_interrupted(names: Any, work: Any) -> Any:
         calls.append(names)
         if len(calls) == 1:
             raise KeyboardInterrupt
-        return real_on_every(names, work)
+        return on_every_name(names, work)
 
     monkeypatch.setattr(nodejob, "on_every_name", copy_interrupted)
     nodes = {name: FakeNode(0) for name in CPU_FACTS}
@@ -497,7 +497,7 @@ def test_the_nodes_persisted_socket_env_reaches_the_job(job_bed: Testbed) -> Non
         out = io.StringIO()
         job = Job("env-check", {"node2": ["env"]}, 10, env={"SECRET": "s3cret"})
         launch = launch_all(["node2"], {"node2": sessions["node2"]}, job,
-                            streams={"node2": (out, io.StringIO())})  # type: ignore[dict-item]
+                            streams={"node2": (out, io.StringIO())})
     finally:
         for each in sessions.values():
             each.close()

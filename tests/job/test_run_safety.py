@@ -141,7 +141,7 @@ def test_a_node_cut_off_from_nodeprov_stops_its_job_by_itself(
     done: dict[str, Any] = {}
     running = threading.Thread(target=lambda: done.update(launch=launch_all(
         ["node1"], {"node1": sessions["node1"]}, job,
-        streams={"node1": (io.StringIO(), io.StringIO())})))  # type: ignore[dict-item]
+        streams={"node1": (io.StringIO(), io.StringIO())})))
     running.start()
     cut = ["-p", "tcp", "--dport", "22", "-j", "DROP"]
     try:

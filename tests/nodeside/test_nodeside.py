@@ -21,7 +21,8 @@ from nodeprov.tasks.venv import SCRIPTS_PYTHON
 from tests.sources import PACKAGE
 
 NODESIDE = PACKAGE / "nodeside"
-OLDEST = tuple(int(part) for part in SCRIPTS_PYTHON.split("."))
+MAJOR, MINOR = SCRIPTS_PYTHON.split(".")
+OLDEST = (int(MAJOR), int(MINOR))
 # standard library modules newer than 3.8 (What's New in Python 3.9 and 3.11: new modules)
 NEWER_THAN_OLDEST = {"graphlib", "zoneinfo", "tomllib"}
 PYTHON = sorted(NODESIDE.glob("*.py"))

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -53,7 +54,8 @@ def project(bed: Testbed, folder: Path, *, vaulted: bool) -> Path:
     return folder
 
 
-def nodeprov(folder: Path, *args: str, stdin: str | None = None) -> tuple[int, str, dict]:
+def nodeprov(folder: Path, *args: str, stdin: str | None = None
+             ) -> tuple[int, str, dict[str, Any]]:
     """``nodeprov apply -p playbook.yaml ARGS`` run in ``folder``, with no terminal (a
     password asked for is read from stdin)."""
     report = folder / "report.json"

@@ -107,7 +107,8 @@ def test_unknown_key_refused_unless_accept_new_then_recorded_for_later_connectio
 
     client = SSHClient()
     OpenSshPolicy(True, known_a, files).missing_host_key(client, "10.0.0.3", NODE1_KEY)
-    assert client.get_host_keys().lookup("10.0.0.3")["ssh-ed25519"] == NODE1_KEY
+    recorded = client.get_host_keys().lookup("10.0.0.3")
+    assert recorded is not None and recorded["ssh-ed25519"] == NODE1_KEY
     assert known_a.read_text() == before + f"10.0.0.3 ssh-ed25519 {NODE1_KEY.get_base64()}\n"
     # a later connection of the run (the firewall's confirm) checks against the recorded key
     again = prepare(node3, SshOptions(), files)

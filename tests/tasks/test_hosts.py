@@ -185,12 +185,13 @@ def test_a_node_claiming_another_hosts_inventory_name_or_address_fails_naming_bo
         claimed: str) -> None:
     nodes = [("node1", "10.0.0.11", "node1", "node1"), ("node2", "10.0.0.12", "node2", "")]
     ctx = context("node2", nodes)
+    claiming = node_facts(claimed.split(".")[0], claimed)
     cluster = {"node1": (Host("node1", "gpu-a.lab", "10.0.0.11"), ctx.cluster["node1"][1]),
-               "node2": (ctx.cluster["node2"][0], node_facts(claimed.split(".")[0], claimed))}
+               "node2": (ctx.cluster["node2"][0], claiming)}
     domain = HostsParams(domain="lab")
     with pytest.raises(TaskFailed, match=f"node2 reports the (hostname|FQDN) '{claimed}', which "
                                          "names the inventory host node1: listed for node1 only"):
-        run(None, ctx=Context(cluster["node2"][0], cluster["node2"][1], cluster), params=domain)
+        run(None, ctx=Context(cluster["node2"][0], claiming, cluster), params=domain)
     on_node1 = run(None, ctx=Context(cluster["node1"][0], context().facts, cluster),
                    params=domain)
     assert "gpu-a.lab" not in block(on_node1)[1] and block(on_node1)[0].startswith("10.0.0.11 ")

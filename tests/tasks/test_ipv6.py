@@ -21,7 +21,8 @@ from nodeprov.tasks.base import (
     Write,
     parse_params,
 )
-from nodeprov.tasks.ipv6 import UFW_DEFAULTS, Ipv6Params, plan, proc_path, sysctl_text
+from nodeprov.tasks.ipv6 import UFW_DEFAULTS, Ipv6Params, plan, sysctl_text
+from nodeprov.tasks.textfiles.sysctl_conf import proc_path
 from nodeprov.testbed.cluster import Testbed
 from tests.tasks.kit import make_facts, one_node
 

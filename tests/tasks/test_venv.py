@@ -76,13 +76,14 @@ def test_missing_venv_is_created_with_the_nodes_python() -> None:
 def test_uv_is_pushed_where_missing_and_pip_installs_where_uv_cannot_run(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    mirror = {"index_url": "file:///mirror/simple", "find_links": ("/srv/wheels",)}
-    (change,) = plan(context(node_facts()), VenvParams(VENV, **mirror),
+    mirror = Sources(index_url="file:///mirror/simple", find_links=("/srv/wheels",))
+    params = VenvParams(VENV, index_url=mirror.index_url, find_links=mirror.find_links)
+    (change,) = plan(context(node_facts()), params,
                      observed(uv="no-uv glibc 2.36")).changes
     copy, create, _ = change.actions
     local = str(tmp_path / "nodeprov" / "uv" / f"uv-{installer.UV_VERSION}-x86_64-glibc2.36")
     assert isinstance(copy, PeerUpload) and copy.local_path == local and not copy.address
-    assert copy.fill is not None and copy.fill.sources == Sources(**mirror)  # not pip's default
+    assert copy.fill is not None and copy.fill.sources == mirror  # not pip's default
     assert copy.fill.specs == (f"uv=={installer.UV_VERSION}",)
     assert "manylinux_2_17_x86_64" in copy.fill.platform
     assert "manylinux_2_36_x86_64" in copy.fill.platform

@@ -29,6 +29,7 @@ from nodeprov.variants.index import (
 from nodeprov.variants.index import read_url as real_read_url
 
 DATA = Path(__file__).parents[1] / "data" / "torch-index"
+Pages = dict[str, tuple[int, bytes]]  # path -> (status, body): what serve() answers
 RECORDED = ("cu126", "cu128", "cu129", "cu130")  # download.pytorch.org/whl/<variant>/torch/
 
 
@@ -37,10 +38,10 @@ def recorded_page(variant: str) -> str:
 
 
 @pytest.fixture()
-def serve() -> Iterator[dict[str, tuple[int, bytes]]]:
+def serve() -> Iterator[Pages]:
     """An index on 127.0.0.1: fill the mapping path -> (status, body); other paths are 404.
     The fixture's value carries the base URL under the key "" (status 0)."""
-    pages: dict[str, tuple[int, bytes]] = {}
+    pages: Pages = {}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -66,7 +67,7 @@ def base(pages: Mapping[str, tuple[int, bytes]]) -> str:
     return pages[""][1].decode()
 
 
-def pytorch_like(pages: dict[str, tuple[int, bytes]]) -> list[str]:
+def pytorch_like(pages: Pages) -> list[str]:
     """Serve the recorded pages in PyTorch's layout; the page URLs."""
     for variant in RECORDED:
         pages[f"/whl/{variant}/torch/"] = (200, recorded_page(variant).encode())
@@ -77,7 +78,7 @@ def pytorch_like(pages: dict[str, tuple[int, bytes]]) -> list[str]:
                                      "2.10.0"])
 def test_the_table_lists_what_pytorchs_index_published(version: str) -> None:
     # the recorded pages, read as nodeprov reads an index, are the oracle for the table
-    listed = {platform: set() for platform in ("x86_64", "aarch64")}
+    listed: dict[str, set[str]] = {platform: set() for platform in ("x86_64", "aarch64")}
     for variant in RECORDED:
         for platform, variants in wheel_variants(version, file_names(recorded_page(variant))
                                                  ).items():
@@ -100,7 +101,7 @@ def test_2_12_1_has_cu129_that_2_12_0_lacks() -> None:
         assert "cu129" not in known_builds("2.12.0").cuda[platform]  # type: ignore[union-attr]
 
 
-def test_variants_of_the_exact_version_from_pytorchs_pages(serve: dict) -> None:
+def test_variants_of_the_exact_version_from_pytorchs_pages(serve: Pages) -> None:
     builds = index_builds("2.9.1", pytorch_like(serve), real_read_url)  # cu132: 404, none
     assert sorted(builds.cuda["x86_64"]) == ["cu126", "cu128", "cu129", "cu130"]
     assert sorted(builds.cuda["aarch64"]) == ["cu126", "cu128", "cu129", "cu130"]
@@ -128,7 +129,7 @@ def test_pages_of_a_release_and_of_the_inventorys_sources() -> None:
                          rocm=False) == ("http://mirror/whl/cu128/torch/", "http://mirror/wheels/")
 
 
-def test_a_release_newer_than_the_table_takes_known_architectures(serve: dict) -> None:
+def test_a_release_newer_than_the_table_takes_known_architectures(serve: Pages) -> None:
     names = ["torch-2.15.0+cu126-cp312-cp312-manylinux_2_28_x86_64.whl",
              "torch-2.15.0+cu130-cp312-cp312-manylinux_2_28_aarch64.whl",
              "torch-2.15.0+cu136-cp312-cp312-manylinux_2_28_x86_64.whl",
@@ -146,7 +147,7 @@ def test_a_release_newer_than_the_table_takes_known_architectures(serve: dict) -
         index_builds("2.16.0", [f"{base(serve)}/simple/torch/"], real_read_url)
 
 
-def test_pep_691_json_pages(serve: dict) -> None:
+def test_pep_691_json_pages(serve: Pages) -> None:
     serve["/simple/torch/"] = (200, json.dumps({"files": [
         {"filename": "torch-2.9.1+cu129-cp312-cp312-manylinux_2_28_x86_64.whl"},
         {"filename": 7}, "junk"]}).encode())
@@ -167,7 +168,7 @@ def test_names_that_are_not_exactly_a_linux_wheel_of_the_version_do_not_count(na
     assert wheel_variants("2.9.1", [name]) == {}
 
 
-def test_pages_too_large_or_too_long_are_refused(serve: dict) -> None:
+def test_pages_too_large_or_too_long_are_refused(serve: Pages) -> None:
     serve["/big/torch/"] = (200, b"x" * (MAX_PAGE_BYTES + 1))
     serve["/long/torch/"] = (200, b'<a href="a">a</a>' * (MAX_LINKS + 1))
     serve["/broken/torch/"] = (500, b"")
@@ -179,7 +180,7 @@ def test_pages_too_large_or_too_long_are_refused(serve: dict) -> None:
         real_read_url("/opt/wheels")
 
 
-def test_the_choice_says_where_its_variants_came_from(serve: dict,
+def test_the_choice_says_where_its_variants_came_from(serve: Pages,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     pages = tuple(pytorch_like(serve))
     offline = release_builds("2.9.1", pages)  # the tests' reader: offline
@@ -202,7 +203,7 @@ def test_the_default_reader_is_the_one_the_tests_replace() -> None:
 @pytest.mark.parametrize("refusal", [(403, b""), (404, b""), (
     200, b"<html><body><h1>Access denied</h1><a href='/policy'>policy</a></body></html>")])
 def test_pages_that_list_no_torch_wheel_at_all_are_no_index(
-        refusal: tuple[int, bytes], serve: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+        refusal: tuple[int, bytes], serve: Pages, monkeypatch: pytest.MonkeyPatch) -> None:
     # a proxy that refuses download.pytorch.org (403 for every page, or its own page of
     # refusal) is an offline site: the table decides, saying so, instead of "lists no CUDA or
     # ROCm wheel of torch 2.9.1; check the version"
@@ -222,7 +223,7 @@ def test_pages_that_list_no_torch_wheel_at_all_are_no_index(
         index_builds("2.99.0", pages, real_read_url)
 
 
-def test_a_json_page_nested_past_pythons_limit_is_unreadable(serve: dict) -> None:
+def test_a_json_page_nested_past_pythons_limit_is_unreadable(serve: Pages) -> None:
     serve["/simple/torch/"] = (200, ('{"files":' + '{"a":' * 200_000 + "1" + "}" * 200_001)
                                .encode())
     with pytest.raises(IndexUnreadable, match="nested too deeply"):

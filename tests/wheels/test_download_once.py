@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from nodeprov.remote.actions import Action, Run
+from nodeprov.remote.session import Session
 from nodeprov.wheels import installer
 from nodeprov.wheels.peer_exec import execute
 from nodeprov.wheels.peers import Distribution, PeerDownload
@@ -65,7 +67,8 @@ def actions(index: Path, node: str, seen_index: Path | None = None) -> list[Acti
 
 def apply(distribution: Distribution, session: LocalSession, index: Path,
           seen_index: Path | None = None) -> None:
-    execute(session, distribution, "torch", actions(index, session.host.name, seen_index))
+    execute(cast(Session, session), distribution, "torch",
+            actions(index, session.host.name, seen_index))
 
 
 def downloads(session: LocalSession) -> list[tuple[str, ...]]:
