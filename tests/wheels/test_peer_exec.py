@@ -12,14 +12,14 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
 from nodeprov.remote.actions import Action, Run, Upload, Write
-from nodeprov.remote.session import Result
+from nodeprov.remote.session import Result, Session
 from nodeprov.wheels import installer
 from nodeprov.wheels.peer_exec import InstallFailed, execute
 from nodeprov.wheels.peers import Distribution, PeerUpload
@@ -100,7 +100,8 @@ def actions(local: Path, node: str, **copy: Any) -> list[Action]:
 
 
 def apply(distribution: Distribution, session: LocalSession, local: Path, **copy: Any) -> None:
-    execute(session, distribution, "torch", actions(local, session.host.name, **copy))
+    execute(cast(Session, session), distribution, "torch",
+            actions(local, session.host.name, **copy))
 
 
 def held_path(local: Path, node: str) -> Path:
@@ -199,7 +200,7 @@ def test_a_seed_failing_before_its_copy_leaves_nobody_waiting(wheels: Path) -> N
     distribution = Distribution()
     distribution.seed_for("set", "node1")
     with pytest.raises(HostError):  # its step before the copy fails
-        execute(Unreachable("node1"), distribution, "torch",
+        execute(cast(Session, Unreachable("node1")), distribution, "torch",
                 [Run(("true",)), *actions(wheels, "node1")])
     peer = LocalSession("node2")
     apply(distribution, peer, wheels)  # not left waiting: uploaded from this machine
@@ -291,7 +292,8 @@ def test_an_install_that_fails_says_what_from_where_and_the_fix_in_one_short_lin
                              hint="set pip_index_url or pip_find_links to an index the node "
                                   "reaches, or wheelhouse: true")
     with pytest.raises(InstallFailed) as failed:
-        execute(LocalSession("node1"), Distribution(), "torch", [Run(("true",)), step])
+        execute(cast(Session, LocalSession("node1")), Distribution(), "torch",
+                [Run(("true",)), step])
     first, *details = str(failed.value).splitlines()
     assert first == ("node1: torch: could not install torch==2.13.0+cpu and 1 more from "
                      "https://ci:***@mirror.example/simple (set pip_index_url or "

@@ -11,7 +11,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from rich.console import Console
@@ -19,6 +19,7 @@ from rich.console import Console
 from nodeprov.errors import HostError
 from nodeprov.inventory.model import Host
 from nodeprov.remote.options import SshOptions
+from nodeprov.remote.session import Session
 from nodeprov.util.progress import Transfers
 from nodeprov.wheels.written import counting_writes
 
@@ -44,14 +45,18 @@ class HereSession:
             assert process.stderr is not None and process.stdout is not None
             if process.stderr.readline() != f"{token}\n":
                 raise HostError(self.host.name, "torch", "it did not start")
-            reader = threading.Thread(target=lambda: [echo[0].write(line)
-                                                      for line in process.stdout])
+            out = process.stdout
+            reader = threading.Thread(target=lambda: [echo[0].write(line) for line in out])
             reader.start()
             send(lambda data: None)
             assert process.stdin is not None
             process.stdin.close()
             reader.join(timeout)
             process.wait(timeout)
+
+
+def here(transfers: Transfers | None) -> Session:
+    return cast(Session, HereSession(transfers))
 
 
 def logged() -> tuple[Transfers, io.StringIO]:
@@ -64,7 +69,7 @@ def test_what_the_install_writes_is_one_transfer_with_the_most_it_counted(
     transfers, out = logged()
     venv, cache = tmp_path / "venv", tmp_path / "venv.uv-cache"
     venv.mkdir()
-    with counting_writes(HereSession(transfers), "torch", "install torch==2.13.0+cpu",
+    with counting_writes(here(transfers), "torch", "install torch==2.13.0+cpu",
                          sys.executable, (str(venv), str(cache))):
         cache.mkdir()
         (cache / "torch.so").write_bytes(b"t" * 2_500_000)
@@ -78,7 +83,7 @@ def test_what_the_install_writes_is_one_transfer_with_the_most_it_counted(
 
 def test_a_failed_install_says_so_and_what_it_had_written(tmp_path: Path) -> None:
     transfers, out = logged()
-    with pytest.raises(HostError), counting_writes(HereSession(transfers), "torch",
+    with pytest.raises(HostError), counting_writes(here(transfers), "torch",
                                                    "install torch", sys.executable,
                                                    (str(tmp_path),)):
         (tmp_path / "part.whl").write_bytes(b"w" * 1000)
@@ -93,14 +98,14 @@ def test_a_node_that_prints_anything_but_digits_moves_nothing(tmp_path: Path) ->
                     '500\\n" 99999999999999999999999\ncat >/dev/null\n')
     fake.chmod(0o755)
     transfers, out = logged()
-    with counting_writes(HereSession(transfers), "torch", "install torch", str(fake), ()):
+    with counting_writes(here(transfers), "torch", "install torch", str(fake), ()):
         pass
     assert "| wrote 700 bytes in " in out.getvalue().splitlines()[1]
 
 
 def test_a_count_that_cannot_run_leaves_the_install_alone(tmp_path: Path) -> None:
     transfers, out = logged()
-    with counting_writes(HereSession(transfers), "torch", "install torch",
+    with counting_writes(here(transfers), "torch", "install torch",
                          str(tmp_path / "no-python"), (str(tmp_path),)):
         (tmp_path / "torch.so").write_bytes(b"t")
     assert out.getvalue() == ""  # nothing started, nothing to end
@@ -111,5 +116,6 @@ def test_without_a_display_nothing_runs_on_the_node(tmp_path: Path) -> None:
         def converse(self, *args: Any, **kwargs: Any) -> None:
             raise AssertionError("nothing shows a count")
 
-    with counting_writes(Refuses(None), "torch", "install torch", sys.executable, ()):
+    with counting_writes(cast(Session, Refuses(None)), "torch", "install torch",
+                         sys.executable, ()):
         pass
