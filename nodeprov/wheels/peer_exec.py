@@ -9,7 +9,7 @@ An optional copy that fails (this machine cannot download uv, a node cannot unpa
 warning for the task (``Distribution.warn``), and the steps after it run without it: the
 install script then uses pip, or the node's own sources.
 
-What a node downloads or installs by itself is counted on the node as it goes
+What a node downloads, fetches from a peer or installs is counted on the node as it goes
 (``written.counting_writes``): the live display's bars show it, as they show uploads.
 """
 
@@ -273,8 +273,11 @@ def _fetch(session: Session, distribution: Distribution, task: str, action: Peer
     seconds = str(int(FETCH_SLACK + size / FETCH_RATE))
     while (url := distribution.acquire(action.key)) is not None:
         try:
-            fetched = session.run([action.python, "-c", FETCH, url, action.remote_path, seconds,
-                                   *words], task=task, what="fetch the wheels from a node")
+            with counting_writes(session, task, "fetch the wheels from a node", action.python,
+                                 (action.remote_path,)):
+                fetched = session.run([action.python, "-c", FETCH, url, action.remote_path,
+                                       seconds, *words], task=task,
+                                      what="fetch the wheels from a node")
         except BaseException:  # this node's connection, not the source, failed
             distribution.release(action.key, url, good=True)
             raise

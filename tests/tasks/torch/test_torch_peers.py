@@ -4,6 +4,7 @@ through the firewall nodeprov sets."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,13 @@ def uploads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Upload]
     yield made
 
 
+def megabytes(out: str, words: str) -> list[float]:
+    """The amounts of the log lines that end a transfer: ``| {words} NNN.N MB in``."""
+    units = {"kB": 1e-3, "MB": 1.0, "GB": 1e3}
+    return [float(number) * units[unit]
+            for number, unit in re.findall(rf"\| {words} ([\d.]+) (kB|MB|GB) in ", out)]
+
+
 def listening(cluster: Testbed, node: str) -> set[str]:
     """The node's listening TCP sockets (address:port)."""
     return {line.split()[3] for line in cluster.exec(node, "ss", "-Hltn").stdout.splitlines()}
@@ -88,6 +96,9 @@ def test_one_copy_leaves_this_machine_and_every_node_installs(
     (wheel_dir,) = (tmp_path / "cache" / "nodeprov" / "wheelhouse" / "cpu").glob("torch-*")
     wheel_uploads = [(host, a) for host, a in uploads if a.local_path == str(wheel_dir)]
     assert len(wheel_uploads) == 1, wheel_uploads  # one copy, to the seed
+    # the others' fetches counted on the node as they went: each wrote the seed's copy
+    (sent,) = megabytes(out, r"torch: torch-\S+ \| sent")
+    assert megabytes(out, r"torch: fetch the wheels from a node \| wrote") == [sent, sent], out
     for node in cluster.nodes:
         assert torch_on(cluster, node) == "2.13.0+cpu"
         assert cluster.exec(node, "ls", "-A", "/var/cache/nodeprov/wheelhouse").stdout == ""
@@ -125,6 +136,11 @@ def test_download_once_one_node_downloads_and_the_others_reach_no_index(
     assert out.count("(downloaded once by node1, fetched over the node subnet) with uv") == 2
     assert "after all" not in out, out  # no node fell back to its own download
     assert not [a for _, a in uploads if "wheelhouse" in a.remote_path]  # nothing sent from here
+    # what the seed downloaded and the others fetched, counted on the nodes as it went
+    (downloaded,) = megabytes(out, r"torch: download the wheels \| wrote")
+    fetched = megabytes(out, r"torch: fetch the wheels from a node \| wrote")
+    assert len(fetched) == 2 and downloaded > 100, out
+    assert all(abs(amount - downloaded) <= 0.2 for amount in fetched), (downloaded, fetched)
     for node in cluster.nodes:
         assert torch_on(cluster, node) == "2.13.0+cpu"
         assert cluster.exec(node, "ls", "-A", "/var/cache/nodeprov/wheelhouse").stdout == ""
