@@ -249,7 +249,9 @@ def test_job_timeout_bounds_a_missing_peer(silent_peer: int, tmp_path: Path) -> 
                                  "--result", str(result_file), "--timeout", "5",
                                  nnodes=2, nproc=1))
     assert done.returncode != 0
-    assert seconds < 30
+    # the job's 5 s ended it, not the peer leaving after LAUNCH_TIMEOUT: the margin is for two
+    # torch imports and a rendezvous on a loaded 2-core CI machine
+    assert seconds < LAUNCH_TIMEOUT - 15
     assert not result_file.exists()
     found = diagnose(done.stderr)
     assert found is not None and found.item == "job"
