@@ -102,6 +102,23 @@ def test_without_uv_pip_installs_and_nothing_is_recorded_against_uv(
     assert not Path(f"{uv}.log").exists()
 
 
+@pytest.mark.parametrize("fails", [False, True])
+def test_pip_downloads_into_a_private_folder_beside_the_venv_removed_after(
+        fakes: tuple[Path, Path], fails: bool) -> None:
+    # beside the venv: on its filesystem, not a small /tmp; and where wheels.written counts
+    uv, venv = fakes
+    uv.unlink()
+    python = venv / "bin" / "python"
+    python.write_text('#!/bin/sh\nstat -c "%n %a" "$TMPDIR" > "$0.tmp"\n'
+                      f'exit {1 if fails else 0}\n')
+    Path(f"{venv}.pip-tmp").mkdir()  # a killed run's leftovers: emptied first
+    Path(f"{venv}.pip-tmp/stale.whl").write_text("x")
+    done = run(installer.install(str(venv), (), ["six"]), uv)
+    assert done.returncode == (1 if fails else 0)
+    assert Path(f"{python}.tmp").read_text() == f"{venv}.pip-tmp 700\n"
+    assert not Path(f"{venv}.pip-tmp").exists()
+
+
 def test_this_machines_wheels_are_all_that_is_installed_where_they_arrived(
         fakes: tuple[Path, Path], tmp_path: Path) -> None:
     uv, venv = fakes
