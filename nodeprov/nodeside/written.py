@@ -14,7 +14,8 @@ a hard link uv makes changes it too), each file counted once however many links 
 pip or uv has downloaded, unpacked and installed. A folder that is missing counts nothing (it
 may come later). It stops at EOF on stdin (the install ended: it prints a last count), when
 stdout is closed, or after LIFETIME seconds. A walk that takes long waits longer before the
-next, so a large venv costs a few percent of one core.
+next (ten times as long), so the count takes at most a tenth of one core: a venv with torch
+(29,000 files) took 0.6 s a walk on a loaded 2-core machine, so the bar moves every 6 s then.
 """
 
 from __future__ import annotations
