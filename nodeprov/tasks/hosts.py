@@ -21,7 +21,6 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import yaml
 
@@ -40,9 +39,6 @@ from nodeprov.tasks.hostnames import Entry, cluster_names
 from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate
 from nodeprov.util.yamlfile import load_limited
-
-if TYPE_CHECKING:
-    pass
 
 BLOCK = "hosts"
 DEFAULT_PATH = "/etc/hosts"
