@@ -1,7 +1,8 @@
 """Jinja in inventory values, templated as Ansible does: lazily (a value is rendered when it is
 read, with the vars it names rendered in turn), with ``inventory_hostname``, ``group_names``,
 ``groups`` and ``hostvars``, in Jinja's immutable sandbox (no attribute tricks, no mutation).
-An inline ``!vault`` value is decrypted when it is read, as Ansible does.
+An inline ``!vault`` value is decrypted when it is read, as Ansible does; an ``Unsafe`` one
+(``!unsafe``) is never rendered.
 
     templar = HostTemplar(resolved)
     templar.value("node1", "key_path")   # "{{ inventory_dir }}/keys/id" -> ".../keys/id"
@@ -20,7 +21,7 @@ from jinja2.nativetypes import NativeCodeGenerator
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.util.jinja import LimitedSandbox, RangeBudget, bounded
-from nodeprov.util.yamlfile import Vaulted
+from nodeprov.util.tagged import Unsafe, Vaulted
 
 
 def _concat(values: Iterator[Any]) -> Any:
@@ -68,7 +69,7 @@ class HostTemplar:
             origin = self.resolved.origins[host].get(var)
             return self.resolved.vault.value(raw, source=origin.source if origin else "",
                                              field=f"{host}: {var}")
-        if isinstance(raw, (int, float, bool)) or raw is None or (
+        if isinstance(raw, (int, float, bool, Unsafe)) or raw is None or (
                 isinstance(raw, str) and "{{" not in raw and "{%" not in raw):
             return raw  # most values: nothing to render, nothing to remember
         key = (host, var)
@@ -83,6 +84,8 @@ class HostTemplar:
         return self._done[key]
 
     def render(self, host: str, value: Any) -> Any:
+        if isinstance(value, Unsafe):
+            return value
         if isinstance(value, str) and ("{{" in value or "{%" in value):
             if value not in self._templates:
                 self._templates[value] = self._environment.from_string(value)
