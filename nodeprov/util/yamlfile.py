@@ -43,6 +43,7 @@ class YamlMap(dict[str, Any]):
 
     line: int = 0
     key_lines: dict[str, int]
+    number_keys: frozenset[str] = frozenset()  # keys written as numbers (``10:``), now text
 
     def line_of(self, key: str) -> int:
         return self.key_lines.get(key, self.line)
@@ -78,6 +79,8 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YamlMap:
         if not isinstance(key, (str, int, float, bool)) or isinstance(key, bool):
             raise InputError(f"mapping key must be a string, got {key!r}", source=loader.source,
                              line=line)
+        if not isinstance(key, str):
+            result.number_keys |= {str(key)}
         key = str(key)
         if index >= merged:
             if key in written:
