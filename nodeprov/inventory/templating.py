@@ -10,12 +10,13 @@ An inline ``!vault`` value is decrypted when it is read, as Ansible does; an ``U
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Template, TemplateError, Undefined
+from jinja2 import Template, TemplateAssertionError, TemplateError, TemplateRuntimeError, Undefined
 from jinja2.nativetypes import NativeCodeGenerator
 
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
@@ -33,17 +34,47 @@ def _concat(values: Iterator[Any]) -> Any:
     return "".join(str(value) for value in chain(head, values))
 
 
+class TemplateLoop(NodeprovError, TemplateError):
+    """A variable whose template needs itself."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class PluginNotRun(NodeprovError, TemplateError):
+    """A template calling one of Ansible's lookup plugins, which nodeprov does not run."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+def _refusing(call: str) -> Callable[..., Any]:
+    """``lookup``/``query``/``q``: say which plugin the template asks for, and what to do."""
+    def refuse(plugin: Any = "", *_terms: Any, **_options: Any) -> Any:
+        raise PluginNotRun(f"{call}({plugin!r}, ...) runs Ansible's lookup plugin {plugin!r}, "
+                           "which nodeprov does not run (it renders Jinja alone); write the "
+                           "value itself, or give it with -e NAME=VALUE")
+    return refuse
+
+
+_LOOKUPS = {call: _refusing(call) for call in ("lookup", "query", "q")}
+
+
+def _plugin_refusal(error: TemplateError) -> TemplateError:
+    """Jinja's "No filter named 'x'" (at compile time, or at run time inside a branch) said as
+    what it most likely is: one of Ansible's plugins."""
+    found = re.match(r"No (filter|test) named '([^']+)'", error.message or "")
+    if found is None:
+        return error
+    kind, name = found[1], found[2]
+    return PluginNotRun(f"{kind} {name!r} is not one of Jinja's own {kind}s, the only ones "
+                        f"nodeprov has: it does not run Ansible's {kind} plugins (nor a "
+                        "collection's); write the value itself, or give it with -e NAME=VALUE")
+
+
 class _Sandbox(LimitedSandbox):
     """The playbook's limited sandbox, keeping native types as Ansible's templar does."""
 
     code_generator_class = NativeCodeGenerator
     concat = staticmethod(_concat)  # type: ignore[assignment]
-
-
-class TemplateLoop(NodeprovError, TemplateError):
-    """A variable whose template needs itself."""
-
-    exit_code = EXIT_BAD_INPUT
 
 
 class HostTemplar:
@@ -88,13 +119,19 @@ class HostTemplar:
             return value
         if isinstance(value, str) and ("{{" in value or "{%" in value):
             if value not in self._templates:
-                self._templates[value] = self._environment.from_string(value)
+                try:
+                    self._templates[value] = self._environment.from_string(value)
+                except TemplateAssertionError as error:
+                    raise _plugin_refusal(error) from None
             template = self._templates[value]
             # shared: Jinja reads the mapping as it is, so each var renders only when used
             context = template.new_context(_Vars(self, host),  # type: ignore[arg-type]
                                            shared=True)
-            # bounded as the playbook's templates are: an inventory value renders at load
-            result = _concat(bounded(template.root_render_func(context)))
+            try:
+                # bounded as the playbook's templates are: an inventory value renders at load
+                result = _concat(bounded(template.root_render_func(context)))
+            except TemplateRuntimeError as error:
+                raise _plugin_refusal(error) from None
             if isinstance(result, Undefined):
                 str(result)  # "{{ nope }}" alone comes back undefined, not raised: raise it
             return result
@@ -110,7 +147,7 @@ class HostTemplar:
         return {**self._magic, "inventory_hostname": host,
                 "inventory_hostname_short": host.split(".")[0],
                 "group_names": self.resolved.group_names(host), "groups": self._groups,
-                "hostvars": _HostVars(self), "range": RangeBudget()}
+                "hostvars": _HostVars(self), "range": RangeBudget(), **_LOOKUPS}
 
 
 class _Vars(Mapping[str, Any]):
