@@ -7,7 +7,9 @@
     gpu
 
 Values go through Python's ``ast.literal_eval`` as Ansible's do: ``1`` is an int, ``True`` a
-bool, ``[1, 2]`` a list, anything else the text (on host lines, after shell-like unquoting).
+bool, ``[1, 2]`` a list, anything else the text (on host lines, after shell-like unquoting);
+what no variable can hold becomes what Ansible makes of it (a tuple or set a list, ``1j`` and
+``...`` text, ``b'x'`` text never templated).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from nodeprov.errors import InputError
 from nodeprov.inventory.data import InventoryData, Origin
 from nodeprov.inventory.ranges import expand_host_pattern
+from nodeprov.util.tagged import Unsafe
 
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
@@ -31,7 +34,8 @@ _ASCII_SPACE = re.compile(r"[ \t\r\n]+")
 
 
 def parse_value(text: str) -> Any:
-    """A value as Ansible's INI reader types it.
+    """A value as Ansible's INI reader types it; ValueError for a mapping key no variable can
+    hold (a tuple or bytes: Ansible stops with a traceback there).
 
         >>> parse_value("29600"), parse_value("True"), parse_value("3.10"), parse_value("x y")
         (29600, True, 3.1, 'x y')
@@ -45,9 +49,41 @@ def parse_value(text: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "invalid escape sequence" and the like
-            return ast.literal_eval(text)
+            literal = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
+    return _coerced(literal)
+
+
+def _coerced(value: Any) -> Any:
+    """A literal as a variable value, as Ansible's INI reader converts it.
+
+        >>> _coerced((1, {2}, b"{{x}}", ..., 1j))
+        [1, [2], Unsafe('{{x}}'), '...', '1j']
+    """
+    if isinstance(value, bytes):  # Ansible decodes it, and leaves it untrusted as a template
+        return Unsafe(value.decode("utf-8", "surrogateescape"))
+    if value is ...:
+        return "..."
+    if isinstance(value, complex):
+        return str(value)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_coerced(item) for item in value]
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise ValueError(f"a mapping key must be text, a number, True, False or None, "
+                                 f"not {key!r}; write the key as text")
+        return {key: _coerced(item) for key, item in value.items()}
+    return value
+
+
+def _typed(text: str, origin: Origin, field: str) -> Any:
+    try:
+        return parse_value(text)
+    except ValueError as error:
+        raise InputError(str(error), source=origin.source, line=origin.line,
+                         field=field) from None
 
 
 def parse_ini(text: str, source: str, data: InventoryData) -> None:
@@ -86,7 +122,8 @@ def parse_ini(text: str, source: str, data: InventoryData) -> None:
             if not equals:
                 raise InputError(f"expected key=value in [{group}:vars], got {line!r}",
                                  source=source, line=number)
-            data.set_group_var(group, key.strip(), parse_value(value.strip()), origin)
+            data.set_group_var(group, key.strip(), _typed(value.strip(), origin, key.strip()),
+                               origin)
         else:
             found = _GROUP_NAME.match(line)
             if found is None:
@@ -139,7 +176,7 @@ def _host_line(line: str, group: str, origin: Origin, data: InventoryData) -> No
         if not equals:
             raise InputError(f"expected key=value after the host name, got {token!r}",
                              source=origin.source, line=origin.line, field=tokens[0])
-        variables[key] = parse_value(value)
+        variables[key] = _typed(value, origin, f"{tokens[0]}: {key}")
     for name in names:
         data.add_host(name, group, origin, port)
         for key, value in variables.items():

@@ -3,7 +3,8 @@
     print(as_json(resolved))     # JSON: groups with hosts/children, _meta.hostvars
     print(as_graph(resolved))    # @all: / |--@gpu: / |  |--node1
 
-An inline ``!vault`` value is listed as Ansible lists it (``{"__ansible_vault": "..."}``);
+An inline ``!vault`` value is listed as Ansible lists it (``{"__ansible_vault": "..."}``), as is
+text never templated (``{"__ansible_unsafe": "..."}``);
 a variable from a vault-encrypted file as ``<vaulted>``, unless ``show_vaulted``: then as
 ansible-inventory lists it, decrypted.
 """
@@ -21,7 +22,7 @@ from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.reading import read_inventory
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.inventory.vaultlib import Vault
-from nodeprov.util.yamlfile import Vaulted
+from nodeprov.util.tagged import Unsafe, Vaulted
 
 # what ansible-inventory 2.19 writes beside hostvars: the variable-precedence profile it used
 PROFILE = "inventory_legacy"
@@ -102,7 +103,19 @@ def _indent(text: str, depth: int) -> str:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, indent=4, ensure_ascii=False, default=_plain)
+    return json.dumps(_marked(value), sort_keys=True, indent=4, ensure_ascii=False,
+                      default=_plain)
+
+
+def _marked(value: Any) -> Any:
+    """Unsafe text as Ansible's encoder writes it; JSON would write it as any text."""
+    if isinstance(value, Unsafe):
+        return {"__ansible_unsafe": str(value)}
+    if isinstance(value, Mapping):
+        return {key: _marked(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_marked(item) for item in value]
+    return value
 
 
 def _plain(value: Any) -> Any:

@@ -1,7 +1,8 @@
 """Jinja in inventory values, templated as Ansible does: lazily (a value is rendered when it is
 read, with the vars it names rendered in turn), with ``inventory_hostname``, ``group_names``,
 ``groups`` and ``hostvars``, in Jinja's immutable sandbox (no attribute tricks, no mutation).
-An inline ``!vault`` value is decrypted when it is read, as Ansible does.
+An inline ``!vault`` value is decrypted when it is read, as Ansible does; an ``Unsafe`` one
+(``!unsafe``) is never rendered.
 
     templar = HostTemplar(resolved)
     templar.value("node1", "key_path")   # "{{ inventory_dir }}/keys/id" -> ".../keys/id"
@@ -9,18 +10,19 @@ An inline ``!vault`` value is decrypted when it is read, as Ansible does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Template, TemplateError, Undefined
+from jinja2 import Template, TemplateAssertionError, TemplateError, TemplateRuntimeError, Undefined
 from jinja2.nativetypes import NativeCodeGenerator
 
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.util.jinja import LimitedSandbox, RangeBudget, bounded
-from nodeprov.util.yamlfile import Vaulted
+from nodeprov.util.tagged import Unsafe, Vaulted
 
 
 def _concat(values: Iterator[Any]) -> Any:
@@ -32,17 +34,47 @@ def _concat(values: Iterator[Any]) -> Any:
     return "".join(str(value) for value in chain(head, values))
 
 
+class TemplateLoop(NodeprovError, TemplateError):
+    """A variable whose template needs itself."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class PluginNotRun(NodeprovError, TemplateError):
+    """A template calling one of Ansible's lookup plugins, which nodeprov does not run."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+def _refusing(call: str) -> Callable[..., Any]:
+    """``lookup``/``query``/``q``: say which plugin the template asks for, and what to do."""
+    def refuse(plugin: Any = "", *_terms: Any, **_options: Any) -> Any:
+        raise PluginNotRun(f"{call}({plugin!r}, ...) runs Ansible's lookup plugin {plugin!r}, "
+                           "which nodeprov does not run (it renders Jinja alone); write the "
+                           "value itself, or give it with -e NAME=VALUE")
+    return refuse
+
+
+_LOOKUPS = {call: _refusing(call) for call in ("lookup", "query", "q")}
+
+
+def _plugin_refusal(error: TemplateError) -> TemplateError:
+    """Jinja's "No filter named 'x'" (at compile time, or at run time inside a branch) said as
+    what it most likely is: one of Ansible's plugins."""
+    found = re.match(r"No (filter|test) named '([^']+)'", error.message or "")
+    if found is None:
+        return error
+    kind, name = found[1], found[2]
+    return PluginNotRun(f"{kind} {name!r} is not one of Jinja's own {kind}s, the only ones "
+                        f"nodeprov has: it does not run Ansible's {kind} plugins (nor a "
+                        "collection's); write the value itself, or give it with -e NAME=VALUE")
+
+
 class _Sandbox(LimitedSandbox):
     """The playbook's limited sandbox, keeping native types as Ansible's templar does."""
 
     code_generator_class = NativeCodeGenerator
     concat = staticmethod(_concat)  # type: ignore[assignment]
-
-
-class TemplateLoop(NodeprovError, TemplateError):
-    """A variable whose template needs itself."""
-
-    exit_code = EXIT_BAD_INPUT
 
 
 class HostTemplar:
@@ -68,7 +100,7 @@ class HostTemplar:
             origin = self.resolved.origins[host].get(var)
             return self.resolved.vault.value(raw, source=origin.source if origin else "",
                                              field=f"{host}: {var}")
-        if isinstance(raw, (int, float, bool)) or raw is None or (
+        if isinstance(raw, (int, float, bool, Unsafe)) or raw is None or (
                 isinstance(raw, str) and "{{" not in raw and "{%" not in raw):
             return raw  # most values: nothing to render, nothing to remember
         key = (host, var)
@@ -83,15 +115,23 @@ class HostTemplar:
         return self._done[key]
 
     def render(self, host: str, value: Any) -> Any:
+        if isinstance(value, Unsafe):
+            return value
         if isinstance(value, str) and ("{{" in value or "{%" in value):
             if value not in self._templates:
-                self._templates[value] = self._environment.from_string(value)
+                try:
+                    self._templates[value] = self._environment.from_string(value)
+                except TemplateAssertionError as error:
+                    raise _plugin_refusal(error) from None
             template = self._templates[value]
             # shared: Jinja reads the mapping as it is, so each var renders only when used
             context = template.new_context(_Vars(self, host),  # type: ignore[arg-type]
                                            shared=True)
-            # bounded as the playbook's templates are: an inventory value renders at load
-            result = _concat(bounded(template.root_render_func(context)))
+            try:
+                # bounded as the playbook's templates are: an inventory value renders at load
+                result = _concat(bounded(template.root_render_func(context)))
+            except TemplateRuntimeError as error:
+                raise _plugin_refusal(error) from None
             if isinstance(result, Undefined):
                 str(result)  # "{{ nope }}" alone comes back undefined, not raised: raise it
             return result
@@ -107,7 +147,7 @@ class HostTemplar:
         return {**self._magic, "inventory_hostname": host,
                 "inventory_hostname_short": host.split(".")[0],
                 "group_names": self.resolved.group_names(host), "groups": self._groups,
-                "hostvars": _HostVars(self), "range": RangeBudget()}
+                "hostvars": _HostVars(self), "range": RangeBudget(), **_LOOKUPS}
 
 
 class _Vars(Mapping[str, Any]):

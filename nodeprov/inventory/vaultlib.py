@@ -19,7 +19,8 @@ from typing import Any
 from nodeprov.errors import InputError, StricterThanAnsible
 from nodeprov.inventory.vaultformat import Envelope, VaultFormatError, is_vault, parse_envelope
 from nodeprov.inventory.vaultsecrets import DEFAULT_IDENTITY, VaultSecret
-from nodeprov.util.yamlfile import Vaulted, load_yaml_text
+from nodeprov.util.tagged import Vaulted
+from nodeprov.util.yamlfile import load_yaml_text
 
 HOW = ("give its password with --vault-password-file FILE, --vault-id LABEL@SOURCE or "
        "--ask-vault-pass (or vault_password_file / vault_identity_list in ansible.cfg)")

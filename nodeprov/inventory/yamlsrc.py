@@ -29,6 +29,14 @@ def _line(mapping: Any, key: str) -> int | None:
     return mapping.line_of(key) if isinstance(mapping, YamlMap) else None
 
 
+def _name(mapping: Any, key: Any, what: str, origin: Origin) -> str:
+    """``key`` as a group or host name: Ansible refuses one YAML reads as a number."""
+    if isinstance(mapping, YamlMap) and str(key) in mapping.number_keys:
+        raise InputError(f"{what} {key} is a number in YAML; quote it ('{key}'), as Ansible "
+                         "requires", source=origin.source, line=origin.line, field=str(key))
+    return str(key)
+
+
 def parse_yaml(document: Mapping[str, Any], source: str, data: InventoryData,
                warn: Warn) -> None:
     """Fill ``data`` from a parsed YAML inventory (top-level keys are groups)."""
@@ -41,7 +49,8 @@ def parse_yaml(document: Mapping[str, Any], source: str, data: InventoryData,
     stack: list[tuple[Iterator[tuple[str, Any, Origin]], str, Origin | None]] = []
     for name in document:
         origin = Origin(source, _line(document, name))
-        stack.append((_group(str(name), document[name], origin, data, warn), str(name), None))
+        name = _name(document, name, "group name", origin)
+        stack.append((_group(name, document[name], origin, data, warn), name, None))
         while stack:
             frame, group, link = stack[-1]
             child = next(frame, None)
@@ -85,10 +94,12 @@ def _group(name: str, group: Any, origin: Origin, data: InventoryData,
                 data.set_group_var(name, var, value, Origin(source, _line(section, var)))
         elif key == "children":
             for child, value in section.items():
-                yield str(child), value, Origin(source, _line(section, child))
+                where = Origin(source, _line(section, child))
+                yield _name(section, child, "group name", where), value, where
         else:
             for pattern, host_vars in section.items():
-                _add_hosts(str(pattern), host_vars, name, Origin(source, _line(section, pattern)),
+                where = Origin(source, _line(section, pattern))
+                _add_hosts(_name(section, pattern, "host name", where), host_vars, name, where,
                            data)
 
 

@@ -12,6 +12,7 @@ each node as often as the aliases repeat it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import yaml
 
 from nodeprov.errors import EXIT_BAD_INPUT, InputError, NodeprovError, StricterThanAnsible
+from nodeprov.util.tagged import Vaulted, unsafe
 
 MAX_BYTES = 4 * 1024 * 1024  # an inventory or playbook this large is a mistake, not a cluster
 MAX_NODES = 1_000_000  # values of a document with every alias spelled out
@@ -41,6 +43,7 @@ class YamlMap(dict[str, Any]):
 
     line: int = 0
     key_lines: dict[str, int]
+    number_keys: frozenset[str] = frozenset()  # keys written as numbers (``10:``), now text
 
     def line_of(self, key: str) -> int:
         return self.key_lines.get(key, self.line)
@@ -54,26 +57,6 @@ class YamlList(list[Any]):
 
     def line_of(self, index: int) -> int:
         return self.item_lines[index] if index < len(self.item_lines) else self.line
-
-
-class Vaulted:
-    """An inline ``!vault`` value as written: still encrypted (``inventory.vaultlib`` opens
-    it). Using it as text before that is an error, never the ciphertext in its place."""
-
-    def __init__(self, ciphertext: str, line: int) -> None:
-        self.ciphertext, self.line = ciphertext, line
-
-    def __repr__(self) -> str:
-        return f"Vaulted(line={self.line})"
-
-    def __str__(self) -> str:
-        raise ValueError(f"a !vault value (line {self.line}) no given vault password opens")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vaulted) and other.ciphertext == self.ciphertext
-
-    def __hash__(self) -> int:
-        return hash(self.ciphertext)
 
 
 class _Loader(yaml.SafeLoader):
@@ -96,6 +79,8 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> YamlMap:
         if not isinstance(key, (str, int, float, bool)) or isinstance(key, bool):
             raise InputError(f"mapping key must be a string, got {key!r}", source=loader.source,
                              line=line)
+        if not isinstance(key, str):
+            result.number_keys |= {str(key)}
         key = str(key)
         if index >= merged:
             if key in written:
@@ -161,11 +146,20 @@ def _construct_vaulted(loader: _Loader, node: yaml.Node) -> Vaulted:
     return Vaulted(str(node.value), node.start_mark.line + 1)
 
 
+def _construct_unsafe(loader: _Loader, node: yaml.Node) -> Any:
+    # the value the node would be without the tag (123 stays a number), its texts marked
+    untagged = copy.copy(node)
+    untagged.tag = loader.resolve(  # type: ignore[no-untyped-call]  # PyYAML is untyped here
+        type(node), node.value, (True, False))
+    return unsafe(loader.construct_object(untagged, deep=True))
+
+
 class _VaultLoader(_Loader):
-    """The loader of inventory files, where Ansible reads ``!vault`` values."""
+    """The loader of inventory files, where Ansible reads ``!vault`` and ``!unsafe``."""
 
 
 _VaultLoader.add_constructor("!vault", _construct_vaulted)
+_VaultLoader.add_constructor("!unsafe", _construct_unsafe)
 
 
 def _load(text: str, source: str, loader_class: type[_Loader] = _Loader) -> Any:
@@ -197,7 +191,8 @@ def load_limited(text: str) -> Any:
 
 def load_yaml_text(text: str, source: str, *, vault: bool = False) -> Any:
     """Parse YAML text; syntax errors become InputError with the line. ``vault``: ``!vault``
-    values are read (as ``Vaulted``), as in Ansible's inventories and vars files."""
+    values are read (as ``Vaulted``) and ``!unsafe`` ones (as ``Unsafe`` text), as in
+    Ansible's inventories and vars files."""
     try:
         return _load(text, source, _VaultLoader if vault else _Loader)
     except YamlTooBig as error:

@@ -1,7 +1,6 @@
 """Edge cases of both formats, each read by ansible-inventory and by nodeprov: the same
-resolution, or both refuse (nodeprov with exit 2 and one line). Two known differences are left
-out and listed in docs/inventory.md (an integer host name in YAML, which nodeprov reads as text;
-an empty file, which nodeprov refuses)."""
+resolution, or both refuse (nodeprov with exit 2 and one line). A known difference is left out
+and listed in docs/inventory.md (an empty file, which nodeprov refuses)."""
 
 from __future__ import annotations
 
@@ -49,6 +48,9 @@ INI_CASES = {
  "all-child": "[a:children]\nall\n",
  "empty-val": "[g]\nh a= b=''\n",
  "no-break-space": "[g]\nnode1\u00a0ansible_host=10.0.0.1\nnode2\u00a0x=1 y=2\n",
+ "literals-no-var-holds": "[g]\nh\n[g:vars]\na=b'{{x}}'\nb=...\nc=1j\nd=[..., (1, b'y'), {3}, {'k': 2j}]\n",
+ "tuple-key": "[g]\nh\n[g:vars]\nx={(1, 2): 3}\n",
+ "bytes-key": "[g]\nh x=\"{b'k': 1}\"\n",
 }
 
 YAML_CASES = {
@@ -75,6 +77,11 @@ YAML_CASES = {
  "merge-override": "all:\n  hosts:\n    gpu01: &gpu {ansible_host: 10.0.0.11, gpus: 8}\n    gpu02:\n      <<: *gpu\n      ansible_host: 10.0.0.12\n",
  "merge-list-first-wins": "all:\n  vars:\n    a: &a {x: 1, y: 1}\n    b: &b {x: 2, z: 2}\n  hosts:\n    h:\n      <<: [*a, *b]\n      y: 3\n",
  "timestamps": "all:\n  hosts:\n    h: {t: 2024-01-15 10:20:30, d: 2024-01-15, z: 2024-01-15T10:20:30.5Z}\n",
+ "int-host-name": "all:\n  children:\n    kids:\n      hosts:\n        1234: {}\n",
+ "float-host-name": "all:\n  hosts:\n    10.5:\n",
+ "int-group-name": "all:\n  children:\n    1234:\n      hosts: {a: }\n",
+ "int-top-group": "1234:\n  hosts: {a: }\n",
+ "unsafe": "all:\n  hosts:\n    h:\n      a: !unsafe 'p{{w}}'\n      b: !unsafe [x, '{{y}}', 3]\n      c: !unsafe {k: '{%z%}'}\n      d: !unsafe 12\n      e: !unsafe\n",
  "nested-same-name-var": "all:\n  vars: {x: all}\n  children:\n    p:\n      vars: {x: p}\n      children:\n        c:\n          vars: {x: c}\n          hosts: {h: }\n    c:\n      hosts: {h2: }\n",
 }
 

@@ -199,6 +199,34 @@ def test_templated_values_match_ansible(case: str, host: str, var: str, tmp_path
     assert ours == templated(source, host, var, tmp_path)
 
 
+UNSAFE = """all:
+  vars:
+    node_subnet: 10.0.0.0/24
+    secret: s
+  hosts:
+    n1:
+      ansible_host: 10.0.0.1
+      ansible_become_password: !unsafe 'p{{ secret }}%{%'
+      uses: '{{ ansible_become_password }}'
+      listed: !unsafe ['{{ secret }}', 2]
+      number: !unsafe 29500
+"""
+
+
+@pytest.mark.parametrize("var", ["ansible_become_password", "uses", "listed", "number",
+                                 "from_ini"])
+def test_text_marked_unsafe_is_never_templated_as_in_ansible(var: str, tmp_path: Path) -> None:
+    # !unsafe in YAML, and a bytes literal in INI, which Ansible reads as untrusted text
+    source = write(tmp_path, "hosts.yml", UNSAFE)
+    if var == "from_ini":
+        source = write(tmp_path, "hosts.ini", "n1\n[all:vars]\nsecret=s\n"
+                       "from_ini=b'{{ secret }}'\n")
+    ours = HostTemplar(read_inventory(source), source).value("n1", var)
+    assert ours == templated(source, "n1", var, tmp_path)
+    if var == "ansible_become_password":
+        assert load_inventory(source).host("n1").become_password == "p{{ secret }}%{%"
+
+
 def test_group_vars_beside_the_playbook_come_after_the_inventorys(tmp_path: Path) -> None:
     inventory = write(tmp_path, "inventory/hosts.ini", "[gpu]\nn1 ansible_host=10.0.0.1\n")
     write(tmp_path, "inventory/group_vars/all.yml", "node_subnet: 10.0.0.0/24\nrdzv_port: 1\n")

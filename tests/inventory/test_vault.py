@@ -16,7 +16,7 @@ import yaml
 from nodeprov.inventory.vaultformat import VaultFormatError, parse_envelope
 from nodeprov.inventory.vaultlib import Vault, VaultError
 from nodeprov.inventory.vaultsecrets import VaultSecret, VaultSecretError, load_secrets
-from nodeprov.util.yamlfile import Vaulted
+from nodeprov.util.tagged import Vaulted
 from tests.inventory.oracle import ANSIBLE_BIN
 
 PLAINTEXTS = {
