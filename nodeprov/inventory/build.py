@@ -127,7 +127,13 @@ class _HostBuilder:
         ssh = first_of([args, SshArgs(port=values["ansible_port"], strict_host_keys=(
             False if not values["ansible_host_key_checking"] else None)), common, extra])
         if ssh.ssh_config_file and not values["ssh_config_file"]:
-            values["ssh_config_file"] = os.path.abspath(ssh.ssh_config_file)  # ssh's -F
+            written_in = next(var for var, found in zip(
+                connection.SSH_ARGS, (args, common, extra), strict=True)
+                if found.ssh_config_file == ssh.ssh_config_file)
+            values["ssh_config_file"] = self._config_file(name, written_in, ssh.ssh_config_file)
+        elif values["ssh_config_file"] and not _readable_config(values["ssh_config_file"]):
+            raise self.error(name, "ssh_config_file",
+                             f"{values['ssh_config_file']} is not a file")
         values["inventory_hostname"] = name
         address = values["ansible_host"] or self._name_as_address(name)
         node_address = self._node_address(name, address, values)
@@ -142,6 +148,16 @@ class _HostBuilder:
             accept_new_host_key=ssh.strict_host_keys is False,
             known_hosts_files=ssh.known_hosts_files,
             groups=tuple(self.resolved.group_names(name)), vars=values)
+
+    def _config_file(self, name: str, var: str, given: str) -> str:
+        """ssh's -F FILE: from where nodeprov runs, as ssh reads it (``~`` is this user's home,
+        which ssh would not expand: Ansible passes it without a shell), ``none`` for none."""
+        if given.lower() == "none":
+            return os.devnull
+        path = os.path.abspath(os.path.expanduser(given))
+        if not _readable_config(path):
+            raise self.error(name, var, f"-F {given}: {path} is not a file")
+        return path
 
     def _ssh_args(self, name: str, values: dict[str, Any]) -> list[SshArgs]:
         """ansible_ssh_args, the common and the extra args, each parsed; what nodeprov does not
@@ -238,3 +254,8 @@ def _check_unique(hosts: Iterable[Host], builder: _HostBuilder) -> None:
             raise builder.error(host.name, "node_address", f"{host.name} and {other} have the "
                                 f"same node address {host.node_address}; each host needs its "
                                 "own")
+
+
+def _readable_config(path: str) -> bool:
+    """An ssh_config to read: a file, or ``os.devnull`` (none at all)."""
+    return path == os.devnull or os.path.isfile(path)

@@ -24,11 +24,12 @@ class SshConfigs:
         self._lock = threading.Lock()
 
     def parsed(self, ssh_config_file: str | None) -> SSHConfig | None:
-        """The file parsed, None when it does not exist."""
+        """The file parsed, None when it does not exist (``os.devnull``: none, ssh's -F none)."""
         from paramiko import SSHConfig  # lazy: slow to import, and not every run needs it
 
         path = Path(ssh_config_file or os.path.expanduser(USER_SSH_CONFIG))
         with self._lock:
             if path not in self._parsed:
-                self._parsed[path] = SSHConfig.from_path(str(path)) if path.is_file() else None
+                self._parsed[path] = (SSHConfig.from_path(str(path))
+                                      if path.is_file() or str(path) == os.devnull else None)
             return self._parsed[path]

@@ -13,6 +13,7 @@ from nodeprov.cli import app
 from nodeprov.errors import InputError
 from nodeprov.inventory import load_inventory, read_inventory
 from nodeprov.inventory.patterns import select
+from nodeprov.inventory.sshconfigs import SshConfigs
 from nodeprov.inventory.templating import HostTemplar
 from nodeprov.playbook import load_playbook
 from tests.inventory.oracle import list_hosts, templated
@@ -299,11 +300,47 @@ def test_an_unquoted_python_version_is_refused_as_the_number_it_reads_as(
         load_inventory(tmp_path / name)
 
 
-def test_ssh_arguments_give_hops_config_and_known_hosts(tmp_path: Path) -> None:
+def test_ssh_arguments_give_hops_config_and_known_hosts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg").write_text("Host bastion\n  User jump\n")
     path = write(tmp_path, "hosts.ini", "n1 ansible_host=10.0.0.1 ansible_ssh_common_args='-o "
                  "UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -F cfg -J bastion'\n"
                  "[all:vars]\nnode_subnet=10.0.0.0/24\n")
     (host,) = load_inventory(path).hosts
     assert (host.known_hosts_files, host.accept_new_host_key, host.proxy_jump) == (
         ("/dev/null",), True, "bastion")
-    assert host.vars["ssh_config_file"] == os.path.abspath("cfg")  # as ssh reads -F
+    assert host.vars["ssh_config_file"] == str(tmp_path / "cfg")  # as ssh reads -F: from here
+
+
+def test_an_ssh_config_that_is_not_there_is_refused_where_it_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # it was found only when connecting: "unreachable ... (is sshd running and the address
+    # right?)", though no node had been asked anything
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = write(tmp_path, "inv.yml", "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n"
+                 "    n1:\n      ansible_host: 10.0.0.1\n"
+                 "      ansible_ssh_common_args: -F ~/.lima/default/ssh.config\n")
+    with pytest.raises(InputError) as refused:
+        load_inventory(path)
+    assert str(refused.value) == (
+        f"{path}:6: n1: ansible_ssh_common_args: -F ~/.lima/default/ssh.config: "
+        f"{tmp_path}/home/.lima/default/ssh.config is not a file")
+    (tmp_path / "home/.lima/default").mkdir(parents=True)  # ~ is this user's home
+    (tmp_path / "home/.lima/default/ssh.config").write_text("Host n1\n  Port 60022\n")
+    (host,) = load_inventory(path).hosts
+    assert host.vars["ssh_config_file"] == f"{tmp_path}/home/.lima/default/ssh.config"
+    write(tmp_path, "inv.yml", "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n"
+          "    n1: {ansible_host: 10.0.0.1, ssh_config_file: missing/ssh_config}\n")
+    with pytest.raises(InputError, match=rf"^{path}:4: n1: ssh_config_file: "
+                       rf"{tmp_path}/missing/ssh_config is not a file$"):
+        load_inventory(path)
+
+
+def test_ssh_minus_f_none_reads_no_ssh_config_at_all(tmp_path: Path) -> None:
+    path = write(tmp_path, "hosts", "n1 ansible_host=10.0.0.1 ansible_ssh_args='-F none'\n"
+                 "[all:vars]\nnode_subnet=10.0.0.0/24\n")
+    (host,) = load_inventory(path).hosts
+    assert host.vars["ssh_config_file"] == os.devnull
+    parsed = SshConfigs().parsed(os.devnull)
+    assert parsed is not None and parsed.get_hostnames() == {"*"}  # empty: nothing of ~/.ssh
