@@ -1,7 +1,7 @@
 """Which nodes of a ``nodeprov run`` failed by themselves, one line for each saying why, and each
 node's exit code: its ranks' own, as each rank's record says (``nodejob.RankEnd``)::
 
-    failed = run_failures(launch, logs.paths, nproc)        # {"node2": RankFailure(...)}
+    failed = run_failures(launch, logs.paths, nproc, gpus)  # {"node2": RankFailure(...)}
     lines = failure_lines(launch, failed, logs.paths, seconds=0, synced=True)
     node = node_run("node1", launch, log, nproc["node1"])   # NodeRun(exit_code=0, ...)
 
@@ -57,12 +57,13 @@ def finished(launch: Launch, name: str, nproc: int) -> bool:
         end.exit_code == 0 for end in found.ranks.values())
 
 
-def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, int]
-                 ) -> dict[str, RankFailure]:
+def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, int],
+                 gpus: Mapping[str, int]) -> dict[str, RankFailure]:
     """The nodes that failed by themselves, in the order they ended. A node stopped while its
-    rank's exception was on its way out counts too: a peer that only lost its connection to
-    that rank may have ended first. After the deadline, every node that ended by itself timed
-    out."""
+    rank's exception or a cause of its own (a rule's: a GPU it lacks, its venv) was on its way
+    out counts too: a peer that only lost its connection to that rank may have ended first.
+    After the deadline, every node that ended by itself timed out. ``gpus``: each node's, from
+    its facts."""
     done = [name for name in launch.launched if finished(launch, name, nproc[name])]
     failed = {}
     for name in dict.fromkeys([*launch.ended, *launch.launched]):
@@ -87,13 +88,13 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
             continue
         # The failing rank's own words first: a rule on them, else its exception; torchrun's
         # tail (other ranks, the rendezvous) only when the rank says nothing a rule knows.
-        found = diagnose(said, name) if said else None
+        found = diagnose(said, name, gpus=gpus.get(name)) if said else None
         exception = raised(rank_lines(paths[name], rank)) if rank is not None and not found \
             else None
-        if stopped and (exception is None or found is not None):
+        if stopped and (not found.own if found is not None else exception is None):
             continue  # stopped while it ran well, or failing only because a peer did
         if found is None and exception is None:
-            found = diagnose(tail(result), name)
+            found = diagnose(tail(result), name, gpus=gpus.get(name))
         failed[name] = RankFailure(NodeFailure(result, found), rank, said or tail(result),
                                    exception)
     return failed
