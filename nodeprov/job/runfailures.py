@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nodeprov.job.diagnose import Diagnosis, diagnose
-from nodeprov.job.failures import NodeFailure, node_failures, tail
+from nodeprov.job.failures import NodeFailure, last_words, node_failures, tail
 from nodeprov.job.nodejob import Launch, Stopped
 from nodeprov.job.ranklog import (
+    RANK_PREFIXES,
     first_traceback_rank,
     raised,
     rank_lines,
@@ -42,12 +43,14 @@ TOGETHER = ("no failure there: let every rank run the same collectives to the en
 @dataclass(frozen=True)
 class RankFailure:
     """A node that failed by itself: its failing rank (from torchrun's summary), that rank's
-    last lines (torchrun's own when it names none), the exception the rank raised."""
+    last lines (torchrun's own when it names none), the exception the rank raised, else the
+    rank's last words when no rule knows them (``error: the following arguments are ...``)."""
 
     failure: NodeFailure
     rank: int | None
     tail: str
     exception: str | None
+    last_words: str | None = None
 
 
 def finished(launch: Launch, name: str, nproc: int) -> bool:
@@ -95,8 +98,13 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
             continue  # stopped while it ran well, or failing only because a peer did
         if found is None and exception is None:
             found = diagnose(tail(result), name, gpus=gpus.get(name))
-        failed[name] = RankFailure(NodeFailure(result, found), rank, said or tail(result),
-                                   exception)
+        # No rule, no traceback (argparse's usage error, a sys.exit with a message): what the
+        # rank itself said last, rather than torchrun's summary.
+        failure = NodeFailure(result, found)
+        words = last_words("\n".join(RANK_PREFIXES.sub("", line) for line in said.splitlines())
+                           ) if said and found is None and exception is None \
+            and not failure.timed_out else None
+        failed[name] = RankFailure(failure, rank, said or tail(result), exception, words)
     return failed
 
 
@@ -118,12 +126,23 @@ def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapp
     lines += [f"{name}: job: rank {each.rank} raised {each.exception} (an error in the script; "
               f"its traceback is in {paths[name]})"
               for name, each in failed.items() if each.exception is not None]
-    others = {name: each.failure for name, each in failed.items() if each.exception is None}
+    lines += [f"{name}: job: rank {each.rank} exited{_rank_code(launch, name, each.rank)}; its "
+              f"last line: {each.last_words} (its output is in {paths[name]})"
+              for name, each in failed.items() if each.last_words is not None]
+    others = {name: each.failure for name, each in failed.items()
+              if each.exception is None and each.last_words is None}
     lines += node_failures({n: r for n, r in launch.launched.items()
                             if isinstance(r, Exception) or n in others},
                            others, seconds=seconds, deadline_hint=DEADLINE_HINT)
     return lines + [f"{name}: job: could not stop the job: {error}"
                     for name, error in launch.results.items() if isinstance(error, Exception)]
+
+
+def _rank_code(launch: Launch, name: str, rank: int | None) -> str:
+    """`` 2``: the rank's own exit code where its record says; empty where none does."""
+    found = launch.results.get(name)
+    end = found.ranks.get(rank) if isinstance(found, Stopped) and rank is not None else None
+    return f" {end.exit_code}" if end is not None else ""
 
 
 def node_run(name: str, launch: Launch, log: Path, nproc: int) -> NodeRun:

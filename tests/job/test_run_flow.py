@@ -30,6 +30,7 @@ RANK0 = "\n".join(line for line in RAISES.splitlines() if rank_of(line) == 0) + 
 PEER_FINISHED = (DATA / "local_run_peer_finished.txt").read_text()  # rank 1 after rank 0's exit
 # pytorch/examples' DDP tutorial (multinode.py) on a CPU node: torch.cuda.set_device fails
 ASKS_CUDA = (DATA / "local_run_gpu_script_on_cpu.log").read_text()  # node2's, rank 1
+USAGE = (DATA / "local_run_usage_error.log").read_text()  # the same, its arguments left out
 CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
 
 
@@ -265,3 +266,14 @@ def test_a_gpu_only_script_on_nodes_without_gpus_says_so_for_every_node(tmp_path
                                                                 ("node3", 2)))
     assert {n: r.exit_code for n, r in outcome.nodes.items()} == {
         "node1": 1, "node2": 1, "node3": 1}
+
+
+def test_a_rank_that_exits_with_a_message_and_no_traceback_is_quoted(tmp_path: Path) -> None:
+    # argparse's usage error: no traceback, no rule; torchrun's summary only links its docs.
+    nodes = {"node1": FakeNode(None), "node2": FakeNode(1, USAGE, ranks={1: 2}),
+             "node3": FakeNode(None)}
+    outcome = run_fake(nodes, tmp_path)
+    log = tmp_path / outcome.run_id / "node2.log"
+    assert outcome.diagnosis == (
+        "node2: job: rank 1 exited 2; its last line: multinode.py: error: the following "
+        f"arguments are required: total_epochs, save_every (its output is in {log})",)
