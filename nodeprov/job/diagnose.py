@@ -82,6 +82,13 @@ _RULES = (
         "nodeprov apply --limit {node} --tags venv",
     ),
     _Rule(
+        "job",
+        # python's own words when the script is not there
+        re.compile(r"can't open file .*\[Errno 2\] No such file or directory"),
+        "the script is not on the node at that path",
+        "--sync the folder that holds it, and name it relative to that folder (or to --chdir)",
+    ),
+    _Rule(
         "venv",
         re.compile(r"ModuleNotFoundError: No module named "),
         "the script imports a module that is neither in the node's venv nor beside the script",

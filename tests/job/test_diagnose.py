@@ -44,6 +44,7 @@ EXPECTED = {
     # pytorch/examples' and ml-engineering's scripts through nodeprov run (data/README.md)
     "local_run_missing_module.txt": ("venv", "neither in the node's venv",
                                      "No module named 'psutil'"),
+    "local_run_no_such_script.txt": ("job", "not on the node", "can't open file"),
 }
 
 
