@@ -131,6 +131,14 @@ def test_a_script_that_asks_cuda_for_a_gpu_on_a_node_without_one_needs_a_gpu(nam
     assert found.fix.startswith("run it on nodes with GPUs, or let it fall back to the CPU")
 
 
+# torch 2.13.0+cpu's own words on a testbed node: init_process_group("nccl"), tensor.cuda()
+@pytest.mark.parametrize("said", ["RuntimeError: Distributed package doesn't have NCCL built in",
+                                  "AssertionError: Torch not compiled with CUDA enabled"])
+def test_the_nccl_backend_or_a_cuda_tensor_on_a_node_without_gpus_needs_a_gpu(said: str) -> None:
+    found = diagnose(f"[rank0]:{said}", node="node1", gpus=0)
+    assert found is not None and "needs a GPU" in found.cause and found.evidence.endswith(said)
+
+
 @pytest.mark.parametrize("gpus", [None, 8])
 def test_the_cpu_build_on_a_node_with_gpus_or_unknown_ones_is_the_venvs(gpus: int | None) -> None:
     text = (DATA / "local_run_gpu_script_on_cpu.log").read_text(encoding="utf-8")
