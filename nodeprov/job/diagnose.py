@@ -7,7 +7,15 @@ rule first::
     >>> found.item, found.cause, found.fix
     ('venv', "torch is missing from the node's venv", 'nodeprov apply --limit node2 --tags venv')
 
-Unknown output gives ``None``: better no hint than a wrong one.
+On a node without GPUs (``gpus=0``, from its facts), a script that asks CUDA for a device
+needs a GPU the node does not have, whatever torch build answered::
+
+    >>> diagnose("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'",
+    ...          node="node2", gpus=0).cause
+    'the script needs a GPU (it asks CUDA for one) and this node has none'
+
+Unknown output gives ``None``: better no hint than a wrong one. ``own`` says the cause is the
+node's own, not the echo of a peer that failed first (a lost connection, a missed rendezvous).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ class Diagnosis:
     cause: str
     fix: str
     evidence: str
+    own: bool = False
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,8 @@ class _Rule:
     pattern: re.Pattern[str]
     cause: str
     fix: str  # may name {node}
+    own: bool = True  # the node's own cause, never a peer's echo
+    without_gpus: bool = False  # only on a node whose facts show no GPU
 
 
 _NET_FIX = "nodeprov apply --limit {node} --tags firewall,nccl_env"
@@ -42,6 +53,20 @@ _GLOO_CAUSE = ("gloo peers could not connect: the firewall blocks the ephemeral 
                "node_subnet, or GLOO_SOCKET_IFNAME picks the wrong interface")
 
 _RULES = (
+    _Rule(
+        "job",
+        # CUDA asked for a device: torch's CPU build (no _cuda_setDevice, not compiled with
+        # CUDA, no NCCL), a CUDA build with no GPU or driver to see (torch/cuda/__init__.py,
+        # ProcessGroupNCCL).
+        re.compile(r"Torch not compiled with CUDA enabled|has no attribute '_cuda_setDevice'"
+                   r"|No CUDA GPUs are available|Found no NVIDIA driver on your system"
+                   r"|invalid device ordinal|ProcessGroupNCCL is only supported with GPUs"
+                   r"|Distributed package doesn't have NCCL built in"),
+        "the script needs a GPU (it asks CUDA for one) and this node has none",
+        "run it on nodes with GPUs, or let it fall back to the CPU when "
+        "torch.cuda.is_available() is false (backend gloo)",
+        without_gpus=True,
+    ),
     _Rule(
         "job",
         re.compile(r"another nodeprov job is running on this node"),
@@ -55,6 +80,20 @@ _RULES = (
                    r"|No module named '?torch\b"),
         "torch is missing from the node's venv",
         "nodeprov apply --limit {node} --tags venv",
+    ),
+    _Rule(
+        "job",
+        # python's own words when the script is not there
+        re.compile(r"can't open file .*\[Errno 2\] No such file or directory"),
+        "the script is not on the node at that path",
+        "--sync the folder that holds it, and name it relative to that folder (or to --chdir)",
+    ),
+    _Rule(
+        "venv",
+        re.compile(r"ModuleNotFoundError: No module named "),
+        "the script imports a module that is neither in the node's venv nor beside the script",
+        "add its package to pip_packages in the inventory, then nodeprov apply --limit {node} "
+        "--tags venv (a module of your own: --sync the folder that holds it)",
     ),
     _Rule(
         "venv",
@@ -125,6 +164,7 @@ _RULES = (
         "a peer advertised a loopback address: its hostname maps to 127.0.1.1 in /etc/hosts "
         "or NCCL/GLOO_SOCKET_IFNAME is unset",
         "nodeprov apply --tags hosts,nccl_env",
+        own=False,
     ),
     _Rule(
         "hosts",
@@ -134,6 +174,7 @@ _RULES = (
                    r"|Temporary failure in name resolution|getaddrinfo|host not found"),
         "a peer's hostname does not resolve: /etc/hosts lacks the node names",
         "nodeprov apply --limit {node} --tags hosts",
+        own=False,
     ),
     _Rule(
         "firewall",
@@ -141,6 +182,7 @@ _RULES = (
         re.compile(r"Gloo connectFullMesh failed"),
         _GLOO_CAUSE,
         _NET_FIX,
+        own=False,
     ),
     _Rule(
         "job",
@@ -148,12 +190,14 @@ _RULES = (
         re.compile(r"Connection closed by peer \[[^\]]*\]:\d+"),
         "a peer rank ended first (it failed or was stopped); this rank only lost its connection",
         "look at the node that failed first for the cause",
+        own=False,
     ),
     _Rule(
         "firewall",
         re.compile(r"gloo/transport/tcp/pair\.(?:cc|h):\d+\]"),
         _GLOO_CAUSE,
         _NET_FIX,
+        own=False,
     ),
     _Rule(
         "firewall",
@@ -162,6 +206,7 @@ _RULES = (
         "NCCL peers could not connect: the firewall blocks the ephemeral ports from "
         "node_subnet, or NCCL_SOCKET_IFNAME picks the wrong interface",
         _NET_FIX,
+        own=False,
     ),
     _Rule(
         "firewall",
@@ -171,6 +216,7 @@ _RULES = (
         "the nodes could not meet at the rendezvous: its port on the first node is blocked, "
         "or a node did not start the job",
         "nodeprov apply --tags firewall, then check that the job started on every node",
+        own=False,
     ),
     _Rule(
         "job",
@@ -178,6 +224,7 @@ _RULES = (
         re.compile(r"DistStoreError: wait timeout"),
         "a peer rank never joined the process group: it failed or hung before starting",
         "look at the other nodes' output for the first failure, fix that, then rerun",
+        own=False,
     ),
 )
 
@@ -193,13 +240,17 @@ def _line_at(text: str, index: int) -> str:
     return ("..." if window else "") + line[window:window + EVIDENCE_CHARS].strip()
 
 
-def diagnose(output: str, node: str = "NODE") -> Diagnosis | None:
-    """The likely cause of the failure ``output`` shows, or None when no rule knows it."""
+def diagnose(output: str, node: str = "NODE", *, gpus: int | None = None
+             ) -> Diagnosis | None:
+    """The likely cause of the failure ``output`` shows, or None when no rule knows it;
+    ``gpus``: how many the node has, where its facts say (rules about a node without GPUs)."""
     for rule in _RULES:
+        if rule.without_gpus and gpus != 0:
+            continue
         found = rule.pattern.search(output)
         if found:
             return Diagnosis(rule.item, rule.cause, rule.fix.format(node=node),
-                             _line_at(output, found.start()))
+                             _line_at(output, found.start()), own=rule.own)
     return None
 
 

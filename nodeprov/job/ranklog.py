@@ -22,6 +22,9 @@ PREFIX_TEMPLATE = "[rank${rank}]:"  # torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TE
 RANK_LINE = re.compile(r"\[rank(\d+)\]:(.*)")
 # torch's own error logging adds a "[rank1]: " of its own inside torchrun's prefix
 RANK_PREFIXES = re.compile(r"^(?:\[rank\d+\]: ?)+")
+# a traceback's last line: ``ValueError: boom``, ``torch.distributed.DistBackendError: ...``,
+# ``KeyboardInterrupt``
+EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(?::|\s*$)")
 ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)", re.S)
 TAIL_LINES = 40
 
@@ -44,17 +47,29 @@ def root_cause_rank(output: str) -> int | None:
 
 def raised(lines: Sequence[str]) -> str | None:
     """The exception a rank's last traceback ends in (``ValueError: boom``), prefixes removed.
+    The script's own prints may land between the traceback's lines (stdout and stderr share
+    the log): only a line under the traceback's own prefixes, shaped like an exception, counts.
 
     >>> raised(["[rank1]:[rank1]: Traceback (most recent call last):",
-    ...         "[rank1]:[rank1]:   File 'train.py', line 9", "[rank1]:[rank1]: KeyError: 'x'"])
+    ...         "[rank1]:[rank1]:   File 'train.py', line 9", "[rank1]:*** Demo",
+    ...         "[rank1]:[rank1]: KeyError: 'x'"])
     "KeyError: 'x'"
     """
-    text = [RANK_PREFIXES.sub("", line) for line in lines]
-    starts = [i for i, line in enumerate(text) if line.startswith("Traceback (most recent")]
+    starts = [i for i, line in enumerate(lines)
+              if RANK_PREFIXES.sub("", line).startswith("Traceback (most recent")]
     if not starts:
         return None
-    return next((line.strip() for line in text[starts[-1] + 1:]
-                 if line.strip() and not line[0].isspace()), None)
+    prefix = _prefixes(lines[starts[-1]])
+    for line in lines[starts[-1] + 1:]:
+        text = line[len(prefix):]
+        if _prefixes(line) == prefix and EXCEPTION_LINE.match(text):
+            return text.strip()
+    return None
+
+
+def _prefixes(line: str) -> str:
+    found = RANK_PREFIXES.match(line)
+    return found.group(0) if found else ""
 
 
 def rank_lines(path: Path, rank: int) -> list[str]:

@@ -114,7 +114,8 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
                          for name in names},
                 (), took, matrix=matrix, interrupted="SIGINT",  # the caller knows better
                 log_dir=str(directory), ranks=sum(nproc.values()))
-    failed = run_failures(launch, logs.paths, nproc)
+    failed = run_failures(launch, logs.paths, nproc,
+                          {name: facts[name].gpu_count for name in names})
     diagnosis = failure_lines(launch, failed, logs.paths, seconds=request.timeout)
     unexplained = {name: f.failure for name, f in failed.items() if f.exception is None}
     if diagnosis and not request.preflight and network_may_explain(unexplained):

@@ -1,7 +1,7 @@
 """Which nodes of a ``nodeprov run`` failed by themselves, one line for each saying why, and each
 node's exit code: its ranks' own, as each rank's record says (``nodejob.RankEnd``)::
 
-    failed = run_failures(launch, logs.paths, nproc)        # {"node2": RankFailure(...)}
+    failed = run_failures(launch, logs.paths, nproc, gpus)  # {"node2": RankFailure(...)}
     lines = failure_lines(launch, failed, logs.paths, seconds=0, synced=True)
     node = node_run("node1", launch, log, nproc["node1"])   # NodeRun(exit_code=0, ...)
 
@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nodeprov.job.diagnose import Diagnosis, diagnose
-from nodeprov.job.failures import NodeFailure, node_failures, tail
+from nodeprov.job.failures import NodeFailure, last_words, node_failures, tail
 from nodeprov.job.nodejob import Launch, Stopped
 from nodeprov.job.ranklog import (
+    RANK_PREFIXES,
     first_traceback_rank,
     raised,
     rank_lines,
@@ -42,12 +43,14 @@ TOGETHER = ("no failure there: let every rank run the same collectives to the en
 @dataclass(frozen=True)
 class RankFailure:
     """A node that failed by itself: its failing rank (from torchrun's summary), that rank's
-    last lines (torchrun's own when it names none), the exception the rank raised."""
+    last lines (torchrun's own when it names none), the exception the rank raised, else the
+    rank's last words when no rule knows them (``error: the following arguments are ...``)."""
 
     failure: NodeFailure
     rank: int | None
     tail: str
     exception: str | None
+    last_words: str | None = None
 
 
 def finished(launch: Launch, name: str, nproc: int) -> bool:
@@ -57,12 +60,13 @@ def finished(launch: Launch, name: str, nproc: int) -> bool:
         end.exit_code == 0 for end in found.ranks.values())
 
 
-def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, int]
-                 ) -> dict[str, RankFailure]:
+def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, int],
+                 gpus: Mapping[str, int]) -> dict[str, RankFailure]:
     """The nodes that failed by themselves, in the order they ended. A node stopped while its
-    rank's exception was on its way out counts too: a peer that only lost its connection to
-    that rank may have ended first. After the deadline, every node that ended by itself timed
-    out."""
+    rank's exception or a cause of its own (a rule's: a GPU it lacks, its venv) was on its way
+    out counts too: a peer that only lost its connection to that rank may have ended first.
+    After the deadline, every node that ended by itself timed out. ``gpus``: each node's, from
+    its facts."""
     done = [name for name in launch.launched if finished(launch, name, nproc[name])]
     failed = {}
     for name in dict.fromkeys([*launch.ended, *launch.launched]):
@@ -87,15 +91,20 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
             continue
         # The failing rank's own words first: a rule on them, else its exception; torchrun's
         # tail (other ranks, the rendezvous) only when the rank says nothing a rule knows.
-        found = diagnose(said, name) if said else None
+        found = diagnose(said, name, gpus=gpus.get(name)) if said else None
         exception = raised(rank_lines(paths[name], rank)) if rank is not None and not found \
             else None
-        if stopped and (exception is None or found is not None):
+        if stopped and (not found.own if found is not None else exception is None):
             continue  # stopped while it ran well, or failing only because a peer did
         if found is None and exception is None:
-            found = diagnose(tail(result), name)
-        failed[name] = RankFailure(NodeFailure(result, found), rank, said or tail(result),
-                                   exception)
+            found = diagnose(tail(result), name, gpus=gpus.get(name))
+        # No rule, no traceback (argparse's usage error, a sys.exit with a message): what the
+        # rank itself said last, rather than torchrun's summary.
+        failure = NodeFailure(result, found)
+        words = last_words("\n".join(RANK_PREFIXES.sub("", line) for line in said.splitlines())
+                           ) if said and found is None and exception is None \
+            and not failure.timed_out else None
+        failed[name] = RankFailure(failure, rank, said or tail(result), exception, words)
     return failed
 
 
@@ -117,12 +126,23 @@ def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapp
     lines += [f"{name}: job: rank {each.rank} raised {each.exception} (an error in the script; "
               f"its traceback is in {paths[name]})"
               for name, each in failed.items() if each.exception is not None]
-    others = {name: each.failure for name, each in failed.items() if each.exception is None}
+    lines += [f"{name}: job: rank {each.rank} exited{_rank_code(launch, name, each.rank)}; its "
+              f"last line: {each.last_words} (its output is in {paths[name]})"
+              for name, each in failed.items() if each.last_words is not None]
+    others = {name: each.failure for name, each in failed.items()
+              if each.exception is None and each.last_words is None}
     lines += node_failures({n: r for n, r in launch.launched.items()
                             if isinstance(r, Exception) or n in others},
                            others, seconds=seconds, deadline_hint=DEADLINE_HINT)
     return lines + [f"{name}: job: could not stop the job: {error}"
                     for name, error in launch.results.items() if isinstance(error, Exception)]
+
+
+def _rank_code(launch: Launch, name: str, rank: int | None) -> str:
+    """`` 2``: the rank's own exit code where its record says; empty where none does."""
+    found = launch.results.get(name)
+    end = found.ranks.get(rank) if isinstance(found, Stopped) and rank is not None else None
+    return f" {end.exit_code}" if end is not None else ""
 
 
 def node_run(name: str, launch: Launch, log: Path, nproc: int) -> NodeRun:

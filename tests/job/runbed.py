@@ -34,16 +34,16 @@ def leftovers(bed: Testbed, runs: str = JOB_DIR) -> dict[str, str]:
 
 
 def run_argv(bed: Testbed, code: Path, *script_args: str, options: tuple[str, ...] = (),
-             inventory: Path | None = None) -> list[str]:
+             inventory: Path | None = None, script: str = "train.py") -> list[str]:
     return [NODEPROV, "run", str(inventory or bed.inventory_path), "--sync", str(code),
-            "--json", "-", *options, "--", "train.py", *script_args]
+            "--json", "-", *options, "--", script, *script_args]
 
 
 def nodeprov_run(bed: Testbed, code: Path, *script_args: str, options: tuple[str, ...] = (),
-                 timeout: float = 300, inventory: Path | None = None
+                 timeout: float = 300, inventory: Path | None = None, script: str = "train.py"
                  ) -> tuple[int, dict[str, Any], str]:
     done = subprocess.run(run_argv(bed, code, *script_args, options=options,
-                                   inventory=inventory),
+                                   inventory=inventory, script=script),
                           capture_output=True, text=True, timeout=timeout, check=False)
     report = json.loads(done.stdout) if done.stdout.strip() else {}
     if report:

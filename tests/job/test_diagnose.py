@@ -41,6 +41,10 @@ EXPECTED = {
     # by itself a network question; run's failures read it beside the peer's exit 0
     # (tests/job/test_run_flow.py)
     "local_run_peer_finished.txt": ("firewall", "gloo peers", "Connection reset by peer"),
+    # pytorch/examples' and ml-engineering's scripts through nodeprov run (data/README.md)
+    "local_run_missing_module.txt": ("venv", "neither in the node's venv",
+                                     "No module named 'psutil'"),
+    "local_run_no_such_script.txt": ("job", "not on the node", "can't open file"),
 }
 
 
@@ -74,7 +78,10 @@ def test_the_more_specific_rule_wins() -> None:
 
 
 def test_other_torch_modules_are_not_torch() -> None:
-    assert diagnose("ModuleNotFoundError: No module named 'torchvision'") is None
+    found = diagnose("ModuleNotFoundError: No module named 'torchvision'", node="node2")
+    assert found is not None and "torch is missing" not in found.cause
+    assert found.fix.startswith("add its package to pip_packages in the inventory, then "
+                                "nodeprov apply --limit node2 --tags venv")
 
 
 @pytest.mark.parametrize("output", [
@@ -108,3 +115,39 @@ def test_the_jobs_gpu_check_lines_are_diagnosed() -> None:
     wrong = "NODEPROV_GPU_CHECK FAILED GPU 5 (NVIDIA H100, sm_90): wrong result 0.0 (CPU: 1.0)"
     found = diagnose(wrong, node="gpu3")
     assert found is not None and found.item == "gpu" and "gpu3" in found.fix
+
+
+# What a script that asks CUDA for a device says, on torch's CPU build or with no GPU to see
+ASKS_CUDA = ["local_run_gpu_script_on_cpu.log", "local_cpu_torch_nccl.txt",
+             "issue_invalid_device_ordinal.txt"]
+
+
+@pytest.mark.parametrize("name", ASKS_CUDA)
+def test_a_script_that_asks_cuda_for_a_gpu_on_a_node_without_one_needs_a_gpu(name: str) -> None:
+    found = diagnose((DATA / name).read_text(encoding="utf-8"), node="node2", gpus=0)
+    assert found is not None and found.own
+    assert (found.item, found.cause) == (
+        "job", "the script needs a GPU (it asks CUDA for one) and this node has none")
+    assert found.fix.startswith("run it on nodes with GPUs, or let it fall back to the CPU")
+
+
+# torch 2.13.0+cpu's own words on a testbed node: init_process_group("nccl"), tensor.cuda()
+@pytest.mark.parametrize("said", ["RuntimeError: Distributed package doesn't have NCCL built in",
+                                  "AssertionError: Torch not compiled with CUDA enabled"])
+def test_the_nccl_backend_or_a_cuda_tensor_on_a_node_without_gpus_needs_a_gpu(said: str) -> None:
+    found = diagnose(f"[rank0]:{said}", node="node1", gpus=0)
+    assert found is not None and "needs a GPU" in found.cause and found.evidence.endswith(said)
+
+
+@pytest.mark.parametrize("gpus", [None, 8])
+def test_the_cpu_build_on_a_node_with_gpus_or_unknown_ones_is_the_venvs(gpus: int | None) -> None:
+    text = (DATA / "local_run_gpu_script_on_cpu.log").read_text(encoding="utf-8")
+    found = diagnose(text, node="node2", gpus=gpus)
+    assert found is not None and found.item == "venv" and "CPU build" in found.cause
+
+
+def test_a_peers_echo_is_not_the_nodes_own_cause() -> None:
+    own = {name: diagnose((DATA / name).read_text(encoding="utf-8")) for name in EXPECTED}
+    assert {name for name, found in own.items() if found is not None and not found.own} == {
+        name for name, (item, cause, _) in EXPECTED.items()
+        if item in ("firewall", "hosts") or cause in ("peer rank ended first", "never joined")}

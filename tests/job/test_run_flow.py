@@ -28,6 +28,9 @@ DATA = Path(__file__).parent / "data"
 RAISES = (DATA / "local_run_rank_raises.txt").read_text()  # rank 1 raises, rank 0 loses it
 RANK0 = "\n".join(line for line in RAISES.splitlines() if rank_of(line) == 0) + "\n"
 PEER_FINISHED = (DATA / "local_run_peer_finished.txt").read_text()  # rank 1 after rank 0's exit
+# pytorch/examples' DDP tutorial (multinode.py) on a CPU node: torch.cuda.set_device fails
+ASKS_CUDA = (DATA / "local_run_gpu_script_on_cpu.log").read_text()  # node2's, rank 1
+USAGE = (DATA / "local_run_usage_error.log").read_text()  # the same, its arguments left out
 CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
 
 
@@ -241,3 +244,36 @@ def test_a_rank_that_lost_its_peer_after_the_peer_finished_is_said_to_have_waite
         "node1": (0, False), "node2": (1, False), "node3": (-15, True)}
     report = outcome.to_json()
     assert report["nodes"]["node1"]["ranks"] == {"0": {"exit_code": 0, "duration_s": 2.5}}
+
+
+def test_a_gpu_only_script_on_nodes_without_gpus_says_so_for_every_node(tmp_path: Path) -> None:
+    # Every rank failed by itself on torch.cuda.set_device; node2 ended first and nodeprov
+    # stopped node1 and node3, whose ranks had already exited 1 on the same line.
+    def of_rank(rank: int) -> str:  # the same log, as rank ``rank`` wrote it
+        return ASKS_CUDA.replace("[rank1]", f"[rank{rank}]").replace("rank      : 1 (",
+                                                                      f"rank      : {rank} (")
+
+    nodes = {"node1": FakeNode(None, of_rank(0), ranks={0: 1}),
+             "node2": FakeNode(1, ASKS_CUDA, ranks={1: 1}),
+             "node3": FakeNode(None, of_rank(2), ranks={2: 1})}
+    outcome = run_fake(nodes, tmp_path)
+    assert outcome.exit_code == 1
+    assert outcome.diagnosis == tuple(
+        f"{name}: job: the script needs a GPU (it asks CUDA for one) and this node has none (run "
+        "it on nodes with GPUs, or let it fall back to the CPU when torch.cuda.is_available() is "
+        f"false (backend gloo)); the job said: [rank{rank}]:AttributeError: module 'torch._C' "
+        "has no attribute '_cuda_setDevice'" for name, rank in (("node2", 1), ("node1", 0),
+                                                                ("node3", 2)))
+    assert {n: r.exit_code for n, r in outcome.nodes.items()} == {
+        "node1": 1, "node2": 1, "node3": 1}
+
+
+def test_a_rank_that_exits_with_a_message_and_no_traceback_is_quoted(tmp_path: Path) -> None:
+    # argparse's usage error: no traceback, no rule; torchrun's summary only links its docs.
+    nodes = {"node1": FakeNode(None), "node2": FakeNode(1, USAGE, ranks={1: 2}),
+             "node3": FakeNode(None)}
+    outcome = run_fake(nodes, tmp_path)
+    log = tmp_path / outcome.run_id / "node2.log"
+    assert outcome.diagnosis == (
+        "node2: job: rank 1 exited 2; its last line: multinode.py: error: the following "
+        f"arguments are required: total_epochs, save_every (its output is in {log})",)

@@ -43,6 +43,14 @@ def test_the_exception_a_rank_raised_under_both_prefixes() -> None:
     assert raised(["[rank0]:step 1 loss 0.2"]) is None
 
 
+def test_the_scripts_prints_inside_its_traceback_are_not_the_exception() -> None:
+    # ml-engineering's main_process_first.py printed "*** Demo ..." while its traceback was
+    # being written: the two streams share the log, under different prefixes.
+    log = DATA / "local_run_print_in_traceback.log"
+    assert "[rank0]:*** Demo is_main_process_by_path" in log.read_text()
+    assert raised(rank_lines(log, 0)) == "ModuleNotFoundError: No module named 'psutil'"
+
+
 def test_the_rules_see_no_network_problem_in_a_rank_that_raised_or_its_peer() -> None:
     rank_one = "\n".join(line for line in STDERR.splitlines() if rank_of(line) == 1)
     assert diagnose(rank_one) is None
