@@ -249,6 +249,22 @@ def listing(nowhere: Path, *options: str) -> list[str]:
     return result.stdout.splitlines()
 
 
+def test_list_tasks_shows_a_playbooks_escapes_and_markup_as_text(tmp_path: Path,
+                                                                  nowhere: Path) -> None:
+    """A task, play or tag named with terminal escapes or rich markup is listed as text: the
+    escapes spelled out (before, ESC reached the terminal as it was), the markup as typed."""
+    plays = tmp_path / "hostile.yaml"
+    plays.write_text('- name: "[bold]p\\x1b]0;title\\x07"\n  hosts: all\n  tasks:\n'
+                     '    - name: "[red]t[/x] \\x1b[31mred"\n      tags: ["\\x9b2J"]\n'
+                     '      block: {path: /etc/motd, lines: [hi]}\n')
+    result = CliRunner().invoke(app, ["apply", str(nowhere), "-p", str(plays), "--list-tasks",
+                                      "--skip-tags", "job"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[2:] == [
+        "  play #1 (all): [bold]p\\x1b]0;title\\x07", "    tasks:",
+        "      [red]t[/x] \\x1b[31mred  TAGS: [\\x9b2J]"]
+
+
 def test_list_hosts_and_tasks_follow_limit_tags_and_skip_tags(nowhere: Path) -> None:
     plays = nowhere.with_name("plays.yaml")
     assert listing(nowhere, "--list-hosts") == [
