@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,6 +25,7 @@ from typer.core import TyperCommand
 
 from nodeprov.cli.exits import exit_on_error
 from nodeprov.config.defaults import AnsibleOptions, CommandLine
+from nodeprov.errors import InputError
 from nodeprov.util import reportfile
 
 COMMAND_KEY = "nodeprov.run.command"  # where AfterDashDash keeps the words after --
@@ -103,9 +105,27 @@ BecomeUserOpt = Annotated[str | None, typer.Option(
     "work as.", metavar="USER")]
 UserOpt = Annotated[str | None, typer.Option(
     "--user", "-u", help="SSH user (ansible_user wins, as in Ansible).", metavar="USER")]
+def key_file(value: Path | None) -> Path | None:
+    """A Typer callback: --private-key names a file that exists, checked as the command line
+    is read (a missing key was a connection error on every host, exit 1, with a hint about
+    sshd; /dev/zero was read forever)."""
+    if value is None:
+        return None
+    with exit_on_error():
+        try:
+            mode = value.stat().st_mode
+        except OSError as error:
+            raise InputError(f"{value}: {error.strerror}; give the SSH private key's file",
+                             field="--private-key") from None
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{value} is not a regular file; give the SSH private key's file",
+                             field="--private-key")
+    return value
+
+
 PrivateKeyOpt = Annotated[Path | None, typer.Option(
     "--private-key", "--key-file", help="SSH private key (ansible_ssh_private_key_file "
-    "wins).", metavar="FILE")]
+    "wins).", metavar="FILE", callback=key_file)]
 TimeoutOpt = Annotated[int | None, typer.Option(
     "--timeout", "-T", help="Seconds to open an SSH connection (ansible_ssh_timeout wins; "
     "default: timeout in ansible.cfg, else 10).", min=1, show_default=False)]

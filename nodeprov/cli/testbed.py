@@ -73,8 +73,10 @@ def down(directory: DirOption = DEFAULT_DIR) -> None:
 def status(directory: DirOption = DEFAULT_DIR) -> None:
     """List the nodes and whether each sshd answers; exit 1 if any does not."""
     from nodeprov.testbed.cluster import Testbed
+    from nodeprov.testbed.environment import require
 
     with exit_on_error():
+        require()  # a user cannot read a node's /proc/PID/environ: every node would be GONE
         rows = Testbed.load(directory).status()
     for row in rows:
         sshd = "-" if row.sshd is None else ("sshd ok" if row.sshd else "sshd silent")

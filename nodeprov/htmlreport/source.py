@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.errors import InputError
-from nodeprov.jsonreport import schema
+from nodeprov.jsonreport import SCHEMA_VERSION, schema
 from nodeprov.util.units import clipped
 
 SAID_AT_MOST = 200  # characters of a schema error's words: it may quote a huge value
+# a 128-node apply's report is 12 MB, its matrix growing as the square of the nodes (256 MiB:
+# some 580 nodes); a file this large takes gigabytes once read, and /dev/zero never ends
+MAX_BYTES = 256 << 20
 
 
 @functools.cache
@@ -46,19 +49,53 @@ def check_report(report: Mapping[str, Any], source: str) -> None:
 
 def read_report(path: Path) -> dict[str, Any]:
     """The JSON report at ``path``, checked; InputError when it cannot be read or is none."""
+    source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:  # read, not stat: /dev/zero or a pipe has no st_size
+            raw = stream.read(MAX_BYTES + 1)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) else "not UTF-8"
         raise InputError(f"cannot read the report: {reason}; give the file --json wrote",
-                         source=str(path)) from None
-    try:
-        report = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"not JSON: {error.msg} (column {error.colno}); give the file --json "
-                         "wrote", source=str(path), line=error.lineno) from None
+                         source=source) from None
+    if len(raw) > MAX_BYTES:
+        raise InputError(f"over {MAX_BYTES >> 20} MiB, more than nodeprov report reads; give "
+                         "the file --json wrote", source=source)
+    report = _parsed(text, source)
     if not isinstance(report, dict):
         raise InputError(f"a JSON {type(report).__name__}, not an object: not a nodeprov JSON "
-                         "report", source=str(path))
-    check_report(report, str(path))
+                         "report", source=source)
+    version = report.get("schema_version", "missing")
+    if version != SCHEMA_VERSION:  # before the schema: its first complaint would be another
+        raise InputError(f"{clipped(str(version), 40)}, but this nodeprov reads version "
+                         f"{SCHEMA_VERSION} reports: draw it with the nodeprov that wrote it",
+                         source=source, field="schema_version")
+    check_report(report, source)
     return report
+
+
+class _NoJsonNumber(ValueError):
+    """NaN or Infinity: Python's json reads them, JSON has none."""
+
+
+def _no_json_number(constant: str) -> None:
+    raise _NoJsonNumber(f"{constant} is no JSON number")
+
+
+def _parsed(text: str, source: str) -> Any:
+    """``text`` as JSON, strictly: NaN and Infinity, which Python's json reads and the charts
+    cannot draw, are refused as any JSON reader refuses them."""
+    try:
+        return json.loads(text, parse_constant=_no_json_number)
+    except json.JSONDecodeError as error:
+        raise InputError(f"not JSON: {error.msg} (column {error.colno}); give the file --json "
+                         "wrote", source=source, line=error.lineno) from None
+    except RecursionError:
+        raise InputError("not a nodeprov JSON report: nested deeper than Python reads; give "
+                         "the file --json wrote", source=source) from None
+    except _NoJsonNumber as error:
+        raise InputError(f"not JSON: {error}; give the file --json wrote",
+                         source=source) from None
+    except ValueError:  # Python's limit on the digits of an integer (sys.int_info)
+        raise InputError("not a nodeprov JSON report: a number of thousands of digits; give "
+                         "the file --json wrote", source=source) from None

@@ -13,6 +13,7 @@ from rich.console import Console
 from nodeprov.inventory import Host
 from nodeprov.playbook import Playbook
 from nodeprov.playbook.tags import selected
+from nodeprov.util.validate import printable
 
 
 def _tags(tags: Sequence[str]) -> str:
@@ -44,4 +45,5 @@ def listing_lines(playbook: Playbook, targets: Sequence[Host], *, hosts: bool, t
 def print_listing(console: Console, playbook: Playbook, targets: Sequence[Host], *, hosts: bool,
                   tasks: bool, only: frozenset[str], skip: frozenset[str]) -> None:
     for line in listing_lines(playbook, targets, hosts=hosts, tasks=tasks, only=only, skip=skip):
-        console.print(line, markup=False, highlight=False)
+        # a playbook's names and tags are the user's text: escapes spelled out, as elsewhere
+        console.print(printable(line), markup=False, highlight=False)

@@ -25,10 +25,12 @@ from typing import Any, TextIO
 
 MASK = "********"
 MIN_LENGTH = 4
-# http(s)://user:password@ or http(s)://token@ (pip takes a lone user name as a token); an
+# any scheme's user:password@ (an inventory may name ftp:// or file:// where http was meant,
+# and the plan quotes it), and http(s)://token@ (pip takes a lone user name as a token); an
 # ssh://user@host of a jump host is no secret
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[Hh][Tt][Tt][Pp][Ss]?://)(?P<user>[^/@\s:]+)"
-                              r"(?P<password>:[^/@\s]*)?@")
+_URL_CREDENTIALS = re.compile(
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s:]+)(?P<password>:[^/@\s]*)@"
+    r"|(?P<web>[Hh][Tt][Tt][Pp][Ss]?://)(?P<token>[^/@\s:]+)@")
 
 
 def mask_urls(text: str) -> str:
@@ -36,9 +38,11 @@ def mask_urls(text: str) -> str:
 
     >>> mask_urls("pip: https://ci:s3cret@m.example/simple and https://tok@m.example/x")
     'pip: https://ci:***@m.example/simple and https://***@m.example/x'
+    >>> mask_urls("ftp://ci:s3cret@m.example/simple, ssh://alice@bastion")
+    'ftp://ci:***@m.example/simple, ssh://alice@bastion'
     """
-    return _URL_CREDENTIALS.sub(lambda found: found["scheme"] + (
-        f"{found['user']}:***@" if found["password"] else "***@"), text)
+    return _URL_CREDENTIALS.sub(lambda found: f"{found['scheme']}{found['user']}:***@"
+                                if found["scheme"] else f"{found['web']}***@", text)
 
 
 class Redactor:

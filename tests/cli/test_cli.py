@@ -162,6 +162,7 @@ def test_the_ansible_options_reach_the_command_as_one_set(
 
     monkeypatch.setattr(f"nodeprov.commands.{command}.{function}", command_module)
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "key").write_text("")  # --key-file names a file that exists
     result = CliRunner().invoke(app, [
         command, "inventory.yaml", "--vault-id", "ops@pw-ops", "--vault-pass-file", "pw", "-J",
         "-K", "-b", "--become-user", "root", "-u", "deploy", "--key-file", "key", "-T", "7",
@@ -249,6 +250,22 @@ def listing(nowhere: Path, *options: str) -> list[str]:
     return result.stdout.splitlines()
 
 
+def test_list_tasks_shows_a_playbooks_escapes_and_markup_as_text(tmp_path: Path,
+                                                                  nowhere: Path) -> None:
+    """A task, play or tag named with terminal escapes or rich markup is listed as text: the
+    escapes spelled out (before, ESC reached the terminal as it was), the markup as typed."""
+    plays = tmp_path / "hostile.yaml"
+    plays.write_text('- name: "[bold]p\\x1b]0;title\\x07"\n  hosts: all\n  tasks:\n'
+                     '    - name: "[red]t[/x] \\x1b[31mred"\n      tags: ["\\x9b2J"]\n'
+                     '      block: {path: /etc/motd, lines: [hi]}\n')
+    result = CliRunner().invoke(app, ["apply", str(nowhere), "-p", str(plays), "--list-tasks",
+                                      "--skip-tags", "job"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[2:] == [
+        "  play #1 (all): [bold]p\\x1b]0;title\\x07", "    tasks:",
+        "      [red]t[/x] \\x1b[31mred  TAGS: [\\x9b2J]"]
+
+
 def test_list_hosts_and_tasks_follow_limit_tags_and_skip_tags(nowhere: Path) -> None:
     plays = nowhere.with_name("plays.yaml")
     assert listing(nowhere, "--list-hosts") == [
@@ -264,3 +281,19 @@ def test_list_hosts_and_tasks_follow_limit_tags_and_skip_tags(nowhere: Path) -> 
     # a limit that leaves no host is a usage error, as in Ansible, not an empty listing
     emptied = CliRunner().invoke(app, ["apply", str(nowhere), "--list-hosts", "--limit", "!node1"])
     assert emptied.exit_code == 2 and "'!node1' selects no host" in emptied.stderr
+
+
+@pytest.mark.parametrize("command", ["apply", "facts", "verify"])
+@pytest.mark.parametrize(("key", "said"), [
+    ("missing", "missing: No such file or directory"), (".", ". is not a regular file"),
+    ("/dev/zero", "/dev/zero is not a regular file")])
+def test_a_private_key_that_is_no_file_is_exit_2_before_any_connection(
+        command: str, key: str, said: str, nowhere: Path, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """Before, each host failed to connect (exit 1, 'is sshd running?'), or read /dev/zero
+    forever."""
+    monkeypatch.chdir(nowhere.parent)
+    result = CliRunner().invoke(app, [command, str(nowhere), "--private-key", key])
+    assert (result.exit_code, result.stderr) == (
+        2, f"nodeprov: --private-key: {said}; give the SSH private key's file\n")
+

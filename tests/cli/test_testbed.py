@@ -142,3 +142,12 @@ def test_a_forged_state_file_removes_and_kills_nothing_of_anyone_elses(
         assert netns in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                        text=True).stdout
         assert process.poll() is None
+
+
+def test_status_as_a_user_says_root_is_needed(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    """Before, a user's status listed every running node as GONE (its PID 1's environment is
+    root's to read) and exited 1."""
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    result = CliRunner().invoke(app, ["testbed", "status", "--dir", str(tmp_path)])
+    assert result.exit_code == 2 and "testbed: root is needed" in result.stderr, result.output

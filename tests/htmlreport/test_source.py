@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from nodeprov.errors import InputError
+from nodeprov.htmlreport import source
 from nodeprov.htmlreport.source import check_report, read_report
 from tests.htmlreport.reports import DATA, recorded
 from tests.report_schema import validator
@@ -31,7 +32,23 @@ def test_every_recorded_report_reads(tmp_path: Path) -> None:
     ('{"schema_version": 1, "command": "run", "ok": true}',
      ": (top): must contain ['diagnosis', 'duration_s', 'exit_code', "),
     ('{"schema_version": 2, "command": "facts", "ok": true, "hosts": {}}',
-     ": schema_version: must be same as const definition: 1; not a nodeprov JSON report"),
+     ": schema_version: 2, but this nodeprov reads version 1 reports: draw it with the nodeprov "
+     "that wrote it"),
+    # another version's report, however it differs, is named by its version (before: the
+    # schema's first complaint, "must contain [...] properties")
+    ('{"schema_version": 99}', ": schema_version: 99, but this nodeprov reads version 1"),
+    ('{"hosts": {}}', ": schema_version: missing, but this nodeprov reads version 1"),
+    # hand-edited: each was a traceback (ValueError, RecursionError, OverflowError drawing the
+    # chart, KeyError for a command the page does not know)
+    ('{"schema_version": 1, "command": "facts", "ok": true, "hosts": {}, "x": NaN}',
+     ": not JSON: NaN is no JSON number; give the file --json wrote"),
+    ('{"schema_version": 1, "x": -Infinity}', ": not JSON: -Infinity is no JSON number"),
+    ('{"schema_version": 1, "x": ' + "9" * 5000 + "}",
+     ": not a nodeprov JSON report: a number of thousands of digits"),
+    ('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     ": not a nodeprov JSON report: nested deeper than Python reads"),
+    ('{"schema_version": 1, "command": "deploy", "ok": true, "hosts": {}}',
+     ": command: must be one of ['apply', 'verify', 'facts', 'run']; not a nodeprov JSON "),
 ])
 def test_what_is_no_report_is_one_line_naming_file_and_field(tmp_path: Path, text: str,
                                                              said: str) -> None:
@@ -41,6 +58,25 @@ def test_what_is_no_report_is_one_line_naming_file_and_field(tmp_path: Path, tex
         read_report(path)
     assert str(raised.value).startswith(f"{path}{said}"), str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+def test_a_file_without_end_is_refused_by_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/dev/zero: read until memory ran out, and the kernel killed nodeprov."""
+    monkeypatch.setattr(source, "MAX_BYTES", 1 << 20)
+    with pytest.raises(InputError, match="^/dev/zero: over 1 MiB, more than nodeprov report"):
+        read_report(Path("/dev/zero"))
+
+
+def test_a_nan_in_any_recorded_report_is_refused(tmp_path: Path) -> None:
+    """Drawing a hand-edited NaN or Infinity stopped in a ValueError traceback."""
+    for field in ("busbw_bytes_per_s", "algbw_bytes_per_s"):
+        for constant in ("NaN", "Infinity"):
+            report = recorded("apply-3")
+            report["proofs"][0]["job"]["result"]["sizes"][0][field] = constant
+            path = tmp_path / "report.json"
+            path.write_text(json.dumps(report).replace(f'"{constant}"', constant))
+            with pytest.raises(InputError, match=f"not JSON: {constant} is no JSON number"):
+                read_report(path)
 
 
 def test_a_missing_or_binary_file_says_so(tmp_path: Path) -> None:

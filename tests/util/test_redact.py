@@ -28,3 +28,13 @@ def test_a_report_masks_url_credentials_but_not_a_jump_hosts_user() -> None:
                                   "via": "ssh://alice@bastion"}}}
     assert Redactor().walk(report) == {"hosts": {"node1": {
         "error": "pip: https://***@m.example/simple: 401", "via": "ssh://alice@bastion"}}}
+
+
+def test_a_plan_quoting_an_index_url_of_another_scheme_masks_its_password() -> None:
+    """pip_index_url=ftp://user:password@... (http meant) is quoted by the torch task's plan;
+    its password reached the terminal: only http(s) URLs were masked."""
+    redactor = Redactor()
+    for url in ("ftp://ci:pA55-word@m.example/simple", "sftp://ci:pA55-word@m.example/s",
+                "HTTPS://ci:pA55-word@m.example/simple"):
+        said = redactor.redact(f"install torch with numpy from {url}")
+        assert "pA55-word" not in said and "://ci:***@m.example/" in said, said
