@@ -12,6 +12,7 @@ once, so everything after works on typed values::
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,8 @@ def _get(data: Any, key: str, kind: type | tuple[type, ...], where: str = "") ->
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         expected = " or ".join(k.__name__ for k in kinds)
         raise ValueError(f"job result: {name} is {value!r}, expected {expected}")
+    if isinstance(value, float) and not math.isfinite(value):  # NaN, Infinity: json reads them
+        raise ValueError(f"job result: {name} is {value!r}, expected a finite number")
     return value
 
 

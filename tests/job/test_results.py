@@ -68,6 +68,10 @@ def test_nccl_verdict_shows_the_nccl_version() -> None:
     (changed(ddp={"ok": True}), "no field ddp.max_abs_diff"),
     (changed(sizes=[{"bytes": 8}]), "no field sizes[0].count"),
     ("[]", "no field ddp"),
+    # Python's json reads these words; a report with them is no JSON, and the chart divides
+    (changed(duration_s=float("nan")), "duration_s is nan, expected a finite number"),
+    (changed(ddp={"ok": False, "max_abs_diff": float("inf")}),
+     "ddp.max_abs_diff is inf, expected a finite number"),
 ])
 def test_malformed_results_name_the_field(text: str, message: str) -> None:
     with pytest.raises(ValueError, match="job result") as error:
