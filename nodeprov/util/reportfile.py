@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from nodeprov.errors import InputError, NodeprovError
+from nodeprov.util.validate import printable
 
 STDOUT = "-"
 
@@ -32,6 +33,10 @@ def checked_target(path: str, *, option: str) -> str:
     a new file, and it is not a symlink, a folder or a device. InputError names ``option``."""
     if path == STDOUT:
         return path
+    if not path or "\n" in path or path != printable(path):  # misread in every message after
+        shown = printable(path).replace("\n", "\\n")
+        raise InputError(f"'{shown}' is no file name for a report: "
+                         "give a path without control characters, or - for stdout", field=option)
     target = Path(path)
     try:
         found = os.lstat(target)

@@ -21,6 +21,19 @@ def test_stdout_and_a_new_or_existing_file_pass(tmp_path: Path) -> None:
     assert sorted(path.name for path in tmp_path.iterdir()) == ["old.json"]  # probe removed
 
 
+@pytest.mark.parametrize(("path", "shown"), [
+    ("", "''"), ("a\x01b.json", "'a\\x01b.json'"), ("a\nb.json", "'a\\nb.json'")])
+def test_a_path_a_message_would_misread_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    path: str, shown: str) -> None:
+    # --json "" said "--json:  is not a regular file"; a control character was taken
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as refused:
+        checked_target(path, option="--json")
+    assert str(refused.value) == (f"--json: {shown} is no file name for a report: give a path "
+                                  "without control characters, or - for stdout")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("kind", ["symlink", "fifo", "folder", "dangling symlink"])
 def test_what_is_not_a_plain_file_path_is_refused_naming_the_option(tmp_path: Path,
                                                                     kind: str) -> None:
