@@ -150,7 +150,7 @@ def verify(
 def report_command(
     report: Annotated[Path, typer.Argument(
         help="A JSON report, as --json of apply, verify, facts or run wrote it.",
-        metavar="REPORT.json", show_default=False)],
+        metavar="REPORT.json", show_default=False, readable=False)],
     html_path: HtmlOpt = None,
 ) -> None:
     """Draw a saved JSON report as one HTML page that any browser opens from disk: nodeprov

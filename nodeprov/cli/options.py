@@ -33,9 +33,10 @@ COMMAND_KEY = "nodeprov.run.command"  # where AfterDashDash keeps the words afte
 InventoryArg = Annotated[Path | None, typer.Argument(
     help="Inventory (Ansible INI or YAML, a directory, a script, or ansible-inventory --list "
     "JSON). Default: ansible.cfg's inventory, else ./inventory.yaml, else $NODEPROV_INVENTORY.",
-    show_default=False)]
+    show_default=False, readable=False)]  # readable: nodeprov says it, in one line
 PlaybookOpt = Annotated[Path | None, typer.Option(
-    "--playbook", "-p", help="Playbook to run (default: the built-in site.yaml).")]
+    "--playbook", "-p", help="Playbook to run (default: the built-in site.yaml).",
+    readable=False)]
 LimitOpt = Annotated[str | None, typer.Option(
     "--limit", "-l", help="Only these hosts, an Ansible pattern: a:b, a,b, a:&b, a:!b, !b, "
     "~regex, group[0:2], globs, @file.")]
@@ -92,7 +93,7 @@ VaultIdOpt = Annotated[list[str] | None, typer.Option(
     "prints the password, or prompt. Repeatable.", metavar="LABEL@SOURCE")]
 VaultPasswordFileOpt = Annotated[list[Path] | None, typer.Option(
     "--vault-password-file", "--vault-pass-file", help="A vault password file, or an "
-    "executable that prints the password. Repeatable.", metavar="FILE")]
+    "executable that prints the password. Repeatable.", metavar="FILE", readable=False)]
 AskVaultPassOpt = Annotated[bool, typer.Option(
     "--ask-vault-pass", "--ask-vault-password", "-J", help="Ask for the vault password.")]
 AskBecomePassOpt = Annotated[bool, typer.Option(
@@ -120,12 +121,15 @@ def key_file(value: Path | None) -> Path | None:
         if not stat.S_ISREG(mode):
             raise InputError(f"{value} is not a regular file; give the SSH private key's file",
                              field="--private-key")
+        if not os.access(value, os.R_OK):  # else every host fails to connect, each saying why
+            raise InputError(f"{value}: permission denied; give a key file this user can read",
+                             field="--private-key")
     return value
 
 
 PrivateKeyOpt = Annotated[Path | None, typer.Option(
     "--private-key", "--key-file", help="SSH private key (ansible_ssh_private_key_file "
-    "wins).", metavar="FILE", callback=key_file)]
+    "wins).", metavar="FILE", callback=key_file, readable=False)]
 TimeoutOpt = Annotated[int | None, typer.Option(
     "--timeout", "-T", help="Seconds to open an SSH connection (ansible_ssh_timeout wins; "
     "default: timeout in ansible.cfg, else 10).", min=1, show_default=False)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -297,3 +298,28 @@ def test_a_private_key_that_is_no_file_is_exit_2_before_any_connection(
     assert (result.exit_code, result.stderr) == (
         2, f"nodeprov: --private-key: {said}; give the SSH private key's file\n")
 
+
+
+def test_a_private_key_this_user_cannot_read_is_exit_2(
+        nowhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # root reads every file: the user's view of a key of mode 600 that is root's, simulated
+    key = tmp_path / "id_ed25519"
+    key.write_text("key")
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: str(path) != str(key) and access(
+        path, mode, **kw))
+    result = CliRunner().invoke(app, ["apply", str(nowhere), "--private-key", str(key)])
+    assert (result.exit_code, result.stderr) == (
+        2, f"nodeprov: --private-key: {key}: permission denied; give a key file this user can "
+           "read\n")
+
+
+def test_an_unreadable_inventory_is_nodeprovs_one_line_not_a_usage_box(
+        nowhere: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # click's Path(readable=True) answered first, with its usage box; as a user nodeprov says
+    # "INV: permission denied; make the file readable" (its reader's words, checked by hand)
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: str(path) != str(nowhere) and
+                        access(path, mode, **kw))
+    result = CliRunner().invoke(app, ["apply", str(nowhere), "--list-hosts"])
+    assert result.exit_code == 0 and "node1" in result.stdout, result.output
