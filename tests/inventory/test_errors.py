@@ -73,6 +73,7 @@ CASES: list[tuple[str, dict[str, str], str, list[str]]] = [
     ("limit-escape-whole", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit \x1b[31mn1", ["--limit: pattern '\\x1b[31mn1': its part '\\x1b' matches no host or group"]),
     ("limit-part-whole", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit ~[(", ["--limit: pattern '~[(': its part '(' matches no host or group"]),
     ("limit-bad-regex-part", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit n1:~(", ["--limit: pattern 'n1:~(': invalid host pattern '~('"]),
+    ("group-control-ini", {"h.ini": "[g\x1bc\x07]\nn1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini", ["h.ini:1:", "group name 'g\\x1bc\\x07'", "control or bidirectional"]),
     ("limit-bad-regex", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit ~(", ["invalid host pattern '~('"]),
     ("limit-position", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit all[3]", ["position 3 is outside 'all', which has 1 hosts"]),
     ("limit-file-missing", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit @nofile", ["nofile: --limit:", "file not found; give the path of an existing limit file"]),
