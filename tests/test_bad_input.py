@@ -125,6 +125,9 @@ CASES: list[tuple[str, str | bytes, str | None, list[str]]] = [
     ("hostname-leading-zeros", GOOD_INVENTORY.replace("    node2: {ansible_host: 10.0.0.12}", "    012.0.0.012: {}"), None, [":6:", "'012.0.0.012' is no host name", "the address 10.0.0.10"]),
     ("address-leading-zeros", GOOD_INVENTORY.replace("10.0.0.12", "012.99.0.011"), None, [":6:", "ansible_host", "the address 10.99.0.9", "without leading zeros"]),
     ("address-hex", GOOD_INVENTORY.replace("10.0.0.12", "0x0a00000c"), None, [":6:", "ansible_host", "the address 10.0.0.12"]),
+    # a group name a terminal would act on or show reordered (the CLI sweep): refused at load
+    ("group-bidi-override", 'all:\n  vars: {node_subnet: 10.0.0.0/24}\n  children:\n    "gr\\u202eoup[bold]": {hosts: {node1: {ansible_host: 10.0.0.1}}}\n', None, ["inventory.yaml:4:", "group name 'gr\\u202eoup[bold]'", "control or bidirectional character"]),
+    ("group-escape", 'all:\n  vars: {node_subnet: 10.0.0.0/24}\n  children:\n    "g\\e[2J": {hosts: {node1: {ansible_host: 10.0.0.1}}}\n', None, ["inventory.yaml:4:", "group name 'g\\x1b[2J'"]),
     ("address-number-label", GOOD_INVENTORY.replace("10.0.0.12", "gpu.rack.12"), None, [":6:", "ansible_host", "last label is a number"]),
 ]
 

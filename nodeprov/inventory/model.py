@@ -14,6 +14,7 @@ from nodeprov.errors import InputError
 from nodeprov.inventory import patterns
 from nodeprov.inventory.resolve import Resolved
 from nodeprov.inventory.sshconfigs import SshConfigs
+from nodeprov.util.validate import printable
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ class Inventory:
         ``--limit`` takes them); InputError names a term that matches nothing."""
         names = patterns.select(self.resolved.data, pattern, limit_files=limit)
         if not names:
-            raise InputError(f"pattern {pattern!r} selects no host", field=str(pattern))
+            given = pattern if isinstance(pattern, str) else ",".join(pattern)
+            raise InputError(f"pattern '{printable(given)}' selects no host",
+                             field="--limit" if limit else "")
         by_name = {host.name: host for host in self.hosts}
         return [by_name[name] for name in names]
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from nodeprov.errors import InputError
 from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.ranges import split_port
+from nodeprov.util.validate import printable
+from nodeprov.util.yamlfile import read_text
 
 _SUBSCRIPT = re.compile(r"^(.+)\[(?:(-?[0-9]+)|([0-9]+)([:-])([0-9]+)?)\]$")
 _TERMS = re.compile(r"(?:[^\s:\[\]]|\[[^\]]*\])+")
@@ -42,6 +44,8 @@ def select(data: InventoryData, pattern: str | Sequence[str], *,
     """Host names matching ``pattern`` in Ansible's order: plain terms first (union), then
     ``&`` (intersection), then ``!`` (exclusion); a pattern of only exclusions starts from
     ``all``. InputError names a term that matches nothing."""
+    given = pattern if isinstance(pattern, str) else ",".join(pattern)
+    where = "--limit" if limit_files else ""
     terms = split_patterns(pattern)
     if limit_files:
         terms = [line for term in terms for line in _from_file(term)]
@@ -50,11 +54,16 @@ def select(data: InventoryData, pattern: str | Sequence[str], *,
         t for t in terms if t[0] == "!"]
     chosen: list[str] = []
     for term in ordered:
-        matched = [term] if term in data.hosts else _match_one(data, term.lstrip("&!"))
+        try:
+            matched = [term] if term in data.hosts else _match_one(data, term.lstrip("&!"))
+        except InputError as error:
+            raise InputError(_within(given, term) + error.message, field=where) from None
         if not matched:
-            raise InputError(f"pattern {term!r} matches no host or group; groups: "
+            named = (f"its part '{printable(term)}'" if _within(given, term) else
+                     f"pattern '{printable(term)}'")
+            raise InputError(f"{_within(given, term)}{named} matches no host or group; groups: "
                              f"{', '.join(data.groups)}; hosts: {', '.join(list(data.hosts)[:20])}"
-                             f"{' ...' if len(data.hosts) > 20 else ''}", field=str(term))
+                             f"{' ...' if len(data.hosts) > 20 else ''}", field=where)
         if term[0] == "!":
             chosen = [name for name in chosen if name not in set(matched)]
         elif term[0] == "&":
@@ -64,14 +73,23 @@ def select(data: InventoryData, pattern: str | Sequence[str], *,
     return chosen
 
 
+def _within(given: str, term: str) -> str:
+    """``pattern 'GIVEN': `` where ``term`` is only a part of what the user gave, so a message
+    names the whole of it (escaped: it may hold terminal escapes), not only the part split off.
+
+    >>> _within("gpu:\x1b[31m", "\x1b")
+    "pattern 'gpu:\\x1b[31m': "
+    """
+    return "" if term == given.strip() else f"pattern '{printable(given)}': "
+
+
 def _from_file(term: str) -> list[str]:
     if not term.startswith("@"):
         return [term]
-    path = Path(term[1:])
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as error:
-        raise InputError(f"cannot read the limit file: {error.strerror}", source=str(path),
+    try:  # bounded and decoded: /dev/zero or a binary file is one line, not a hang or a traceback
+        lines = read_text(Path(term[1:]), "limit").splitlines()
+    except InputError as error:
+        raise InputError(error.message, source=error.source, line=error.line,
                          field="--limit") from None
     return [line.strip() for line in lines if line.strip()]
 
@@ -89,7 +107,7 @@ def _match_one(data: InventoryData, term: str) -> list[str]:
         regex = re.compile(expression[1:] if expression.startswith("~")
                            else fnmatch.translate(expression))
     except re.error as error:
-        raise InputError(f"invalid host pattern {term!r}: {error}", field=term) from None
+        raise InputError(f"invalid host pattern '{printable(term)}': {error}") from None
     groups = [name for name in data.groups if regex.match(name)]
     hosts: dict[str, None] = {}
     for group in groups:
@@ -102,7 +120,8 @@ def _match_one(data: InventoryData, term: str) -> list[str]:
     start, end = subscript
     if end is None:
         if not -len(matched) <= start < len(matched):
-            raise InputError(f"{term!r}: position {start} is outside {expression!r}, which "
-                             f"has {len(matched)} hosts (0 to {len(matched) - 1})", field=term)
+            raise InputError(f"'{printable(term)}': position {start} is outside "
+                             f"'{printable(expression)}', which has {len(matched)} hosts "
+                             f"(0 to {len(matched) - 1})")
         return [matched[start]]
     return matched[start:(len(matched) if end == -1 else end + 1)]

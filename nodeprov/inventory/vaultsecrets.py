@@ -22,6 +22,7 @@ from pathlib import Path
 
 from nodeprov.errors import InputError
 from nodeprov.inventory.vaultformat import VaultFormatError, is_vault, parse_envelope
+from nodeprov.util.yamlfile import read_bytes
 
 DEFAULT_IDENTITY = "default"
 PROMPTS = ("prompt", "prompt_ask_vault_pass")
@@ -47,8 +48,7 @@ def load_secrets(vault_ids: Sequence[str], password_files: Sequence[str], *, ask
     if ask:
         slugs.append(f"{identity}@prompt_ask_vault_pass")
     secrets: list[VaultSecret] = []
-    failed: VaultSecretError | None = None
-    for slug in slugs:
+    for index, slug in enumerate(slugs):
         label, at, source = slug.partition("@")
         if not at:
             label, source = "", slug
@@ -58,10 +58,9 @@ def load_secrets(vault_ids: Sequence[str], password_files: Sequence[str], *, ask
         try:
             secrets.append(_from_file(label, source, identity, secrets, cwd or Path.cwd()))
         except VaultSecretError as error:
+            if not secrets and index == len(slugs) - 1:
+                raise  # the error that stops the run, not also a warning before it
             warn(f"vault id {label or identity!r}: {error}")
-            failed = error
-    if failed is not None and not secrets:
-        raise failed
     return secrets
 
 
@@ -84,11 +83,10 @@ def _from_file(label: str, given: str, identity: str, known: Sequence[VaultSecre
     if path.stat().st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH):
         client = os.path.splitext(given)[0].endswith("-client")
         return _from_script(path, label if client else "", label or identity, client)
-    try:
-        text = path.read_bytes().strip()
-    except OSError as error:
-        raise VaultSecretError(f"cannot read the vault password file: {error.strerror}",
-                               source=str(path)) from None
+    try:  # at most MAX_BYTES: Ansible reads /dev/zero until memory runs out
+        text = read_bytes(path, "vault password").strip()
+    except InputError as error:
+        raise VaultSecretError(error.message, source=error.source) from None
     if is_vault(text.decode(errors="replace")):  # a password file in a vault of its own
         text = _decrypted(text.decode(errors="replace"), known, str(path))
     return VaultSecret(label or identity, f"file {path}", _nonempty(text.strip(b"\r\n"), path))

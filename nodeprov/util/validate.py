@@ -94,6 +94,25 @@ def inventory_name(value: Any) -> str:
         except ValueError:
             raise ValueError(numeric_name(text)) from None
     return text
+def group_name(value: Any) -> str:
+    """A group's name: any text Ansible takes (it only warns at ``-`` or a space), but no
+    control, line-breaking or bidirectional-override character, which a terminal would act on
+    or show reordered (``--graph``, ``--list``, errors).
+
+    >>> group_name("gpu-rack1")
+    'gpu-rack1'
+    >>> group_name("gr\u202eoup")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'gr\\u202eoup' has a control or bidirectional character; ...
+    """
+    text = str(value)
+    if _NOT_SHOWN.search(text) or _UNSAFE_TEXT.search(text):
+        raise ValueError(f"'{printable(text)}' has a control or bidirectional character; use "
+                         "printable text (Ansible advises ASCII letters, digits and _)")
+    return text
+
+
 interface_name = matching(_INTERFACE, "an interface name (1-15 of A-Z a-z 0-9 _ . - : @, not "
                            "starting with -)")
 user_name = matching(_USER, "a user name (lowercase letters, digits, _ . -)")

@@ -240,8 +240,12 @@ def _a(word: str) -> str:
     return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
-def read_text(path: Path, kind: str = "YAML") -> str:
-    """A text file's content, refusing what cannot be one (missing, huge, binary, not UTF-8)."""
+def read_bytes(path: Path, kind: str = "YAML") -> bytes:
+    """A file's bytes, at most MAX_BYTES of them, refusing a missing, unreadable or huge file
+    (``/dev/zero`` too) with one line naming it.
+
+        password = read_bytes(Path(".vault"), "vault password").strip()
+    """
     source = str(path)
     try:
         with path.open("rb") as stream:  # read, not stat: /dev/zero or a pipe has no st_size
@@ -260,6 +264,13 @@ def read_text(path: Path, kind: str = "YAML") -> str:
         raise InputError("permission denied; make the file readable", source=source) from None
     except OSError as error:  # a symlink loop (ELOOP), an I/O error
         raise InputError(f"cannot be read: {error.strerror}", source=source) from None
+    return raw
+
+
+def read_text(path: Path, kind: str = "YAML") -> str:
+    """A text file's content, refusing what cannot be one (missing, huge, binary, not UTF-8)."""
+    source = str(path)
+    raw = read_bytes(path, kind)
     if b"\0" in raw:
         raise StricterThanAnsible(f"binary data (NUL bytes); expected {_a(kind)} text file",
                                   source=source)

@@ -4,6 +4,7 @@ field, and what would be valid. ``apply`` stops at the inventory, before any con
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -68,10 +69,14 @@ CASES: list[tuple[str, dict[str, str], str, list[str]]] = [
     ("same-address", {"h.ini": "n1 ansible_host=10.0.0.1\nn2 ansible_ssh_host=10.0.0.1\nn3 ansible_host=10.0.0.3\n" + SUBNET}, "h.ini", ["h.ini:2: n2: ansible_ssh_host:", "same address 10.0.0.1:22"]),
     ("same-node-address", {"h.ini": "n1 ansible_host=10.0.0.1\nn2 ansible_host=10.0.0.2 node_address=10.0.0.1\n" + SUBNET}, "h.ini", ["h.ini:2: n2: node_address:", "same node address"]),
     ("no-hosts", {"h.ini": "[g]\n"}, "h.ini", ["h.ini:1:", "no hosts"]),
-    ("limit-no-match", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit gpu", ["gpu:", "pattern 'gpu' matches no host or group"]),
+    ("limit-no-match", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit gpu", ["--limit: pattern 'gpu' matches no host or group"]),
+    ("limit-escape-whole", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit \x1b[31mn1", ["--limit: pattern '\\x1b[31mn1': its part '\\x1b' matches no host or group"]),
+    ("limit-part-whole", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit ~[(", ["--limit: pattern '~[(': its part '(' matches no host or group"]),
+    ("limit-bad-regex-part", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit n1:~(", ["--limit: pattern 'n1:~(': invalid host pattern '~('"]),
+    ("group-control-ini", {"h.ini": "[g\x1bc\x07]\nn1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini", ["h.ini:1:", "group name 'g\\x1bc\\x07'", "control or bidirectional"]),
     ("limit-bad-regex", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit ~(", ["invalid host pattern '~('"]),
     ("limit-position", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit all[3]", ["position 3 is outside 'all', which has 1 hosts"]),
-    ("limit-file-missing", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit @nofile", ["nofile: --limit:", "cannot read the limit file"]),
+    ("limit-file-missing", {"h.ini": "n1 ansible_host=10.0.0.1\n" + SUBNET}, "h.ini --limit @nofile", ["nofile: --limit:", "file not found; give the path of an existing limit file"]),
 ]
 
 
@@ -88,6 +93,7 @@ def test_inventory_errors_exit_2_with_a_pointed_line(
     result = CliRunner().invoke(app, ["facts", path, *options])
     assert result.exit_code == 2, result.output
     assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "\x1b" not in result.stderr, "terminal escapes are shown escaped"
     for fragment in fragments:
         assert fragment in result.stderr
 
@@ -111,3 +117,33 @@ def test_inventory_command_errors(tmp_path: Path) -> None:
         app, ["inventory", str(path), "--host", "n2"]).stderr
     assert "--graph: no group 'gpu'" in runner.invoke(
         app, ["inventory", str(path), "--graph", "gpu"]).stderr
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    (b"\x7fELF\x02\x01\x01\x00gpu1\n", "hosts.bin: --limit: binary data (NUL bytes); expected a limit text file"),
+    ("n1\nn\xe9\n".encode("latin-1"), "hosts.bin:2: --limit: not UTF-8 text; save the file as UTF-8"),
+    (None, "hosts.bin: --limit: file is over 4194304 bytes; expected a limit file under 4 MiB"),
+])
+def test_a_limit_file_that_is_no_text_file_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | None, said: str) -> None:
+    """``-l @FILE``: binary or non-UTF-8 bytes were a UnicodeDecodeError traceback, and
+    ``@/dev/zero`` never ended; a pipe stands for the file without end."""
+    (tmp_path / "h.ini").write_text("n1 ansible_host=10.0.0.1\n" + SUBNET)
+    limit = tmp_path / "hosts.bin"
+    if content is None:
+        os.mkfifo(limit)
+        threading.Thread(target=_fill, args=(limit, 5 << 20), daemon=True).start()
+    else:
+        limit.write_bytes(content)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["facts", "h.ini", "--limit", "@hosts.bin"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"nodeprov: {said}\n"
+
+
+def _fill(path: Path, size: int) -> None:
+    try:
+        with path.open("wb") as pipe:
+            pipe.write(b"n1\n" * (size // 3))
+    except BrokenPipeError:
+        pass  # the reader stopped at its limit

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,35 @@ def test_a_client_script_without_the_id_is_skipped_with_a_warning(folder: Path) 
     with pytest.raises(VaultSecretError, match="not found"):
         load_secrets([], ["missing-file"], ask=False, prompt=input, warn=warnings.append,
                      cwd=folder)
+
+
+def test_the_source_that_stops_the_run_is_the_error_not_also_a_warning(folder: Path) -> None:
+    """``--vault-password-file nope`` printed its problem twice, as a warning and the error."""
+    warnings: list[str] = []
+    with pytest.raises(VaultSecretError, match="not found"):
+        load_secrets(["prod@pw-missing"], ["missing-file"], ask=False, prompt=input,
+                     warn=warnings.append, cwd=folder)
+    assert len(warnings) == 1 and "pw-missing: the vault password file was not found" in (
+        warnings[0])
+
+
+def test_a_password_file_without_end_is_refused_by_its_size(folder: Path) -> None:
+    """``--vault-password-file /dev/zero`` read forever (as ansible-vault does, whose
+    FileVaultSecret calls ``f.read()``); a pipe stands for the file without end."""
+    endless = folder / "pw-endless"
+    os.mkfifo(endless)
+
+    def fill() -> None:
+        try:
+            with endless.open("wb") as pipe:
+                pipe.write(b"x" * (5 << 20))
+        except BrokenPipeError:
+            pass  # the reader stopped at its limit
+
+    threading.Thread(target=fill, daemon=True).start()
+    with pytest.raises(VaultSecretError, match="pw-endless: file is over 4194304 bytes; "
+                       "expected a vault password file under 4 MiB"):
+        load_secrets([], ["pw-endless"], ask=False, prompt=input, cwd=folder)
 
 
 def test_prompts_ask_with_ansibles_words_and_refuse_an_empty_password() -> None:
