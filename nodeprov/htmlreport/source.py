@@ -74,28 +74,21 @@ def read_report(path: Path) -> dict[str, Any]:
     return report
 
 
-class _NoJsonNumber(ValueError):
-    """NaN or Infinity: Python's json reads them, JSON has none."""
-
-
-def _no_json_number(constant: str) -> None:
-    raise _NoJsonNumber(f"{constant} is no JSON number")
-
-
 def _parsed(text: str, source: str) -> Any:
     """``text`` as JSON, strictly: NaN and Infinity, which Python's json reads and the charts
     cannot draw, are refused as any JSON reader refuses them."""
+    def no_json_number(constant: str) -> None:  # NaN, Infinity: Python's json reads them
+        raise InputError(f"not JSON: {constant} is no JSON number; give the file --json wrote",
+                         source=source)
+
     try:
-        return json.loads(text, parse_constant=_no_json_number)
+        return json.loads(text, parse_constant=no_json_number)
     except json.JSONDecodeError as error:
         raise InputError(f"not JSON: {error.msg} (column {error.colno}); give the file --json "
                          "wrote", source=source, line=error.lineno) from None
     except RecursionError:
         raise InputError("not a nodeprov JSON report: nested deeper than Python reads; give "
                          "the file --json wrote", source=source) from None
-    except _NoJsonNumber as error:
-        raise InputError(f"not JSON: {error}; give the file --json wrote",
-                         source=source) from None
     except ValueError:  # Python's limit on the digits of an integer (sys.int_info)
         raise InputError("not a nodeprov JSON report: a number of thousands of digits; give "
                          "the file --json wrote", source=source) from None

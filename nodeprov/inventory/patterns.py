@@ -77,8 +77,8 @@ def _within(given: str, term: str) -> str:
     """``pattern 'GIVEN': `` where ``term`` is only a part of what the user gave, so a message
     names the whole of it (escaped: it may hold terminal escapes), not only the part split off.
 
-    >>> _within("gpu:\x1b[31m", "\x1b")
-    "pattern 'gpu:\\x1b[31m': "
+    >>> _within("gpu:\\x1b[31m", "\\x1b")
+    "pattern 'gpu:\\\\x1b[31m': "
     """
     return "" if term == given.strip() else f"pattern '{printable(given)}': "
 

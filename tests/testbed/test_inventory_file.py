@@ -39,6 +39,7 @@ def test_rendered_inventory_is_nodeprovs_format(tmp_path: Path) -> None:
         "hosts": {"node1": {"ansible_host": "10.77.3.2"}, "node2": {"ansible_host": "10.77.3.3"}},
     }}
     layout.inventory.write_text(text)
+    layout.ssh_config.write_text("")  # `up` writes it too: an inventory naming none is refused
     loaded = load_inventory(layout.inventory)
     assert [(host.name, host.address, host.user) for host in loaded.hosts] == [
         ("node1", "10.77.3.2", "root"), ("node2", "10.77.3.3", "root")]
