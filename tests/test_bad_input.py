@@ -4,8 +4,6 @@ the line or field and the fix, prints no traceback, and opens no SSH connection.
 from __future__ import annotations
 
 import json
-import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from typer.testing import CliRunner
 
 from nodeprov.cli import app
 from nodeprov.remote.session import Session
+from tests.pipes import feeding
 
 GOOD_INVENTORY = """\
 all:
@@ -261,20 +260,11 @@ def test_a_playbook_that_never_ends_is_refused_by_its_size(tmp_path: Path, speci
 
 def test_an_inventory_read_from_a_pipe_is_refused_by_its_size(tmp_path: Path) -> None:
     fifo = tmp_path / "inventory.yaml"
-    os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: _fill(fifo, 5 * 1024 * 1024), daemon=True)
-    writer.start()
+    feeding(fifo, b"# padding\n", 5 << 20)
     result = CliRunner().invoke(app, ["apply", str(fifo)])
     assert result.exit_code == 2, result.output
     assert "file is over" in result.stderr
 
-
-def _fill(path: Path, size: int) -> None:
-    try:
-        with path.open("wb") as pipe:
-            pipe.write(b"# padding\n" * (size // 10))
-    except BrokenPipeError:
-        pass  # the reader stopped at its limit
 
 
 # --- report paths (issue #23 point 7): checked before any connection, written privately -------

@@ -4,13 +4,13 @@ field, and what would be valid. ``apply`` stops at the inventory, before any con
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from nodeprov.cli import app
+from tests.pipes import feeding
 
 # ruff: noqa: E501
 SUBNET = "[all:vars]\nnode_subnet=10.0.0.0/24\n"
@@ -131,8 +131,7 @@ def test_a_limit_file_that_is_no_text_file_is_one_line(
     (tmp_path / "h.ini").write_text("n1 ansible_host=10.0.0.1\n" + SUBNET)
     limit = tmp_path / "hosts.bin"
     if content is None:
-        os.mkfifo(limit)
-        threading.Thread(target=_fill, args=(limit, 5 << 20), daemon=True).start()
+        feeding(limit, b"n1\n", 5 << 20)
     else:
         limit.write_bytes(content)
     monkeypatch.chdir(tmp_path)
@@ -140,10 +139,3 @@ def test_a_limit_file_that_is_no_text_file_is_one_line(
     assert result.exit_code == 2, result.output
     assert result.stderr == f"nodeprov: {said}\n"
 
-
-def _fill(path: Path, size: int) -> None:
-    try:
-        with path.open("wb") as pipe:
-            pipe.write(b"n1\n" * (size // 3))
-    except BrokenPipeError:
-        pass  # the reader stopped at its limit

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from nodeprov.inventory.vaultlib import Vault, VaultError
 from nodeprov.inventory.vaultsecrets import VaultSecret, VaultSecretError, load_secrets
 from nodeprov.util.tagged import Vaulted
 from tests.inventory.oracle import ANSIBLE_BIN
+from tests.pipes import feeding
 
 PLAINTEXTS = {
     "yaml": "ansible_become_password: s3cr3t\nnode_subnet: 10.0.0.0/24\n",
@@ -169,17 +169,7 @@ def test_the_source_that_stops_the_run_is_the_error_not_also_a_warning(folder: P
 def test_a_password_file_without_end_is_refused_by_its_size(folder: Path) -> None:
     """``--vault-password-file /dev/zero`` read forever (as ansible-vault does, whose
     FileVaultSecret calls ``f.read()``); a pipe stands for the file without end."""
-    endless = folder / "pw-endless"
-    os.mkfifo(endless)
-
-    def fill() -> None:
-        try:
-            with endless.open("wb") as pipe:
-                pipe.write(b"x" * (5 << 20))
-        except BrokenPipeError:
-            pass  # the reader stopped at its limit
-
-    threading.Thread(target=fill, daemon=True).start()
+    feeding(folder / "pw-endless", b"x", 5 << 20)
     with pytest.raises(VaultSecretError, match="pw-endless: file is over 4194304 bytes; "
                        "expected a vault password file under 4 MiB"):
         load_secrets([], ["pw-endless"], ask=False, prompt=input, cwd=folder)
