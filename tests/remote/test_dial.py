@@ -4,6 +4,7 @@ the terminal (issue #22 point 6)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Iterator
@@ -115,15 +116,25 @@ def test_anything_else_is_final_at_once(monkeypatch: pytest.MonkeyPatch,
 def closing_server() -> Iterator[int]:
     """A TCP server that turns every connection away as sshd past MaxStartups does."""
     server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)  # so that the loop sees stop: close() does not wake accept()
     stop = threading.Event()
 
     def serve() -> None:
         while not stop.is_set():
             try:
                 client, _ = server.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
             client.sendall(b"Exceeded MaxStartups\r\n")  # what sshd says before closing
+            # Read what the client sent until it hangs up: closing with its banner unread
+            # would send a reset instead of an end, and the test would see either by chance.
+            client.shutdown(socket.SHUT_WR)
+            client.settimeout(5)
+            with contextlib.suppress(OSError):
+                while client.recv(4096):
+                    pass
             client.close()
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -161,3 +172,15 @@ def test_a_failing_proxy_command_is_one_line_with_its_status_and_stderr(
         Session(host, SshOptions(connect_timeout=1)).open()
     assert said in str(raised.value) and "\n" not in str(raised.value)
     assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(("cause", "said"), [
+    (TimeoutError(), "no SSH banner in time"),
+    (ConnectionResetError(104, "Connection reset by peer"),
+     "the connection was reset before the SSH banner"),
+    (EOFError(), "the connection was closed before the SSH banner"),
+])
+def test_a_banner_failure_names_its_cause(cause: BaseException, said: str) -> None:
+    error = SSHException("Error reading SSH protocol banner")
+    error.__context__ = cause  # as paramiko raises it, inside its except block
+    assert dial.reason(error) == said
