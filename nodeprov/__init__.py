@@ -20,6 +20,7 @@ own folder and the layers below it: tests/test_layering.py's LAYERS table):
     job/, checks/    the torchrun jobs (verification, nodeprov run); verify's checks
     commands/        one module per subcommand: apply, facts, verify, run, inventory, ...
     cli/             the command line (nodeprov.cli:app): options, exit codes
+    __main__.py      the entry point (nodeprov, python -m nodeprov): the app, and the process's ends
     testbed/         a local test cluster in network namespaces (nodeprov testbed)
 
 Each module, one line each: docs/where-things-are.md.

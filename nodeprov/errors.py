@@ -41,6 +41,7 @@ EXIT_OK = 0
 EXIT_HOST_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+EXIT_OUTPUT_CLOSED = 141  # stdout's reader went away (`| head`), as shells report SIGPIPE
 
 
 class NodeprovError(Exception):

@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     ("nodeprov.commands", 10, None),     # one module per subcommand
     ("nodeprov.testbed", 10, (ERRORS, UTIL)),  # a side room: only the CLI and tests use it
     ("nodeprov.cli", 11, None),          # options, exit codes; commands imported lazily
-    ("nodeprov.__main__", 12, ("nodeprov.cli",)),
+    ("nodeprov.__main__", 12, ("nodeprov.cli", "nodeprov.errors")),
 )
 ROOT = "nodeprov"  # the package's __init__: its version, nothing to import
 

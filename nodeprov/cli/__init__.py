@@ -1,4 +1,4 @@
-"""The nodeprov command line (the ``nodeprov`` entry point is ``nodeprov.cli:app``): it parses
+"""The nodeprov command line (``nodeprov.__main__`` runs ``app``, the entry point): it parses
 the options, each defined once in ``cli.options`` so it has one meaning on every command, runs
 the command's module from ``nodeprov.commands`` (imported only then: ``--help`` stays fast) and
 maps its errors to the exit code in one place (``cli.exits``; the codes: ``nodeprov.errors``).
