@@ -46,8 +46,10 @@ def load_inventory(path: Path, playbook_dir: Path | None = None,
     resolved = read_inventory(path, playbook_dir, warn, vault=vault)
     resolved.add_extra_vars(extra_vars or {})
     if not resolved.hostvars:
-        raise InputError("no hosts; add hosts to a group (all: hosts: in YAML, or a [group] "
-                         "section in INI)", source=str(path), line=1)
+        where = "in any inventory file in this folder" if path.is_dir() else "in this file"
+        raise InputError(f"no hosts {where}; add hosts to a group (all: hosts: in YAML, or a "
+                         "[group] section in INI)", source=str(path),
+                         line=None if path.is_dir() else 1)
     folder = path if path.is_dir() else path.parent
     hosts = build_hosts(resolved, HostTemplar(resolved, path, playbook_dir), folder, warn,
                         defaults)
