@@ -69,6 +69,19 @@ _RULES = (
     ),
     _Rule(
         "job",
+        # torch.accelerator asked for a device where there is none: its own refusal, a device
+        # string made of current_accelerator()'s None ("None:0"), torch.device(None) (what
+        # get_default_backend_for_device(None) raises).
+        re.compile(r"Cannot access accelerator device when none is available"
+                   r"|device type at start of device string: None\b"
+                   r"|device\(\) received an invalid combination of arguments - got \(NoneType\)"),
+        "the script needs a GPU (it asks torch.accelerator for one) and this node has none",
+        "run it on nodes with GPUs, or let it fall back to the CPU when "
+        "torch.accelerator.is_available() is false (backend gloo)",
+        without_gpus=True,
+    ),
+    _Rule(
+        "job",
         re.compile(r"another nodeprov job is running on this node"),
         "another nodeprov job holds this node and the rendezvous port (the line says whose)",
         "wait for it to end; a job whose nodeprov is gone stops by itself within a minute",

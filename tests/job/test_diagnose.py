@@ -131,6 +131,27 @@ def test_a_script_that_asks_cuda_for_a_gpu_on_a_node_without_one_needs_a_gpu(nam
     assert found.fix.startswith("run it on nodes with GPUs, or let it fall back to the CPU")
 
 
+# What a script that asks torch.accelerator for a device says where there is none
+ASKS_ACCELERATOR = ["local_accelerator_device_string.log",
+                    "local_accelerator_backend_for_none.log",
+                    "local_accelerator_set_device_index.log"]
+
+
+@pytest.mark.parametrize("name", ASKS_ACCELERATOR)
+def test_a_script_that_asks_torch_accelerator_for_a_gpu_on_a_node_without_one_needs_a_gpu(
+        name: str) -> None:
+    text = (DATA / name).read_text(encoding="utf-8")
+    found = diagnose(text, node="node2", gpus=0)
+    assert found is not None and found.own
+    assert (found.item, found.cause) == (
+        "job", "the script needs a GPU (it asks torch.accelerator for one) and this node has none")
+    assert "torch.accelerator.is_available() is false" in found.fix
+    # Where the node's GPUs are unknown or present, the same words are no proof of that.
+    for gpus in (None, 8):
+        other = diagnose(text, node="node2", gpus=gpus)
+        assert other is None or "torch.accelerator" not in other.cause
+
+
 # torch 2.13.0+cpu's own words on a testbed node: init_process_group("nccl"), tensor.cuda()
 @pytest.mark.parametrize("said", ["RuntimeError: Distributed package doesn't have NCCL built in",
                                   "AssertionError: Torch not compiled with CUDA enabled"])
