@@ -21,7 +21,7 @@ node's own, not the echo of a peer that failed first (a lost connection, a misse
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 EVIDENCE_CHARS = 200
@@ -29,13 +29,31 @@ EVIDENCE_CHARS = 200
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """What probably went wrong, the nodeprov item that fixes it, and the line that told us."""
+    """What probably went wrong, the nodeprov item that fixes it, and the line that told us.
+
+    >>> found = Diagnosis("hosts", "...", "nodeprov apply --limit {node} --tags hosts", "...",
+    ...                   node="node2")
+    >>> found.fix
+    'nodeprov apply --limit node2 --tags hosts'
+    >>> found.fix_for(["node2", "node5"])  # nodes that failed alike: one command for all
+    'nodeprov apply --limit node2,node5 --tags hosts'
+    """
 
     item: str
     cause: str
-    fix: str
+    fix_template: str  # may name {node}
     evidence: str
     own: bool = False
+    node: str = "NODE"
+
+    @property
+    def fix(self) -> str:
+        """The fix, for the node whose output this is."""
+        return self.fix_for([self.node])
+
+    def fix_for(self, nodes: Sequence[str]) -> str:
+        """The fix, for ``nodes`` together (a --limit pattern lists them)."""
+        return self.fix_template.format(node=",".join(nodes))
 
 
 @dataclass(frozen=True)
@@ -262,8 +280,8 @@ def diagnose(output: str, node: str = "NODE", *, gpus: int | None = None
             continue
         found = rule.pattern.search(output)
         if found:
-            return Diagnosis(rule.item, rule.cause, rule.fix.format(node=node),
-                             _line_at(output, found.start()), own=rule.own)
+            return Diagnosis(rule.item, rule.cause, rule.fix, _line_at(output, found.start()),
+                             own=rule.own, node=node)
     return None
 
 

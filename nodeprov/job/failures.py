@@ -69,21 +69,39 @@ def node_failures(launched: Mapping[str, Result | Exception], failed: Mapping[st
                   *, seconds: int, deadline_hint: str) -> list[str]:
     """One line per node that could not be reached or failed by itself: the diagnosis where a
     rule knows the output, else what torchrun last said; ``deadline_hint`` follows a kill at
-    the deadline."""
+    the deadline. Nodes that failed alike (the same cause and fix, or the deadline) share one
+    line, named together: ``node1, node2, node3: job: ...``."""
     lines = [f"{name}: job: {outcome}" for name, outcome in launched.items()
              if isinstance(outcome, Exception)]
+    alike = _alike(failed)
     for name, failure in failed.items():
-        result, found = failure.result, failure.diagnosis
+        result, found, names = failure.result, failure.diagnosis, alike.get(name)
+        if names is None:
+            continue  # said on the line of the first node that failed alike
+        who = ", ".join(names)
         if failure.timed_out:
-            lines.append(f"{name}: job: still running after {seconds} s, killed on every node "
+            lines.append(f"{who}: job: still running after {seconds} s, killed on every node "
                          f"({deadline_hint})")
         elif found is not None:
-            lines.append(f"{name}: {found.item}: {found.cause} ({found.fix}); the job said: "
+            said = "the job said" if len(names) == 1 else f"the job said on {name}"
+            lines.append(f"{who}: {found.item}: {found.cause} ({found.fix_for(names)}); {said}: "
                          f"{found.evidence}")
         else:
             lines.append(f"{name}: job: torchrun exited {result.exit_code}: "
                          f"{last_words(tail(result))}")
     return lines
+
+
+def _alike(failed: Mapping[str, NodeFailure]) -> dict[str, list[str]]:
+    """Each group of nodes that failed alike, under its first node; a node no rule explained is
+    a group of its own (its last words are its own)."""
+    groups: dict[object, list[str]] = {}
+    for name, failure in failed.items():
+        found = failure.diagnosis
+        key: object = ("deadline",) if failure.timed_out else (
+            (found.item, found.cause, found.fix_template) if found is not None else name)
+        groups.setdefault(key, []).append(name)
+    return {names[0]: names for names in groups.values()}
 
 
 def network_may_explain(failed: Mapping[str, NodeFailure]) -> bool:

@@ -114,7 +114,7 @@ def _waiting(said: str, done: Sequence[str], rank: int | None, name: str) -> Dia
     evidence = diagnose(said, name) or Diagnosis("job", "", "", found[0] if found else "")
     rank_of = f"rank {rank} on {name}" if rank is not None else f"a rank on {name}"
     return replace(evidence, item="job", cause=f"{who} finished (exit 0); {rank_of} was still "
-                   "waiting for them", fix=TOGETHER)
+                   "waiting for them", fix_template=TOGETHER)
 
 
 def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapping[str, Path],

@@ -168,8 +168,22 @@ def test_after_the_deadline_every_node_that_ended_by_itself_timed_out() -> None:
     failed = failed_nodes(launched, {"node3"}, deadline_passed=True)
     assert all(failure.timed_out and failure.diagnosis is None for failure in failed.values())
     assert node_failures(launched, failed, seconds=30, deadline_hint=DEADLINE_HINT) == [
-        f"{name}: job: still running after 30 s, killed on every node ({DEADLINE_HINT})"
-        for name in ("node1", "node2")]
+        f"node1, node2: job: still running after 30 s, killed on every node ({DEADLINE_HINT})"]
+
+
+def test_nodes_that_failed_alike_share_one_line_and_one_fix() -> None:
+    no_torch = "ModuleNotFoundError: No module named 'torch'"
+    launched: dict[str, Result | Exception] = {
+        "node1": Result("", no_torch, 1), "node2": Result("", "Duplicate GPU detected", 1),
+        "node3": Result("", no_torch, 1), "node4": Result("", "", 0)}
+    lines = node_failures(launched, failed_nodes(launched, set()), seconds=30,
+                          deadline_hint=DEADLINE_HINT)
+    assert lines == [
+        "node1, node3: venv: torch is missing from the node's venv (nodeprov apply --limit "
+        f"node1,node3 --tags venv); the job said on node1: {no_torch}",
+        "node2: job: two ranks share one GPU: more processes per node than the node has GPUs "
+        "(run one process per GPU of node2 (nvidia-smi -L), and check CUDA_VISIBLE_DEVICES); "
+        "the job said: Duplicate GPU detected"]
 
 
 # What torchrun printed on a testbed node when a rank aborted at exit (trimmed).
