@@ -50,6 +50,23 @@ app = typer.Typer(
 app.add_typer(testbed_app, name="testbed")
 
 
+def _show_version(asked: bool) -> None:
+    if asked:
+        from nodeprov import __version__
+
+        typer.echo(f"nodeprov {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option(
+        "--version", help="Show nodeprov's version and exit.", is_eager=True,
+        callback=_show_version)] = False,
+) -> None:
+    """The options before the command (nodeprov --version)."""
+
+
 @app.command()
 @takes_ansible_options()
 def apply(

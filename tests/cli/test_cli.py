@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -52,6 +53,14 @@ def test_every_help_renders_its_text_as_written(path: tuple[str, ...]) -> None:
     assert "Usage:" in result.stdout
     if path == ("testbed", "up"):
         assert "--var 'pip_find_links=[/opt/wheels]'" in result.stdout
+
+
+def test_version_is_the_installed_packages() -> None:
+    """One version, written once (nodeprov.__version__), is what pip installed and what
+    --version says."""
+    result = CliRunner().invoke(app, ["--version"])
+    assert (result.exit_code, result.stdout) == (
+        0, f"nodeprov {importlib.metadata.version('nodeprov')}\n")
 
 
 def test_top_level_help_documents_exit_codes() -> None:
