@@ -4,7 +4,7 @@ module (docs/json-report.md)::
     report = document("facts", ok=True, hosts=hosts)  # each command builds its own
     write_report(report, "-")      # '-': stdout, where nothing else then goes; else a path
 
-Every document has ``schema_version``, ``command`` and ``ok``; the schema says what each
+Every document has ``schema_version``, ``nodeprov_version``, ``command`` and ``ok``; the schema says what each
 command adds. Numbers are in base units: bytes, seconds, bytes per second.
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+from nodeprov import __version__
 from nodeprov.util import reportfile
 
 SCHEMA_VERSION = 1
@@ -30,8 +31,10 @@ def schema() -> dict[str, Any]:
 
 
 def document(command: str, ok: bool, **fields: Any) -> dict[str, Any]:
-    """The fields every report starts with, then the command's own."""
-    return {"schema_version": SCHEMA_VERSION, "command": command, "ok": ok, **fields}
+    """The fields every report starts with (the nodeprov that wrote it too: a report read
+    later, or sent with a bug report, says so), then the command's own."""
+    return {"schema_version": SCHEMA_VERSION, "nodeprov_version": __version__,
+            "command": command, "ok": ok, **fields}
 
 
 def write_report(report: Mapping[str, Any], json_path: str) -> None:

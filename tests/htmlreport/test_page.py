@@ -78,3 +78,11 @@ def test_verify_shows_drift_by_node_and_item_with_the_repair() -> None:
     assert grid
     failed = list(dom.find("td", "failed"))
     assert len(failed) == 4  # node1 hosts, node3 firewall: in the grid and the drift table
+
+
+def test_the_footer_names_the_nodeprov_that_wrote_the_report_where_it_says() -> None:
+    report = recorded("apply-3")
+    report["nodeprov_version"] = "9.8.7"
+    assert "by nodeprov 9.8.7." in render_html(report)
+    del report["nodeprov_version"]  # written before reports carried it
+    assert "by nodeprov." in render_html(report)
