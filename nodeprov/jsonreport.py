@@ -4,8 +4,8 @@ module (docs/json-report.md)::
     report = document("facts", ok=True, hosts=hosts)  # each command builds its own
     write_report(report, "-")      # '-': stdout, where nothing else then goes; else a path
 
-Every document has ``schema_version``, ``nodeprov_version``, ``command`` and ``ok``; the schema says what each
-command adds. Numbers are in base units: bytes, seconds, bytes per second.
+Every document has ``schema_version``, ``nodeprov_version``, ``command`` and ``ok``; the
+schema says what each command adds. Numbers are in base units: bytes, seconds, bytes per second.
 """
 
 from __future__ import annotations
