@@ -264,6 +264,19 @@ def parse_link_speeds(text: str) -> dict[str, int]:
 
 
 def parse_port_range(text: str) -> tuple[int, int]:
-    """Parse /proc/sys/net/ipv4/ip_local_port_range ("32768\\t60999")."""
-    low, high = (int(checked_text("port range", part, PORT)) for part in text.split())
-    return low, high
+    """Parse /proc/sys/net/ipv4/ip_local_port_range ("32768\\t60999"): two ports, the first
+    not above the second, as the kernel takes them (ipv4_local_port_range); the firewall opens
+    this range, so nothing else passes.
+
+    >>> parse_port_range("61000 32768")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the node's ephemeral port range '61000 32768' is not valid here (expected ...
+    """
+    parts = text.split()
+    if (len(parts) != 2 or not all(PORT.regex.fullmatch(part) for part in parts)
+            or not 1 <= int(parts[0]) <= int(parts[1]) <= 65535):
+        raise ValueError(f"the node's ephemeral port range {text[:80]!r} is not valid here "
+                         "(expected two ports from 1 to 65535, the first not above the second, "
+                         "as /proc/sys/net/ipv4/ip_local_port_range has them, e.g. '32768 60999')")
+    return int(parts[0]), int(parts[1])

@@ -56,6 +56,17 @@ def test_ip_json_with_ipv6_disabled_and_port_range() -> None:
     assert parse_port_range("1024\t65000\n") == (1024, 65000)
 
 
+@pytest.mark.parametrize("said", ["61000 32768", "0 65535", "32768 65536", "1 2 3", "32768",
+                                  "", "32768 60999x", "٣٢٧٦٨ 60999"])
+def test_a_port_range_the_kernel_would_refuse_is_refused_naming_it(said: str) -> None:
+    # the firewall opens this range to the subnet: inverted, 0, past 65535 or not two numbers
+    # was (61000, 32768), (0, 65535) or "too many values to unpack (expected 2)"
+    with pytest.raises(ValueError, match=re.escape(
+            f"the node's ephemeral port range {said!r} is not valid here (expected two ports")):
+        parse_port_range(said)
+    assert parse_port_range("40000 40000") == (40000, 40000)  # one port: the kernel takes it
+
+
 def test_ip_json_of_iproute2_4_20_starts_with_an_empty_object() -> None:
     # iproute2 4.20 (Debian 10) prints an empty object first (i3status-rust issues 812 and
     # 825, where the bug was bisected to 4.20, fixed in 5.0); no verbatim recording was
