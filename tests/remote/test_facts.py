@@ -87,6 +87,26 @@ def test_an_ip_without_json_output_is_named() -> None:
         parse_ip_addr_json('{"ifname": "eth0"}')
 
 
+@pytest.mark.parametrize(("said", "expected"), [
+    ('[{"ifname": "eth0", "addr_info": 5}]', ()),  # a TypeError took every node's run down
+    ('[{"ifname": "eth0", "flags": "UP", "addr_info": [{"family": "inet", "local": ["10.0.0.1"],'
+     ' "prefixlen": 24}, {"local": "10.0.0.2", "prefixlen": 24}]}]', ()),
+    ('[{"ifname": "eth0", "addr_info": [{"family": "inet", "local": "10.0.0.1", "prefixlen": '
+     'true}, {"family": "inet", "local": "10.0.0.1", "prefixlen": 24}]}]', ("10.0.0.1/24",)),
+])
+def test_ip_json_of_unexpected_types_is_read_as_no_address(said: str,
+                                                            expected: tuple[str, ...]) -> None:
+    eth0, = parse_ip_addr_json(said)
+    assert eth0.ipv4 == expected and not eth0.up
+
+
+@pytest.mark.parametrize("said", ['[{"ifname":', "[" * 100_000 + "]" * 100_000, "\x00[]"])
+def test_ip_json_that_is_no_json_is_named(said: str) -> None:
+    # a JSONDecodeError's bare words, or a RecursionError that stopped every node's run
+    with pytest.raises(ValueError, match=r"`ip -j addr show` printed no valid JSON \("):
+        parse_ip_addr_json(said)
+
+
 def test_a_running_firewalld_is_a_fact() -> None:
     sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]'}
     assert not parse_facts(sections).firewalld_active
