@@ -35,6 +35,7 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
+from nodeprov.tasks.block import whole_block
 from nodeprov.tasks.hostnames import Entry, cluster_names
 from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate
@@ -72,6 +73,7 @@ def probe(params: HostsParams) -> Probe:
 def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
     found = reader.observed_files(observed)
     old = found.get(params.path)
+    whole_block(params.path, old, BLOCK)
     names = cluster_names(ctx, blocks.block_lines(old or "", BLOCK) or [], params.domain)
     if names.refused:
         raise TaskFailed(names.refused)

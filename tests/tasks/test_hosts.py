@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -91,6 +92,16 @@ def test_user_lines_are_kept_byte_for_byte() -> None:
     assert ("# nodeprov: 127.0.0.1 localhost node1   # node1 here is a leftover\n"
             "127.0.0.1 localhost\n") in new
     assert run(new).in_sync
+
+
+def test_a_begin_marker_without_its_end_is_refused_and_nothing_written() -> None:
+    # the old plan appended a block; the next one deleted "192.168.1.5 nas" and the line
+    # above it, between the stray BEGIN and the block's END
+    old = f"127.0.0.1 localhost\n{blocks.begin_marker('hosts')}\n192.168.1.5 nas\n"
+    with pytest.raises(TaskFailed, match=re.escape(
+            "/etc/hosts: line 2: '# BEGIN nodeprov hosts' has no '# END nodeprov hosts' after "
+            "it; add the END line where the block ends, or remove the BEGIN line")):
+        run(old)
 
 
 def test_existing_block_is_updated_in_place() -> None:
