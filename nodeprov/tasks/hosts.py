@@ -141,7 +141,7 @@ def _unshadowed(ctx: Context, entries: Sequence[Entry], text: str, path: str
 def _outside_block(text: str) -> Iterator[tuple[str, list[str]]]:
     """Each line outside the block, with its fields (a comment cut off)."""
     block = blocks.find_block(text, BLOCK)
-    for index, line in enumerate(text.splitlines(keepends=True)):
+    for index, line in enumerate(blocks.split_lines(text, keepends=True)):
         if block is None or not block[0] <= index <= block[1]:
             yield line, line.split("#", 1)[0].split()
 
@@ -154,7 +154,7 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
     block = blocks.find_block(text, BLOCK)
     kept: list[str] = []
     conflicts: list[str] = []
-    for index, line in enumerate(text.splitlines(keepends=True)):
+    for index, line in enumerate(blocks.split_lines(text, keepends=True)):
         inside = block is not None and block[0] <= index <= block[1]
         fields = [] if inside else line.split("#", 1)[0].split()
         clashing = [name for name in fields[1:] if name.lower() in wanted

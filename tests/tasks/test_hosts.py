@@ -104,6 +104,16 @@ def test_a_begin_marker_without_its_end_is_refused_and_nothing_written() -> None
         run(old)
 
 
+@pytest.mark.parametrize("odd", ["\x0c", "\x1c", "\x85", "\u2028"])
+def test_a_line_break_python_sees_in_a_comment_moves_no_line_into_the_block(odd: str) -> None:
+    # str.splitlines ends a line at these, the block's markers only at "\n": the line above
+    # the block was taken for one inside it, and Debian's 127.0.1.1 line there was kept
+    old = (f"# notes{odd}more notes\n127.0.1.1 node1\n{blocks.begin_marker('hosts')}\n"
+           f"{chr(10).join(BLOCK_LINES)}\n{blocks.end_marker('hosts')}\n")
+    assert written(run(old)) == old.replace("\n127.0.1.1 node1\n", "\n# nodeprov: 127.0.1.1 "
+                                            "node1\n")
+
+
 def test_existing_block_is_updated_in_place() -> None:
     new = written(run((DATA / "hosts-block.txt").read_text()))
     assert new == ("127.0.0.1 localhost\n" + blocks.begin_marker("hosts") + "\n"
