@@ -107,6 +107,18 @@ def test_ip_json_that_is_no_json_is_named(said: str) -> None:
         parse_ip_addr_json(said)
 
 
+@pytest.mark.parametrize("name", ["Debian \u202egnikcah", "Ubuntu \u2066x\u2069 24.04"])
+def test_an_os_name_with_a_bidirectional_control_is_refused(name: str) -> None:
+    # it reordered the os column of `nodeprov facts` and the HTML report after it
+    sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]',
+                "os_release": f'PRETTY_NAME="{name}"\nID=debian'}
+    with pytest.raises(ValueError, match=re.escape(f"the node's os name {name!r} is not valid "
+                                                   "here (expected up to 128 printable")):
+        parse_facts(sections)
+    sections["os_release"] = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm) – ελληνικά"'
+    assert parse_facts(sections).os_name == "Debian GNU/Linux 12 (bookworm) – ελληνικά"
+
+
 def test_a_running_firewalld_is_a_fact() -> None:
     sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]'}
     assert not parse_facts(sections).firewalld_active
