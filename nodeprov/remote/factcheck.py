@@ -49,6 +49,9 @@ def checked_text(fact: str, value: str, pattern: Pattern) -> str:
 
 def checked_name(fact: str, value: str) -> str:
     """A host name from the node (hostname, fqdn); empty when the node gave none."""
+    if len(value) > 253:  # the error would quote all of it
+        raise ValueError(f"the node's {fact} {value[:80]!r}... is {len(value)} characters; a "
+                         "host name has at most 253")
     try:
         return validate.hostname(value) if value else value
     except ValueError as error:

@@ -119,6 +119,16 @@ def test_an_os_name_with_a_bidirectional_control_is_refused(name: str) -> None:
     assert parse_facts(sections).os_name == "Debian GNU/Linux 12 (bookworm) – ελληνικά"
 
 
+def test_a_hostname_past_253_characters_is_refused_in_one_short_line() -> None:
+    # the message quoted all 300 characters (a megabyte from a hostile node)
+    sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]',
+                "hostname": "a" * 300}
+    with pytest.raises(ValueError) as raised:
+        parse_facts(sections)
+    assert str(raised.value) == (f"the node's hostname {'a' * 80!r}... is 300 characters; a "
+                                 "host name has at most 253")
+
+
 def test_a_running_firewalld_is_a_fact() -> None:
     sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]'}
     assert not parse_facts(sections).firewalld_active
