@@ -14,11 +14,13 @@ from typing import Any
 
 from jinja2 import PackageLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from markupsafe import Markup
 
 from nodeprov.htmlreport.grid import MatrixGrid, matrix_grid
 from nodeprov.htmlreport.source import check_report
 from nodeprov.htmlreport.sweep import SweepPlot, sweep_plot
 from nodeprov.htmlreport.timeline import timeline
+from nodeprov.util.validate import printable
 
 
 @dataclass(frozen=True)
@@ -99,13 +101,20 @@ def _ranks(report: Mapping[str, Any]) -> list[tuple[int, str, Mapping[str, Any]]
                    for rank, end in node.get("ranks", {}).items()), key=lambda row: row[0])
 
 
+def _shown(value: Any) -> Any:
+    """Text as the page shows it: a node's control or bidirectional characters (an error's
+    output tail) spelled as escapes, which HTML escaping leaves as they are (U+202E reverses
+    what follows it in the browser too); the page's own markup as it is."""
+    return printable(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def render_html(report: Mapping[str, Any], source: str = "the report") -> str:
     """The HTML page of ``report`` (a JSON report as a dict); ``source`` names it in the
     InputError that a report breaking the schema raises."""
     check_report(report, source)
     environment = ImmutableSandboxedEnvironment(
         loader=PackageLoader("nodeprov.htmlreport", "templates"), autoescape=True,
-        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=_shown)
     with_tasks = report["command"] == "apply" and any(
         host.get("tasks") for host in report["hosts"].values())
     return environment.get_template("report.html").render(

@@ -33,9 +33,11 @@ OS_WORD = Pattern(re.compile(r"[A-Za-z0-9._~+-]{0,64}"), "up to 64 of A-Z a-z 0-
 KERNEL = Pattern(re.compile(r"[A-Za-z0-9._~+-]{0,128}"), "up to 128 of A-Z a-z 0-9 . _ ~ + -")
 TOOL = Pattern(re.compile(r"[a-z0-9-]{1,32}"), "a program name")
 PORT = Pattern(re.compile(r"[0-9]{1,5}"), "a port number")
-# free text (PRETTY_NAME): any printable characters; escaped where shown
-OS_NAME = Pattern(re.compile(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]{0,128}"),
-                  "up to 128 printable characters")
+# free text (PRETTY_NAME): any printable characters, but the bidirectional controls, which
+# reorder what a terminal, the HTML report or a table cell shows after them
+OS_NAME = Pattern(re.compile(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+                             r"{0,128}"), "up to 128 printable characters, no bidirectional "
+                  "controls")
 
 
 def checked_text(fact: str, value: str, pattern: Pattern) -> str:
@@ -47,6 +49,9 @@ def checked_text(fact: str, value: str, pattern: Pattern) -> str:
 
 def checked_name(fact: str, value: str) -> str:
     """A host name from the node (hostname, fqdn); empty when the node gave none."""
+    if len(value) > 253:  # the error would quote all of it
+        raise ValueError(f"the node's {fact} {value[:80]!r}... is {len(value)} characters; a "
+                         "host name has at most 253")
     try:
         return validate.hostname(value) if value else value
     except ValueError as error:

@@ -229,20 +229,28 @@ def parse_ip_addr_json(text: str) -> tuple[Interface, ...]:
     if not text.strip():  # every Linux node has lo: nothing printed means ip failed
         raise ValueError("`ip -j addr show` printed nothing: install iproute2 4.13 or later on "
                          "the node (before it, e.g. CentOS 7's 4.11, ip has no JSON output)")
-    links = json.loads(text)
+    try:
+        links = json.loads(text)
+    except (ValueError, RecursionError) as error:  # RecursionError: "[[[[..." nested deep
+        raise ValueError("`ip -j addr show` printed no valid JSON "
+                         f"({str(error)[:80] or type(error).__name__})") from None
     if not isinstance(links, list):
         raise ValueError("`ip -j addr show` printed JSON that is not a list of interfaces")
     interfaces = []
     for link in links:
         if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
             continue
-        infos = [info for info in link.get("addr_info", []) if isinstance(info, dict)
-                 and {"family", "local", "prefixlen"} <= info.keys()]
+        infos = link.get("addr_info")
+        flags = link.get("flags")
+        addresses = [(info.get("family"), f"{info['local']}/{info['prefixlen']}")
+                     for info in (infos if isinstance(infos, list) else [])
+                     if isinstance(info, dict) and isinstance(info.get("local"), str)
+                     and type(info.get("prefixlen")) is int]  # not True, 24.0 or "24; x"
         interfaces.append(Interface(
             name=link["ifname"],
-            up="UP" in link.get("flags", []),
-            ipv4=tuple(f"{a['local']}/{a['prefixlen']}" for a in infos if a["family"] == "inet"),
-            ipv6=tuple(f"{a['local']}/{a['prefixlen']}" for a in infos if a["family"] == "inet6"),
+            up=isinstance(flags, list) and "UP" in flags,
+            ipv4=tuple(address for family, address in addresses if family == "inet"),
+            ipv6=tuple(address for family, address in addresses if family == "inet6"),
         ))
     return tuple(interfaces)
 
@@ -264,6 +272,19 @@ def parse_link_speeds(text: str) -> dict[str, int]:
 
 
 def parse_port_range(text: str) -> tuple[int, int]:
-    """Parse /proc/sys/net/ipv4/ip_local_port_range ("32768\\t60999")."""
-    low, high = (int(checked_text("port range", part, PORT)) for part in text.split())
-    return low, high
+    """Parse /proc/sys/net/ipv4/ip_local_port_range ("32768\\t60999"): two ports, the first
+    not above the second, as the kernel takes them (ipv4_local_port_range); the firewall opens
+    this range, so nothing else passes.
+
+    >>> parse_port_range("61000 32768")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the node's ephemeral port range '61000 32768' is not valid here (expected ...
+    """
+    parts = text.split()
+    if (len(parts) != 2 or not all(PORT.regex.fullmatch(part) for part in parts)
+            or not 1 <= int(parts[0]) <= int(parts[1]) <= 65535):
+        raise ValueError(f"the node's ephemeral port range {text[:80]!r} is not valid here "
+                         "(expected two ports from 1 to 65535, the first not above the second, "
+                         "as /proc/sys/net/ipv4/ip_local_port_range has them, e.g. '32768 60999')")
+    return int(parts[0]), int(parts[1])

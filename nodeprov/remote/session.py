@@ -218,9 +218,13 @@ class Session:
         sections = split_sections(stdout, token)
         try:
             facts = parse_facts(sections)
-        except (ValueError, KeyError) as error:
-            raise HostError(self.host.name, "facts", f"cannot read the node's facts: {error}",
-                            hint="is this a Linux node with iproute2?") from None
+        except ValueError as error:  # each says what would be valid
+            raise HostError(self.host.name, "facts",
+                            f"cannot read the node's facts: {error}") from None
+        except Exception as error:  # a parser's bug, met by a node's output: this node only
+            raise HostError(self.host.name, "facts", "cannot read the node's facts: internal "
+                            f"error {type(error).__name__}: {str(error)[:200]}",
+                            hint="please report this") from None
         return facts, [sections.get(f"probe.{index}", "") for index in range(count)]
 
     def execute(self, task: str, actions: Sequence[Action], *,

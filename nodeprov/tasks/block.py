@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nodeprov.remote import reader
-from nodeprov.tasks.base import Change, Context, Plan, Probe, TaskType, Write, checked
+from nodeprov.tasks.base import (
+    Change,
+    Context,
+    Plan,
+    Probe,
+    TaskFailed,
+    TaskType,
+    Write,
+    checked,
+)
 from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate
 
@@ -35,8 +44,18 @@ def probe(params: BlockParams) -> Probe:
     return reader.read_many_probe(params.path)
 
 
+def whole_block(path: str, text: str | None, name: str) -> None:
+    """TaskFailed naming ``path`` and the line where its markers of block ``name`` are not one
+    whole block (the node's file, as the node gave it): nothing is written then."""
+    try:
+        blocks.find_block(text or "", name)
+    except ValueError as error:
+        raise TaskFailed(f"{path}: {error}") from None
+
+
 def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
     old = reader.observed_files(observed).get(params.path)
+    whole_block(params.path, old, params.name)
     if params.state == "absent":
         new = blocks.remove_block(old or "", params.name)
         if old is None or new == old:

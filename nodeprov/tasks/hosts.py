@@ -35,6 +35,7 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
+from nodeprov.tasks.block import whole_block
 from nodeprov.tasks.hostnames import Entry, cluster_names
 from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate
@@ -72,6 +73,7 @@ def probe(params: HostsParams) -> Probe:
 def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
     found = reader.observed_files(observed)
     old = found.get(params.path)
+    whole_block(params.path, old, BLOCK)
     names = cluster_names(ctx, blocks.block_lines(old or "", BLOCK) or [], params.domain)
     if names.refused:
         raise TaskFailed(names.refused)
@@ -139,7 +141,7 @@ def _unshadowed(ctx: Context, entries: Sequence[Entry], text: str, path: str
 def _outside_block(text: str) -> Iterator[tuple[str, list[str]]]:
     """Each line outside the block, with its fields (a comment cut off)."""
     block = blocks.find_block(text, BLOCK)
-    for index, line in enumerate(text.splitlines(keepends=True)):
+    for index, line in enumerate(blocks.split_lines(text, keepends=True)):
         if block is None or not block[0] <= index <= block[1]:
             yield line, line.split("#", 1)[0].split()
 
@@ -152,7 +154,7 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
     block = blocks.find_block(text, BLOCK)
     kept: list[str] = []
     conflicts: list[str] = []
-    for index, line in enumerate(text.splitlines(keepends=True)):
+    for index, line in enumerate(blocks.split_lines(text, keepends=True)):
         inside = block is not None and block[0] <= index <= block[1]
         fields = [] if inside else line.split("#", 1)[0].split()
         clashing = [name for name in fields[1:] if name.lower() in wanted

@@ -30,6 +30,7 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
+from nodeprov.tasks.block import whole_block
 from nodeprov.tasks.textfiles import blocks, envfile
 from nodeprov.util import validate
 
@@ -74,6 +75,7 @@ def plan(ctx: Context, params: NcclEnvParams, observed: str) -> Plan:
         f"{ifname} has no address in {params.subnet}: NCCL and gloo will not use the node subnet"]
     for path, lines in wanted_blocks(ifname, params.extra).items():
         old = found.get(path)
+        whole_block(path, old, BLOCK)
         new = blocks.replace_block(old or "", BLOCK, lines)
         if new != old:
             changes.append(Change(f"{path}: set {', '.join(_names(lines))}",

@@ -33,6 +33,17 @@ def test_a_nodes_hostile_text_is_escaped() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/svg&gt;" in html
 
 
+def test_a_nodes_control_and_bidirectional_characters_are_shown_as_escapes() -> None:
+    # HTML escaping leaves them: U+202E reversed the rest of node1's error line in the browser
+    report = hostile()
+    said = "ufw: \u202edetavitca\x1b[2J\x00 done"
+    report["hosts"]["node1"]["error"] = f"node1: firewall: 'ufw enable' exited 1: {said}"
+    html = render_html(report)
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\u202a-\u202e\u2066-\u2069]", html)
+    assert "exited 1: ufw: \\u202edetavitca\\x1b[2J\\x00 done" in html
+    assert "<svg" in html and "&lt;svg" not in html  # the page's own markup stays markup
+
+
 def test_a_report_breaking_the_schema_draws_nothing() -> None:
     report = recorded("apply-3")
     report["hosts"]["node1"]["status"] = "fine"

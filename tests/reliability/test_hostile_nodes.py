@@ -56,7 +56,7 @@ def test_good_facts_pass() -> None:
     ("interfaces", '[{"ifname": "eth0;reboot", "addr_info": []}]', "interface"),
     ("interfaces", '[{"ifname": "eth0", "addr_info": [{"family": "inet6", "local": '
                    '"fd00::1%x\\n6.6.6.6 pypi.org", "prefixlen": 64}]}]', "interface"),
-    ("ephemeral_ports", "\u0663\u0662\u0667\u0666\u0668 60999", "port range"),
+    ("ephemeral_ports", "\u0663\u0662\u0667\u0666\u0668 60999", "ephemeral port range"),
     ("package_manager", "/usr/bin/apt-get $(id)", "package manager"),
 ])
 def test_a_fact_out_of_pattern_is_refused_naming_it(section: str, value: str,

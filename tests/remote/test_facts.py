@@ -56,6 +56,17 @@ def test_ip_json_with_ipv6_disabled_and_port_range() -> None:
     assert parse_port_range("1024\t65000\n") == (1024, 65000)
 
 
+@pytest.mark.parametrize("said", ["61000 32768", "0 65535", "32768 65536", "1 2 3", "32768",
+                                  "", "32768 60999x", "٣٢٧٦٨ 60999"])
+def test_a_port_range_the_kernel_would_refuse_is_refused_naming_it(said: str) -> None:
+    # the firewall opens this range to the subnet: inverted, 0, past 65535 or not two numbers
+    # was (61000, 32768), (0, 65535) or "too many values to unpack (expected 2)"
+    with pytest.raises(ValueError, match=re.escape(
+            f"the node's ephemeral port range {said!r} is not valid here (expected two ports")):
+        parse_port_range(said)
+    assert parse_port_range("40000 40000") == (40000, 40000)  # one port: the kernel takes it
+
+
 def test_ip_json_of_iproute2_4_20_starts_with_an_empty_object() -> None:
     # iproute2 4.20 (Debian 10) prints an empty object first (i3status-rust issues 812 and
     # 825, where the bug was bisected to 4.20, fixed in 5.0); no verbatim recording was
@@ -74,6 +85,48 @@ def test_an_ip_without_json_output_is_named() -> None:
         parse_ip_addr_json("")
     with pytest.raises(ValueError, match="not a list of interfaces"):
         parse_ip_addr_json('{"ifname": "eth0"}')
+
+
+@pytest.mark.parametrize(("said", "expected"), [
+    ('[{"ifname": "eth0", "addr_info": 5}]', ()),  # a TypeError took every node's run down
+    ('[{"ifname": "eth0", "flags": "UP", "addr_info": [{"family": "inet", "local": ["10.0.0.1"],'
+     ' "prefixlen": 24}, {"local": "10.0.0.2", "prefixlen": 24}]}]', ()),
+    ('[{"ifname": "eth0", "addr_info": [{"family": "inet", "local": "10.0.0.1", "prefixlen": '
+     'true}, {"family": "inet", "local": "10.0.0.1", "prefixlen": 24}]}]', ("10.0.0.1/24",)),
+])
+def test_ip_json_of_unexpected_types_is_read_as_no_address(said: str,
+                                                            expected: tuple[str, ...]) -> None:
+    eth0, = parse_ip_addr_json(said)
+    assert eth0.ipv4 == expected and not eth0.up
+
+
+@pytest.mark.parametrize("said", ['[{"ifname":', "[" * 100_000 + "]" * 100_000, "\x00[]"])
+def test_ip_json_that_is_no_json_is_named(said: str) -> None:
+    # a JSONDecodeError's bare words, or a RecursionError that stopped every node's run
+    with pytest.raises(ValueError, match=r"`ip -j addr show` printed no valid JSON \("):
+        parse_ip_addr_json(said)
+
+
+@pytest.mark.parametrize("name", ["Debian \u202egnikcah", "Ubuntu \u2066x\u2069 24.04"])
+def test_an_os_name_with_a_bidirectional_control_is_refused(name: str) -> None:
+    # it reordered the os column of `nodeprov facts` and the HTML report after it
+    sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]',
+                "os_release": f'PRETTY_NAME="{name}"\nID=debian'}
+    with pytest.raises(ValueError, match=re.escape(f"the node's os name {name!r} is not valid "
+                                                   "here (expected up to 128 printable")):
+        parse_facts(sections)
+    sections["os_release"] = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm) – ελληνικά"'
+    assert parse_facts(sections).os_name == "Debian GNU/Linux 12 (bookworm) – ελληνικά"
+
+
+def test_a_hostname_past_253_characters_is_refused_in_one_short_line() -> None:
+    # the message quoted all 300 characters (a megabyte from a hostile node)
+    sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]',
+                "hostname": "a" * 300}
+    with pytest.raises(ValueError) as raised:
+        parse_facts(sections)
+    assert str(raised.value) == (f"the node's hostname {'a' * 80!r}... is 300 characters; a "
+                                 "host name has at most 253")
 
 
 def test_a_running_firewalld_is_a_fact() -> None:

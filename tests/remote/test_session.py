@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shlex
 import subprocess
 from dataclasses import dataclass, field
@@ -76,6 +77,43 @@ def test_facts_and_probes_in_one_round_trip(tmp_path: Any) -> None:
     assert len(shell.commands) == 1 and session.round_trips == 1
     assert facts.ephemeral_port_range[0] > 0
     assert observed == ["no trailing newline", "", "a\n\nb\n"]
+
+
+@pytest.mark.parametrize(("tool", "says", "error"), [
+    ("ip", "[" * 100_000, "`ip -j addr show` printed no valid JSON (maximum recursion depth"),
+    ("cat", "61000 32768", "the node's ephemeral port range '61000 32768' is not valid here"),
+    ("ip", '[{"ifname": "eth0", "addr_info": [{"family": "inet", "local": "10.0.0.1", '
+           '"prefixlen": 33}]}]', "the node's interface 'eth0': '10.0.0.1/33' does not"),
+])
+def test_a_node_that_lies_about_a_fact_fails_alone_naming_it(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, tool: str, says: str, error: str) -> None:
+    # the node's own tool, earlier in PATH, prints what a broken or hostile node may print:
+    # one HostError naming the node and the fact, which the runner keeps to this node (a
+    # RecursionError stopped every node's run)
+    fakes = tmp_path / "bin"
+    fakes.mkdir()
+    (fakes / tool).write_text(f"#!/bin/sh\nprintf '%s\\n' {shlex.quote(says)}\n")
+    (fakes / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fakes}:{os.environ['PATH']}")
+    session, _ = session_for(tmp_path)
+    with pytest.raises(HostError, match=re.escape(f"node1: facts: cannot read the node's facts: "
+                                                  f"{error}")) as raised:
+        session.gather([])
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 400
+    assert "iproute2?" not in str(raised.value)  # the hint that every such error had
+
+
+def test_a_parser_bug_met_by_a_nodes_output_fails_that_node_only(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the runner keeps a HostError to its node; any other exception stopped every node's run
+    def broken(sections: Any) -> Any:
+        raise TypeError("'int' object is not iterable")
+    monkeypatch.setattr("nodeprov.remote.session.parse_facts", broken)
+    session, _ = session_for(tmp_path)
+    with pytest.raises(HostError, match=re.escape(
+            "node1: facts: cannot read the node's facts: internal error TypeError: 'int' object "
+            "is not iterable (please report this)")):
+        session.gather([])
 
 
 def test_sh_probes_run_as_functions_in_the_facts_shell(tmp_path: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -91,6 +92,26 @@ def test_user_lines_are_kept_byte_for_byte() -> None:
     assert ("# nodeprov: 127.0.0.1 localhost node1   # node1 here is a leftover\n"
             "127.0.0.1 localhost\n") in new
     assert run(new).in_sync
+
+
+def test_a_begin_marker_without_its_end_is_refused_and_nothing_written() -> None:
+    # the old plan appended a block; the next one deleted "192.168.1.5 nas" and the line
+    # above it, between the stray BEGIN and the block's END
+    old = f"127.0.0.1 localhost\n{blocks.begin_marker('hosts')}\n192.168.1.5 nas\n"
+    with pytest.raises(TaskFailed, match=re.escape(
+            "/etc/hosts: line 2: '# BEGIN nodeprov hosts' has no '# END nodeprov hosts' after "
+            "it; add the END line where the block ends, or remove the BEGIN line")):
+        run(old)
+
+
+@pytest.mark.parametrize("odd", ["\x0c", "\x1c", "\x85", "\u2028"])
+def test_a_line_break_python_sees_in_a_comment_moves_no_line_into_the_block(odd: str) -> None:
+    # str.splitlines ends a line at these, the block's markers only at "\n": the line above
+    # the block was taken for one inside it, and Debian's 127.0.1.1 line there was kept
+    old = (f"# notes{odd}more notes\n127.0.1.1 node1\n{blocks.begin_marker('hosts')}\n"
+           f"{chr(10).join(BLOCK_LINES)}\n{blocks.end_marker('hosts')}\n")
+    assert written(run(old)) == old.replace("\n127.0.1.1 node1\n", "\n# nodeprov: 127.0.1.1 "
+                                            "node1\n")
 
 
 def test_existing_block_is_updated_in_place() -> None:

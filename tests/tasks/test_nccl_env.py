@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,15 @@ def test_changed_interface_rewrites_only_the_block() -> None:
     assert writes(result) == {
         ENVIRONMENT: "LANG=C.UTF-8\n" + ENVIRONMENT_BLOCK.replace("eth0", "eth1"),
         NCCL_CONF: NCCL_CONF_BLOCK.replace("eth0", "eth1")}
+
+
+def test_two_blocks_in_a_file_are_refused_naming_the_file_and_lines() -> None:
+    # the second (a copy pasted from another node) stayed as it was, with its stale interface
+    stale = ENVIRONMENT_BLOCK.replace("eth0", "ib0")
+    with pytest.raises(TaskFailed, match=re.escape(
+            f"{ENVIRONMENT}: lines 2, 8, 9, 15: more than one '# BEGIN nodeprov nccl' or "
+            "'# END nodeprov nccl' line; keep one block")):
+        run("LANG=C.UTF-8\n" + ENVIRONMENT_BLOCK + stale, NCCL_CONF_BLOCK)
 
 
 def test_auto_needs_exactly_one_interface_in_the_subnet() -> None:

@@ -57,6 +57,7 @@ from nodeprov.tasks.firewall.ufw import Rule
 from nodeprov.util import validate
 
 SSH, NCCL, RDZV = "nodeprov: ssh", "nodeprov: nccl ephemeral", "nodeprov: rdzv"
+UNPRIVILEGED = 1024  # the kernel's ip_unprivileged_port_start default
 REVERTED = f"{STATE_DIR}/ufw-reverted"
 GUARD_PID = f"{STATE_DIR}/ufw-guard.pid"
 # argv: guard_pidfile, then nodeprov_read's. First a line with the pid of a lockout guard still
@@ -131,6 +132,11 @@ def read_state(observed: str, facts: Facts) -> Observed:
 def wanted_rules(ctx: Context, params: FirewallParams, ipv6: bool) -> list[Rule]:
     """Our rules, SSH first: they are added in this order, before ufw is enabled."""
     low, high = ctx.facts.ephemeral_port_range
+    if low < UNPRIVILEGED:  # the kernel takes such a range only with ip_unprivileged_port_start
+        raise TaskFailed(f"the node's ephemeral port range {low}-{high} reaches below "
+                         f"{UNPRIVILEGED}, the privileged ports (SSH's among them), which "
+                         "nodeprov does not open to the subnet: set net.ipv4."
+                         "ip_local_port_range to e.g. '32768 60999' (the default) and re-run")
     return [*_allow(params.ssh_allow_from, str(_ssh_port(ctx, params)), SSH, ipv6),
             *_allow(params.subnet, f"{low}:{high}", NCCL, ipv6),
             *_allow(params.subnet, str(params.rdzv_port), RDZV, ipv6)]

@@ -40,14 +40,33 @@ def split_lines(text: str, *, keepends: bool = False) -> list[str]:
 
 
 def find_block(text: str, name: str) -> tuple[int, int] | None:
-    """Line indexes (begin, end) of the block's markers, or None."""
+    """Line indexes (begin, end) of the block's markers, or None; ValueError naming the line
+    where the markers are not one whole block (a BEGIN without its END, an END alone, two
+    blocks): edited anyway, the lines between a stray marker and the block would be lost.
+
+    >>> find_block("a\\n# BEGIN nodeprov env\\nX=1\\n", "env")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: line 2: '# BEGIN nodeprov env' has no '# END nodeprov env' after it; ...
+    """
     lines = split_lines(text)
-    begin = next((i for i, line in enumerate(lines)
-                  if line.startswith(f"# BEGIN nodeprov {name}")), None)
-    if begin is None:
+    opening = f"# BEGIN nodeprov {name}"
+    begins = [i for i, line in enumerate(lines)
+              if line == opening or line.startswith(f"{opening} ")]  # not "{name}2"'s
+    ends = [i for i, line in enumerate(lines) if line == end_marker(name)]
+    if not begins and not ends:
         return None
-    end = next((i for i in range(begin + 1, len(lines)) if lines[i] == end_marker(name)), None)
-    return None if end is None else (begin, end)
+    if len(begins) > 1 or len(ends) > 1:
+        where = ", ".join(str(i + 1) for i in sorted(begins + ends))
+        raise ValueError(f"lines {where}: more than one '{opening}' or '{end_marker(name)}' "
+                         "line; keep one block (its BEGIN and END lines) and remove the others")
+    if not ends or begins and begins[0] > ends[0]:
+        raise ValueError(f"line {begins[0] + 1}: '{opening}' has no '{end_marker(name)}' after "
+                         "it; add the END line where the block ends, or remove the BEGIN line")
+    if not begins:
+        raise ValueError(f"line {ends[0] + 1}: '{end_marker(name)}' has no '{opening}' before "
+                         "it; remove it, or add the BEGIN line where the block starts")
+    return begins[0], ends[0]
 
 
 def block_lines(text: str, name: str) -> list[str] | None:

@@ -205,6 +205,16 @@ def test_ipv6_subnet_with_ufw_ipv6_off_fails_with_the_reason() -> None:
         plan_for("ipv6-off", subnet="fd00::/64")
 
 
+def test_an_ephemeral_range_into_the_privileged_ports_opens_nothing() -> None:
+    # the node's word decides the widest rule nodeprov adds: "1 65535" would open SSH (and
+    # every other service) to the subnet, past ssh_allow_from
+    facts = dataclasses.replace(FACTS, ephemeral_port_range=(1, 65535))
+    context = Context(Host("node1", "10.0.0.11", "10.0.0.11"), facts, {})
+    with pytest.raises(TaskFailed, match=r"range 1-65535 reaches below 1024, the privileged "
+                       r"ports .* set net.ipv4.ip_local_port_range to e.g. '32768 60999'"):
+        plan(context, parse_params(FirewallParams, {"subnet": "10.0.0.0/24"}), recorded("fresh"))
+
+
 def test_users_limit_rule_counts_and_a_reject_policy_is_fixed_under_the_guard() -> None:
     result = plan_for("mixed")
     assert "ufw rule present as the user's own: limit any -> 22/tcp" in result.notes

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from nodeprov.tasks.textfiles import blocks
@@ -29,9 +31,36 @@ def test_remove_block() -> None:
     assert blocks.remove_block("x\n", "env") == "x\n"
 
 
-def test_unterminated_block_is_not_a_block() -> None:
-    text = blocks.begin_marker("hosts") + "\nuser line\n"
-    assert blocks.find_block(text, "hosts") is None
+BEGIN, END = blocks.begin_marker("hosts"), blocks.end_marker("hosts")
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    # a BEGIN alone was no block: one was appended, and the next run took the BEGIN left
+    # above it for its start, deleting the user's lines between them
+    (f"127.0.0.1 localhost\n{BEGIN}\nuser line\n", f"line 2: '# BEGIN nodeprov hosts' has no "
+     f"'{END}' after it; add the END line where the block ends, or remove the BEGIN line"),
+    (f"{END}\nuser line\n", f"line 1: '{END}' has no '# BEGIN nodeprov hosts' before it"),
+    (f"{END}\nuser line\n{BEGIN}\n", "line 3: '# BEGIN nodeprov hosts' has no"),
+    # a second block was left as it was, stale, under the updated first
+    (f"{BEGIN}\na\n{END}\nuser line\n{BEGIN}\nb\n{END}\n", "lines 1, 3, 5, 7: more than one "
+     f"'# BEGIN nodeprov hosts' or '{END}' line; keep one block"),
+])
+def test_markers_that_are_not_one_whole_block_are_refused_naming_the_line(
+        text: str, error: str) -> None:
+    for edit in (lambda: blocks.replace_block(text, "hosts", ["10.0.0.11 node1"]),
+                 lambda: blocks.remove_block(text, "hosts"),
+                 lambda: blocks.block_lines(text, "hosts")):
+        with pytest.raises(ValueError, match=re.escape(error)):
+            edit()
+
+
+def test_a_block_whose_name_starts_with_anothers_is_its_own() -> None:
+    # "# BEGIN nodeprov hostsX" began the block "hosts" too, up to hosts' END below it
+    text = f"# BEGIN nodeprov hostsX\nuser line\n{BEGIN}\nold\n{END}\n"
+    assert blocks.replace_block(text, "hosts", ["new"]) == (
+        f"# BEGIN nodeprov hostsX\nuser line\n{BEGIN}\nnew\n{END}\n")
+    assert blocks.find_block("# BEGIN nodeprov hosts2 (managed)\nx\n# END nodeprov hosts2\n",
+                             "hosts") is None
 
 
 def test_diff_and_absent() -> None:
