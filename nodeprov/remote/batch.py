@@ -6,7 +6,8 @@
         failed, output = failed_step(stderr, token)   # which action, and what it printed
 
 Each action is a numbered step announced on stderr (``\\n@@TOKEN step N``), so a failure names
-its action. Writes are atomic (``nodeprov_write``: temp file, owner and mode kept, rename).
+its action. Writes are atomic (``nodeprov_write``: temp file, owner and mode kept, rename; a
+link's target is what is written, the link stays).
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ _ACTIONS_PRELUDE = r"""set -e
 token=$1
 step() { printf '\n@@%s step %s\n' "$token" "$1" >&2; }
 nodeprov_write() {
+  # a link is followed and its target replaced, as Ansible's lineinfile and blockinfile do:
+  # renaming over the link would leave a plain file where the system keeps its link
+  if [ -L "$1" ]; then
+    target=$(readlink -f -- "$1") || { echo "$1: a link whose target cannot be found" >&2; exit 1; }
+    set -- "$target" "$2" "$3" "${4-}"
+  fi
   dir=$(dirname -- "$1"); mkdir -p -- "$dir"
   tmp=$(mktemp "$dir/.nodeprov.XXXXXX")
   # a large content comes staged in file $4 (a command line holds 128 KiB at most)

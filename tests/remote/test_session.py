@@ -166,6 +166,22 @@ def test_actions_batch_and_write_atomically(tmp_path: Any) -> None:
     assert not list(target.parent.glob(".nodeprov.*"))
 
 
+def test_a_write_to_a_link_replaces_its_target_and_keeps_the_link(tmp_path: Any) -> None:
+    """As Ansible's lineinfile and blockinfile (os.path.realpath of the path) do."""
+    kept = tmp_path / "data" / "hosts"
+    kept.parent.mkdir()
+    kept.write_text("old\n")
+    kept.chmod(0o644)
+    (tmp_path / "etc").mkdir()
+    link = tmp_path / "etc" / "hosts"
+    link.symlink_to("../data/hosts")
+    session, _ = session_for(tmp_path)
+    session.execute("hosts", [Write(str(link), "new\n")])
+    assert link.is_symlink() and os.readlink(link) == "../data/hosts"
+    assert kept.read_text() == "new\n" and kept.stat().st_mode & 0o777 == 0o644
+    assert not list(kept.parent.glob(".nodeprov.*")) and not list(link.parent.glob(".nodeprov.*"))
+
+
 def test_failure_names_the_failing_action(tmp_path: Any) -> None:
     session, _ = session_for(tmp_path)
     with pytest.raises(CommandFailed) as caught:
