@@ -90,6 +90,16 @@ def test_every_kind_of_report_follows_the_schema(kind: str, tmp_path: Path) -> N
     assert report["schema_version"] == 1 and report["command"] == kind.split()[0]
 
 
+def test_a_facts_host_reached_whose_facts_were_refused_failed_and_was_not_unreachable() -> None:
+    report = facts_report(["node1", "node2", "node3"], {"node1": FACTS},
+                          {"node2": "node2: facts: the node's ephemeral port range ...",
+                           "node3": "node3: cannot connect to 10.0.0.3:22: connection refused"},
+                          reached={"node1", "node2"})
+    assert {name: host["status"] for name, host in report["hosts"].items()} == {
+        "node1": "ok", "node2": "failed", "node3": "unreachable"}
+    assert_valid(json.loads(json.dumps(report)))
+
+
 def test_the_job_is_data_in_base_units(tmp_path: Path) -> None:
     job = reports(tmp_path)["apply"]["proofs"][0]["job"]
     assert job["nodes"] == VERSIONS and job["backend"] == "gloo"

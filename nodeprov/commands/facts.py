@@ -7,7 +7,7 @@ table (and the JSON report)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,9 @@ def run_facts(inventory_path: Path | None, ansible: AnsibleOptions, redactor: Re
         SshFiles(inventory.ssh_configs))
     for session in sessions.values():
         session.close()
-    report = facts_report([host.name for host in hosts], facts, errors)
+    report = facts_report([host.name for host in hosts], facts, errors,
+                          reached={name for name, session in sessions.items()
+                                   if session.connections})
     if json_path:
         jsonreport.write_report(redactor.walk(report), json_path)
     if json_path != "-":
@@ -55,10 +57,15 @@ def run_facts(inventory_path: Path | None, ansible: AnsibleOptions, redactor: Re
     return EXIT_HOST_FAILED if errors else EXIT_OK
 
 
-def facts_report(names: Sequence[str], facts: Mapping[str, Facts],
-                 errors: Mapping[str, str]) -> dict[str, Any]:
-    """``nodeprov facts``: each host's facts (the one-line-per-fact summary), or its error."""
-    hosts = {name: {"status": "ok" if name in facts else "unreachable",
+def facts_report(names: Sequence[str], facts: Mapping[str, Facts], errors: Mapping[str, str],
+                 reached: Collection[str] = ()) -> dict[str, Any]:
+    """``nodeprov facts``: each host's facts (the one-line-per-fact summary), or its error; a
+    host ``reached`` whose facts were refused (a value out of pattern) failed, others were
+    unreachable."""
+    def status(name: str) -> str:
+        return "ok" if name in facts else "failed" if name in reached else "unreachable"
+
+    hosts = {name: {"status": status(name),
                     "error": errors.get(name),
                     "facts": facts[name].summary() if name in facts else None}
              for name in names}
