@@ -12,8 +12,11 @@ unpacks the static binary to ``UV``, where later runs find it. Each step may fai
 the task (the copy is ``optional``): the install script then runs pip, as it does where uv does
 not run (``UV_FAILED`` says why, and the plans say so) or where uv fails an install pip then
 completes. uv reads no pip.conf: the sources are always given on its command line (the node's
-pip configuration, as ``pipconfig`` reads it, included), with pip's index strategy. The venv
-stays a plain venv with pip in it.
+pip configuration, as ``pipconfig`` reads it, included), with pip's index strategy. uv trusts
+the certificates pip does: the CA bundle pip is configured with (``--cert``), else the node's
+system store (``--system-certs``), where a site's own CA is installed and which pip reads (uv's
+own roots are Mozilla's alone: a site mirror's certificate failed there, and pip installed).
+The venv stays a plain venv with pip in it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodeprov.remote.actions import Run
+from nodeprov.util.redact import mask_urls
 from nodeprov.wheels.peers import PeerUpload
 from nodeprov.wheels.sources import Sources
 from nodeprov.wheels.thismachine import ThisMachine, WheelSet
@@ -74,15 +78,20 @@ uv_failed() {
   printf '%s\n' "$2" > "$1.failed" && mv -f -- "$1.failed" "${1%/*}/failed" || :
 }
 """
+# the system's CA bundle, where update-ca-certificates (update-ca-trust, ...) writes it: uv
+# reads the system store only where one is there (else its own roots serve public indexes)
+SYSTEM_STORES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+                 "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem")
 UV_CACHE, PIP_TMP = ".uv-cache", ".pip-tmp"  # beside the venv: its filesystem, not /tmp's
 # argv: uv ("": pip only), the venv, "reinstall" or "install", uv's cache, the folder of this
-# machine's wheels ("": none), then sources, "--", specs. Where that folder exists, only its
+# machine's wheels ("": none), the CA bundle pip verifies with ("": the system's), then
+# sources, "--", specs. Where that folder exists, only its
 # wheels are installed (no index, no pip.conf); where it does not (its copy failed), the
 # sources. uv when it runs (its cache beside the venv, so files are hard-linked, then removed),
 # else pip; pip also when uv fails, and uv is not used here again when pip then succeeds.
 # pip downloads into its own temporary folder beside the venv (removed after): a small /tmp
 # cannot fail a 3 GB wheel, and the bytes it writes can be counted there (``wheels.written``).
-_INSTALL = _UV_RUNS + r"""uv=$1 venv=$2 mode=$3 cache=$4 wheels=$5; shift 5
+_INSTALL = _UV_RUNS + r"""uv=$1 venv=$2 mode=$3 cache=$4 wheels=$5 cert=$6; shift 6
 if [ -n "$wheels" ] && [ -d "$wheels" ]; then
   while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done
   set -- --no-index --find-links "$wheels" "$@"
@@ -90,6 +99,12 @@ if [ -n "$wheels" ] && [ -d "$wheels" ]; then
 fi
 uv_install() {
   [ "$mode" = install ] || set -- --reinstall --no-deps "$@"
+  if [ -n "$cert" ]; then set -- --cert "$cert" "$@"
+  else
+    for store in """ + " ".join(SYSTEM_STORES) + r"""; do
+      [ -s "$store" ] && set -- --system-certs "$@" && break
+    done
+  fi
   UV_CACHE_DIR=$cache "$uv" pip install --no-config --no-progress --python "$venv/bin/python" \
     --index-strategy unsafe-best-match "$@"
 }
@@ -101,7 +116,8 @@ if uv_runs "$uv"; then
   printf '%s\n' "$out" >&2
   [ "$status" -ne 0 ] || exit 0
   uv_error=$(printf '%s\n' "$out" | sed -n '/^error:/{p;q;}')
-  uv_error=${uv_error:-"uv exited $status"}
+  uv_cause=$(printf '%s\n' "$out" | sed -n 's/^ *\(cause\|Caused by\): //p' | tail -n 1)
+  uv_error=${uv_error:-"uv exited $status"}${uv_cause:+" ($uv_cause)"}
   echo "nodeprov: uv failed ($uv_error): trying pip" >&2
 fi
 [ "$mode" = install ] || set -- --force-reinstall --no-deps "$@"
@@ -150,7 +166,9 @@ def parse_uv_line(line: str) -> UvState:
     if line.strip() == "uv":
         return UvState(True)
     if line.startswith("uv-failed "):
-        return UvState(False, None, line.removeprefix("uv-failed ").strip() or "no reason given")
+        # uv's own words, shown in plans and reports: an index's password never
+        why = mask_urls(line.removeprefix("uv-failed ").strip())
+        return UvState(False, None, why or "no reason given")
     major, _, minor = (line.split()[-1] if len(line.split()) > 1 else "").partition(".")
     return UvState(False, (int(major), int(minor)) if major.isdigit() and minor.isdigit()
                    else None)
@@ -217,14 +235,16 @@ class Install(Run):
 
 
 def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstall: bool = False,
-            with_uv: bool = True, wheels: str = "", source: str = "", hint: str = "") -> Install:
+            with_uv: bool = True, wheels: str = "", cert: str = "", source: str = "",
+            hint: str = "") -> Install:
     """Install ``specs`` into ``venv`` from ``sources`` (pip's options), or only from the
     folder ``wheels`` where it exists, with uv (pip if uv does not run or fails; pip only
-    without ``with_uv``); ``reinstall`` replaces them without their dependencies."""
+    without ``with_uv``); ``reinstall`` replaces them without their dependencies. uv verifies
+    HTTPS with ``cert``, pip's CA bundle (``pipconfig``), else the system store."""
     more = f" and {len(specs) - 1} more" if len(specs) > 1 else ""
     return Install(("sh", "-c", _INSTALL, "nodeprov-install", UV if with_uv else "", venv,
                     "reinstall" if reinstall else "install", f"{venv}{UV_CACHE}", wheels,
-                    *sources, "--", *specs),
+                    cert, *sources, "--", *specs),
                    hint=hint, what=f"{specs[0]}{more}" if specs else "", source=source, venv=venv)
 
 

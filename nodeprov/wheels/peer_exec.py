@@ -25,6 +25,7 @@ from nodeprov.nodeside.peer_scripts import FETCH, SERVE
 from nodeprov.remote.actions import STOP_MARKED, Action, Run, Write
 from nodeprov.util.redact import mask_urls
 from nodeprov.util.units import clipped
+from nodeprov.wheels import trust
 from nodeprov.wheels.installer import MAKE_UPLOAD_DIR, Install
 from nodeprov.wheels.peers import (
     MAX_WHEEL,
@@ -116,16 +117,18 @@ def _batch(session: Session, task: str, actions: Sequence[Action],
 
 def install_failed(error: CommandFailed, action: Install) -> InstallFailed:
     """The install's failure: a line under 200 characters (the source shortened to fit), then
-    the tool's last lines (credentials masked)."""
+    the tool's last lines (credentials masked). A certificate pip and uv refused is said so:
+    that index was reached, and is not to be replaced (``trust``)."""
+    hint = trust.ON_NODE if trust.untrusted(error.output) else action.hint
     fixed = len(f"{error.node}: {error.task}: could not install {action.what} from  "
-                f"({action.hint})")
+                f"({hint})")
     room = max(FIRST_LINE - fixed, 24)
     source = clipped(action.source, room)
     lines = [line.strip() for line in mask_urls(error.output).splitlines() if line.strip()]
     details = [clipped(line, 300) for line in lines[-DETAIL_LINES:]] or [
         f"exited {error.returncode}"]
     return InstallFailed(error.node, error.task, f"could not install {action.what}"
-                         + (f" from {source}" if source else ""), hint=action.hint,
+                         + (f" from {source}" if source else ""), hint=hint,
                          details=details)
 
 

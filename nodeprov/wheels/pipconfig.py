@@ -17,6 +17,10 @@ pip.conf, then ``PIP_CONFIG_FILE``; ``PIP_CONFIG_FILE=/dev/null`` reads none. A 
 ``SHELL`` (a probe's part) lists the files into ``"$@"`` and prints the variables as the
 install will see them (the same SSH session and sudo); ``local_files`` lists this machine's.
 
+``cert`` is the CA bundle pip is told to verify HTTPS with (``--cert``: ``PIP_CERT``, a file's
+``cert``, else requests' ``REQUESTS_CA_BUNDLE`` or ``CURL_CA_BUNDLE``): uv is given the same
+(``installer``), so both trust a site's own CA alike.
+
 What this machine downloads for the nodes (uv, the wheelhouse, download_once's hashes) comes from
 the inventory's sources, else from this machine's own pip configuration, else from the defaults
 (``for_this_machine``): never from an index the inventory did not name. As on the nodes, pip's
@@ -38,7 +42,8 @@ from nodeprov.wheels.sources import Sources
 ENV_PREFIX = "pip-env "
 # Needs $venv; appends the pip files to "$@" for nodeprov_read, in pip's override order.
 SHELL = r"""printf 'pip-env %s\n' "index-url=${PIP_INDEX_URL-}" "no-index=${PIP_NO_INDEX-}" \
-  "extra-index-url=${PIP_EXTRA_INDEX_URL-}" "find-links=${PIP_FIND_LINKS-}"
+  "extra-index-url=${PIP_EXTRA_INDEX_URL-}" "find-links=${PIP_FIND_LINKS-}" \
+  "cert=${PIP_CERT-}" "ca-bundle=${REQUESTS_CA_BUNDLE:-${CURL_CA_BUNDLE-}}"
 if [ "${PIP_CONFIG_FILE-}" != /dev/null ]; then
   ifs=$IFS; IFS=:
   for dir in ${XDG_CONFIG_DIRS:-/etc/xdg}; do set -- "$@" "$dir/pip/pip.conf"; done
@@ -50,7 +55,7 @@ if [ "${PIP_CONFIG_FILE-}" != /dev/null ]; then
   [ -z "${PIP_CONFIG_FILE-}" ] || set -- "$@" "$PIP_CONFIG_FILE"
 fi
 """
-_KEYS = ("index-url", "extra-index-url", "find-links", "no-index")
+_KEYS = ("index-url", "extra-index-url", "find-links", "no-index", "cert")
 _TRUE = ("1", "true", "yes", "on", "y", "t")
 
 
@@ -61,6 +66,7 @@ class NodePip:
     sources: Sources
     origins: tuple[str, ...]
     whose: str = "the node's"
+    cert: str = ""  # the CA bundle pip verifies HTTPS with ("": its default trust)
 
     @property
     def configured(self) -> bool:
@@ -116,8 +122,9 @@ def node_pip(files: Mapping[str, str | None], env: Mapping[str, str],
                       extra_index_urls=tuple(value.get("extra-index-url", "").split()),
                       find_links=tuple(value.get("find-links", "").split()),
                       no_index=value.get("no-index", "").lower() in _TRUE)
-    origins = dict.fromkeys(origin for _, origin in chosen.values())
-    return NodePip(sources, tuple(origins), whose)
+    origins = dict.fromkeys(origin for key, (_, origin) in chosen.items() if key != "cert")
+    cert = value.get("cert") or env.get("ca-bundle", "")
+    return NodePip(sources, tuple(origins), whose, cert.strip())
 
 
 def local_files(environ: Mapping[str, str], prefix: str, home: str) -> list[str]:

@@ -27,6 +27,7 @@ from nodeprov.errors import NodeprovError
 from nodeprov.util import validate
 from nodeprov.util.redact import mask_urls
 from nodeprov.util.units import clipped
+from nodeprov.wheels import trust
 
 LOG_NAME = ".fetch.log"
 _OLD_LOG = "fetch.log"  # where earlier versions logged, inside what is sent to the nodes
@@ -119,11 +120,15 @@ def fetch(dest: Path, pip_args: Sequence[str]) -> bool:
 
 
 def pip_reason(output: str, exit_code: int) -> str:
-    """pip's own reason for a failure, one line: its last ``ERROR:`` line, else its last line.
+    """pip's own reason for a failure, one line: a certificate it refused (``trust``), else its
+    last ``ERROR:`` line, else its last line.
 
     >>> pip_reason("Looking in links: /w\\nERROR: No matching distribution found for uv==9\\n", 1)
     'No matching distribution found for uv==9'
     """
+    refused = trust.untrusted(output)
+    if refused:
+        return f"{refused}; {trust.HERE}"
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
     reason = (errors or lines or [f"pip exited {exit_code}"])[-1]

@@ -58,11 +58,47 @@ def test_uv_installs_with_the_given_sources_and_its_cache_beside_the_venv(
     assert done.returncode == 0, done.stderr
     assert logged(uv) == [f"{venv}.uv-cache", "pip", "install", "--no-config", "--no-progress",
                           "--python", f"{venv}/bin/python", "--index-strategy",
-                          "unsafe-best-match", "--find-links", "/opt/wheels", "--",
-                          "torch==2.13.0"]
+                          "unsafe-best-match", *SYSTEM_CERTS, "--find-links", "/opt/wheels",
+                          "--", "torch==2.13.0"]
     assert not Path(f"{venv}.uv-cache").exists()  # removed after the install
     run(installer.install(str(venv), (), ["torch"], reinstall=True), uv)
-    assert logged(uv)[9:] == ["--reinstall", "--no-deps", "--", "torch"]
+    assert logged(uv)[9:] == [*SYSTEM_CERTS, "--reinstall", "--no-deps", "--", "torch"]
+
+
+# what uv is told on this machine: trust the system store, where there is one (a site's CA)
+SYSTEM_CERTS = ["--system-certs"] if any(Path(store).is_file() and Path(store).stat().st_size
+                                         for store in installer.SYSTEM_STORES) else []
+
+
+def test_uv_trusts_the_ca_bundle_pip_is_configured_with_else_the_system_store(
+        fakes: tuple[Path, Path]) -> None:
+    uv, venv = fakes
+    sources = ("--index-url", "https://mirror.site/simple")
+    assert run(installer.install(str(venv), sources, ["six"]), uv).returncode == 0
+    assert logged(uv)[9:] == [*SYSTEM_CERTS, *sources, "--", "six"]
+    assert SYSTEM_CERTS or not Path("/etc/ssl/certs/ca-certificates.crt").exists()
+    done = run(installer.install(str(venv), sources, ["six"], cert="/etc/site/ca.pem"), uv)
+    assert done.returncode == 0 and logged(uv)[9:] == ["--cert", "/etc/site/ca.pem", *sources,
+                                                       "--", "six"]
+    uv.unlink()  # pip reads its own configuration (cert included): nothing added for it
+    assert run(installer.install(str(venv), sources, ["six"], cert="/etc/site/ca.pem"),
+               uv).returncode == 0
+    assert logged(venv / "bin" / "python")[-4:] == [*sources, "--", "six"]
+    assert "/etc/site/ca.pem" not in logged(venv / "bin" / "python")
+
+
+def test_a_uv_failure_is_recorded_with_its_last_cause(fakes: tuple[Path, Path]) -> None:
+    uv, venv = fakes
+    uv.write_text(RECORDER.replace('[ ! -e "$0.fail" ]', """echo "error: Failed to fetch: \
+https://10.0.0.1:8443/simple/six/" >&2
+echo "  cause: client error (Connect)" >&2
+echo "  cause: invalid peer certificate: UnknownIssuer" >&2; exit 2"""))
+    done = run(installer.install(str(venv), ("--index-url", "https://10.0.0.1:8443/simple"),
+                                 ["six"]), uv)
+    assert done.returncode == 0, done.stderr  # pip installed
+    assert installer.parse_uv_line(uv_line(uv)).failed == (
+        "could not install what pip then did: error: Failed to fetch: "
+        "https://10.0.0.1:8443/simple/six/ (invalid peer certificate: UnknownIssuer)")
 
 
 def test_a_failed_uv_install_is_tried_again_with_pip_and_uv_set_aside_if_pip_succeeds(

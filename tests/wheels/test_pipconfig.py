@@ -73,7 +73,7 @@ def listed(tmp_path: Path, **env: str) -> list[str]:
     """What SHELL puts in "$@" and prints, for a venv at /v, with this environment."""
     script = "venv=/v; set --\n" + SHELL + '[ $# -eq 0 ] || printf "%s\\n" "$@"\n'
     clean = {key: value for key, value in os.environ.items() if not key.startswith(
-        ("PIP_", "XDG_"))}
+        ("PIP_", "XDG_", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"))}
     return subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True,
                           env={**clean, "HOME": str(tmp_path), **env}).stdout.splitlines()
 
@@ -82,14 +82,15 @@ def test_the_probe_lists_the_files_in_pips_order(tmp_path: Path) -> None:
     home = str(tmp_path)
     assert listed(tmp_path, PIP_FIND_LINKS="/srv/w") == [
         "pip-env index-url=", "pip-env no-index=", "pip-env extra-index-url=",
-        "pip-env find-links=/srv/w", "/etc/xdg/pip/pip.conf", "/etc/pip.conf",
+        "pip-env find-links=/srv/w", "pip-env cert=", "pip-env ca-bundle=",
+        "/etc/xdg/pip/pip.conf", "/etc/pip.conf",
         f"{home}/.pip/pip.conf", f"{home}/.config/pip/pip.conf", "/v/pip.conf"]
     (tmp_path / "env.conf").touch()  # an existing PIP_CONFIG_FILE: no user files
     assert listed(tmp_path, PIP_CONFIG_FILE=f"{home}/env.conf",
-                  XDG_CONFIG_DIRS="/a:/b")[4:] == [
+                  XDG_CONFIG_DIRS="/a:/b")[6:] == [
         "/a/pip/pip.conf", "/b/pip/pip.conf", "/etc/pip.conf", "/v/pip.conf",
         f"{home}/env.conf"]
-    assert listed(tmp_path, PIP_CONFIG_FILE="/dev/null")[4:] == []
+    assert listed(tmp_path, PIP_CONFIG_FILE="/dev/null")[6:] == []
 
 
 @pytest.mark.parametrize("env", [
@@ -101,7 +102,7 @@ def test_this_machines_files_are_the_ones_the_nodes_probe_lists(tmp_path: Path,
     (tmp_path / "env.conf").touch()
     env = {key: str(tmp_path / "env.conf") if value == "EXISTING" else value
            for key, value in env.items()}
-    assert local_files(env, "/v", str(tmp_path)) == listed(tmp_path, **env)[4:]
+    assert local_files(env, "/v", str(tmp_path)) == listed(tmp_path, **env)[6:]
 
 
 def test_this_machines_own_configuration_names_its_sources(
@@ -119,3 +120,23 @@ def test_this_machines_own_configuration_names_its_sources(
     assert options == () and words == here.describe()  # its own pip reads it
     conf.write_text("index-url = https://x\n")  # no [global]: pip says why itself
     assert not this_machine().sources.index_url
+
+
+def test_the_ca_bundle_pip_verifies_with_from_its_files_and_variables() -> None:
+    # pip's precedence: PIP_CERT, a file's cert ([install] over [global]), then requests'
+    # REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE; a cert alone is no source
+    files = {"/etc/pip.conf": "[global]\ncert = /etc/site/ca.pem\n"}
+    assert node_pip(files, {}).cert == "/etc/site/ca.pem"
+    assert not node_pip(files, {}).configured and node_pip(files, {}).origins == ()
+    assert node_pip(files, parse_env("pip-env cert=/root/ca.pem\n")).cert == "/root/ca.pem"
+    assert node_pip({}, parse_env("pip-env ca-bundle=/srv/ca.pem\n")).cert == "/srv/ca.pem"
+    assert node_pip(files, parse_env("pip-env ca-bundle=/srv/ca.pem\n")).cert == \
+        "/etc/site/ca.pem"
+    assert node_pip({}, {}).cert == ""
+
+
+def test_the_probe_prints_the_variables_naming_pips_ca_bundle() -> None:
+    shown = subprocess.run(["sh", "-c", "venv=/v\n" + SHELL], capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"], "PIP_CONFIG_FILE": os.devnull,
+                                "PIP_CERT": "/a.pem", "CURL_CA_BUNDLE": "/b.pem"}, check=True)
+    assert parse_env(shown.stdout) == {"cert": "/a.pem", "ca-bundle": "/b.pem"}

@@ -49,6 +49,15 @@ def sources_for(params: TorchParams, state: TorchState, variant: str) -> tuple[S
     return params.sources, params.sources.describe(variant)
 
 
+def pip_cert(state: TorchState) -> str:
+    """The CA bundle the node's pip verifies HTTPS with ("": its default trust): uv is given
+    the same, so a site mirror pip trusts does not fail uv."""
+    try:
+        return pipconfig.node_pip(state.pip_files, state.pip_env).cert
+    except ValueError:  # pip cannot read its files: sources_for or pip itself says so
+        return ""
+
+
 def installed_with(ctx: Context, params: TorchParams, state: TorchState
                    ) -> tuple[PeerUpload | None, str]:
     """uv's copy where the node needs it, and the plan line's words on the installer: uv, or
@@ -103,15 +112,15 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
             prepare = [make_dir, fetched]
         finish = [Run(("rm", "-rf", "--", wheels_dir))]
     uv, with_what = installed_with(ctx, params, state)
-    with_uv = with_what.startswith("with uv")
+    with_uv, cert = with_what.startswith("with uv"), pip_cert(state)
     if uv is not None:
         prepare.insert(0, uv)
     if force:  # version.py disagrees with the metadata pip trusts: replace torch's files
         prepare.append(installer.install(params.venv, sources, specs[:1], reinstall=True,
-                                         with_uv=with_uv, wheels=wheels_dir, source=source,
-                                         hint=fix))
+                                         with_uv=with_uv, wheels=wheels_dir, cert=cert,
+                                         source=source, hint=fix))
     return (*prepare, installer.install(params.venv, sources, specs, with_uv=with_uv,
-                                        wheels=wheels_dir, source=source, hint=fix),
+                                        wheels=wheels_dir, cert=cert, source=source, hint=fix),
             *finish), wheels_from, with_what
 
 

@@ -339,6 +339,19 @@ def test_the_nodes_own_pip_configuration_is_used_when_the_inventory_sets_none() 
         plan(context("node1", {"node1": facts("node1")}), params(), broken)
 
 
+def test_uv_is_given_the_ca_bundle_the_nodes_pip_verifies_with() -> None:
+    # a site mirror whose CA pip.conf names: uv, which reads no pip.conf, gets it too
+    site = observed(pip_files={"/etc/pip.conf": "[global]\ncert = /etc/site/ca.pem\n"})
+    result = plan(context("node1", {"node1": facts("node1")}),
+                  params(index_url="https://mirror.site/simple"), site)
+    install = next(a for a in result.changes[0].actions if isinstance(a, Install))
+    assert install.argv[9:11] == ("/etc/site/ca.pem", "--index-url")
+    plain = plan(context("node1", {"node1": facts("node1")}),
+                 params(index_url="https://mirror.site/simple"), observed())
+    install = next(a for a in plain.changes[0].actions if isinstance(a, Install))
+    assert install.argv[9:11] == ("", "--index-url")  # the system store (installer)
+
+
 def test_params_are_checked() -> None:
     with pytest.raises(ParamError, match="torch comes from version and cuda"):
         params(packages=["Torch>=2"])

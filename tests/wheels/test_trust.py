@@ -1,0 +1,49 @@
+"""A certificate pip or uv refused, told from their recorded output (tests/data/tls), and said
+as such in the line of a failed install on a node and of a failed download on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nodeprov.errors import CommandFailed
+from nodeprov.wheels import installer, trust
+from nodeprov.wheels.peer_exec import install_failed
+from nodeprov.wheels.wheelhouse import pip_reason
+
+DATA = Path(__file__).parents[1] / "data" / "tls"
+PIP = (DATA / "pip-26.3-untrusted.txt").read_text()
+UV = (DATA / "uv-0.13.9-untrusted.txt").read_text()
+NOT_FOUND = "ERROR: No matching distribution found for six\n"
+
+
+def test_pip_and_uv_refusals_are_recognised_and_other_failures_are_not() -> None:
+    assert trust.untrusted(PIP) == "certificate verify failed: unable to get local issuer " \
+                                   "certificate"
+    assert trust.untrusted(UV) == "invalid peer certificate: UnknownIssuer"
+    assert trust.untrusted(NOT_FOUND) is None
+    assert trust.untrusted("Connection refused") is None
+
+
+def test_this_machine_says_the_certificate_where_pip_said_no_matching_distribution() -> None:
+    assert pip_reason(PIP, 1) == ("certificate verify failed: unable to get local issuer "
+                                  f"certificate; {trust.HERE}")
+    assert pip_reason(NOT_FOUND, 1) == "No matching distribution found for six"
+
+
+def test_a_node_that_trusts_no_certificate_of_the_index_is_told_to_install_the_ca() -> None:
+    step = installer.install("/opt/venv", ("--index-url", "https://ci:s3cret@10.9.8.1:44321/"
+                                           "simple"), ["torch==2.13.0+cpu", "numpy"],
+                             source="https://ci:***@10.9.8.1:44321/simple",
+                             hint="set pip_index_url or pip_find_links to an index it reaches, "
+                                  "or wheelhouse: true")
+    output = f"{UV}nodeprov: uv failed (error: Failed to fetch): trying pip\n{PIP}"
+    failed = install_failed(CommandFailed("node1", "torch", str(step), 1, output), step)
+    first, *details = str(failed).splitlines()
+    assert first == ("node1: torch: could not install torch==2.13.0+cpu and 1 more from "
+                     "https://ci:***@10.9.8.1:44321/simple (certificate not trusted: install "
+                     "the site's CA on the node, or set pip's cert)")
+    assert len(first) < 200 and "s3cret" not in str(failed)
+    assert details[-1] == "  ERROR: No matching distribution found for six"
+    other = install_failed(CommandFailed("node1", "torch", str(step), 1, NOT_FOUND), step)
+    assert str(other).splitlines()[0].endswith("(set pip_index_url or pip_find_links to an "
+                                               "index it reaches, or wheelhouse: true)")
