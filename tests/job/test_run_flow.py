@@ -325,3 +325,5 @@ def test_a_script_that_requires_local_rank_is_named_once_for_every_node(tmp_path
         "type=int, default=int(os.environ.get('LOCAL_RANK', 0)))); the job said on node2: ")
     assert line.endswith("error: the following arguments are required: --local_rank")
     assert outcome.exit_code == 1
+    assert outcome.closing_line() == (  # the terminal's last line, after that one
+        f"FAIL: 3 of 3 nodes failed, as said above (logs: {outcome.log_dir})")
