@@ -24,6 +24,7 @@ from nodeprov.job.failures import NodeFailure, last_words, node_failures, tail
 from nodeprov.job.nodejob import Launch, Stopped
 from nodeprov.job.ranklog import (
     RANK_PREFIXES,
+    first_rank,
     first_traceback_rank,
     raised,
     rank_lines,
@@ -80,6 +81,9 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
             rank = first_traceback_rank(paths[name])
         said = rank_tail(paths[name], rank) if rank is not None else ""
         if launch.deadline_passed:  # what the ranks said then is the kill's echo, not a cause
+            if rank is None:  # still, where a rank was when it was killed, not torchrun's trace
+                rank = first_rank(paths[name])
+                said = rank_tail(paths[name], rank) if rank is not None else ""
             if not stopped:
                 failed[name] = RankFailure(NodeFailure(result, None, at_deadline=True), rank,
                                            said or tail(result), None)

@@ -327,3 +327,19 @@ def test_a_script_that_requires_local_rank_is_named_once_for_every_node(tmp_path
     assert outcome.exit_code == 1
     assert outcome.closing_line() == (  # the terminal's last line, after that one
         f"FAIL: 3 of 3 nodes failed, as said above (logs: {outcome.log_dir})")
+
+
+def test_at_the_deadline_the_tail_is_where_a_rank_was_not_torchruns_own_trace(
+        tmp_path: Path) -> None:
+    # A script whose ranks meet at tcp://127.0.0.1 of each node's own waits until the deadline;
+    # torchrun's tail then is its own SIGTERM traceback, which says nothing of the script.
+    stopped = (DATA / "local_run_deadline_stopped.log").read_text()  # node3's, rank 2
+    nodes = {"node1": FakeNode(None), "node2": FakeNode(143, stopped, after=1.2),
+             "node3": FakeNode(None)}
+    outcome = run_fake(nodes, tmp_path, timeout=1)
+    assert outcome.diagnosis == ("node2: job: still running after 1 s, killed on every node "
+                                 "(raise --timeout if the training needs longer)",)
+    assert outcome.first_failure is not None and outcome.first_failure.rank == 2
+    assert outcome.first_failure.tail == (
+        "[rank2]:[W1127 12:33:03.680359207 socket.cpp:207] [c10d] The hostname of the client "
+        "socket cannot be retrieved. err=-3")
