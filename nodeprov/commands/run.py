@@ -138,7 +138,8 @@ class SyncBars:
 
 def report(outcome: UserJobOutcome, say: Callable[..., None]) -> None:
     """What the run says at its end: notes, the matrix, the first failing rank's tail, one line
-    per failing node, the verdict (node text with its control characters spelled out)."""
+    per failing node, the verdict, which does not repeat them (node text with its control
+    characters spelled out)."""
     for note in outcome.notes:
         say(printable(f"note: {note}"), style="yellow")
     if outcome.matrix is not None and not outcome.matrix.ok:
@@ -150,7 +151,7 @@ def report(outcome: UserJobOutcome, say: Callable[..., None]) -> None:
         say(printable(failure.tail))
     for line in outcome.diagnosis:
         say(printable(f"FAILED {line}"), style="bold red")
-    say(printable(outcome.verdict()), style="green" if outcome.ok else "bold red")
+    say(printable(outcome.closing_line()), style="green" if outcome.ok else "bold red")
 
 
 def job_as_login(host: Host) -> bool:

@@ -120,6 +120,17 @@ _RULES = (
         "--sync the folder that holds it, and name it relative to that folder (or to --chdir)",
     ),
     _Rule(
+        "job",
+        # argparse's usage error for a --local_rank (or --local-rank) the script requires:
+        # torch.distributed.launch appended it; torchrun only sets LOCAL_RANK (its
+        # config_from_args adds it where use_env is false, which only launch's parser can say)
+        re.compile(r"error: the following arguments are required: [^\n]*--local[-_]rank\b"),
+        "the script requires --local_rank on its command line, which torch.distributed.launch "
+        "gave it and torchrun does not: torchrun sets the LOCAL_RANK environment variable",
+        "let the script read it there, e.g. add_argument('--local_rank', type=int, "
+        "default=int(os.environ.get('LOCAL_RANK', 0)))",
+    ),
+    _Rule(
         "venv",
         re.compile(r"ModuleNotFoundError: No module named "),
         "the script imports a module that is neither in the node's venv nor beside the script",

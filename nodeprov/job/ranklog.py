@@ -126,6 +126,13 @@ def first_traceback_rank(path: Path) -> int | None:
                      if rank_of(line) is not None and "Traceback (most recent" in line), None)
 
 
+def first_rank(path: Path) -> int | None:
+    """The first rank that wrote a line in a node's log: whose last words to show when
+    torchrun, stopped at the deadline, names none and no rank raised."""
+    with path.open(errors="replace") as log:
+        return next((rank_of(line) for line in log if rank_of(line) is not None), None)
+
+
 def rank_tail(path: Path, rank: int, lines: int = TAIL_LINES) -> str:
     """The last ``lines`` a rank wrote, as they are in the log."""
     return "\n".join(rank_lines(path, rank)[-lines:])

@@ -24,6 +24,7 @@ from nodeprov.job.failures import NodeFailure, last_words, node_failures, tail
 from nodeprov.job.nodejob import Launch, Stopped
 from nodeprov.job.ranklog import (
     RANK_PREFIXES,
+    first_rank,
     first_traceback_rank,
     raised,
     rank_lines,
@@ -80,6 +81,9 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
             rank = first_traceback_rank(paths[name])
         said = rank_tail(paths[name], rank) if rank is not None else ""
         if launch.deadline_passed:  # what the ranks said then is the kill's echo, not a cause
+            if rank is None:  # still, where a rank was when it was killed, not torchrun's trace
+                rank = first_rank(paths[name])
+                said = rank_tail(paths[name], rank) if rank is not None else ""
             if not stopped:
                 failed[name] = RankFailure(NodeFailure(result, None, at_deadline=True), rank,
                                            said or tail(result), None)
@@ -123,12 +127,17 @@ def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapp
     else what torchrun last said; then the nodes the stop step could not reach."""
     lines = [f"{name}: job: cannot prepare the node: {error}"
              for name, error in launch.prepare_errors.items()]
-    lines += [f"{name}: job: rank {each.rank} raised {each.exception} (an error in the script; "
-              f"its traceback is in {paths[name]})"
-              for name, each in failed.items() if each.exception is not None]
-    lines += [f"{name}: job: rank {each.rank} exited{_rank_code(launch, name, each.rank)}; its "
-              f"last line: {each.last_words} (its output is in {paths[name]})"
-              for name, each in failed.items() if each.last_words is not None]
+    raisers = _alike({name: (each.exception,) for name, each in failed.items()
+                      if each.exception is not None})
+    lines += [f"{_who(names)}: job: {_ranks(failed, names)} raised {failed[name].exception} (an "
+              f"error in the script; {_whose(failed, names)}traceback is in {paths[name]})"
+              for name, names in raisers.items()]
+    quoted = _alike({name: (_rank_code(launch, name, each.rank), each.last_words)
+                     for name, each in failed.items() if each.last_words is not None})
+    lines += [f"{_who(names)}: job: {_ranks(failed, names)} exited"
+              f"{_rank_code(launch, name, failed[name].rank)}; its last line: "
+              f"{failed[name].last_words} ({_whose(failed, names)}output is in {paths[name]})"
+              for name, names in quoted.items()]
     others = {name: each.failure for name, each in failed.items()
               if each.exception is None and each.last_words is None}
     lines += node_failures({n: r for n, r in launch.launched.items()
@@ -136,6 +145,30 @@ def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapp
                            others, seconds=seconds, deadline_hint=DEADLINE_HINT)
     return lines + [f"{name}: job: could not stop the job: {error}"
                     for name, error in launch.results.items() if isinstance(error, Exception)]
+
+
+def _alike(said: Mapping[str, tuple[str | None, ...]]) -> dict[str, list[str]]:
+    """The nodes whose ranks said the same, under the first of them: 128 nodes whose script
+    raised the same exception are one line, not 128."""
+    groups: dict[tuple[str | None, ...], list[str]] = {}
+    for name, words in said.items():
+        groups.setdefault(words, []).append(name)
+    return {names[0]: names for names in groups.values()}
+
+
+def _who(names: Sequence[str]) -> str:
+    return ", ".join(names)
+
+
+def _ranks(failed: Mapping[str, RankFailure], names: Sequence[str]) -> str:
+    """``rank 2`` on one node; ``a rank on each`` of several (their numbers would be a list as
+    long as the nodes')."""
+    return f"rank {failed[names[0]].rank}" if len(names) == 1 else "a rank on each"
+
+
+def _whose(failed: Mapping[str, RankFailure], names: Sequence[str]) -> str:
+    """Whose log the line names: ``its `` on one node, ``rank 2's `` (the first) on several."""
+    return "its " if len(names) == 1 else f"rank {failed[names[0]].rank}'s "
 
 
 def _rank_code(launch: Launch, name: str, rank: int | None) -> str:

@@ -102,6 +102,17 @@ class UserJobOutcome:
         first = self.diagnosis[0] if self.diagnosis else "a node failed"
         return f"FAIL: {len(self.nodes)} nodes: {first}"
 
+    def closing_line(self) -> str:
+        """The verdict as the terminal's last line, after the failing nodes' lines: a failed
+        run's names how many nodes failed rather than repeat the first of those lines
+        (``FAIL: 3 of 3 nodes failed, as said above (logs: DIR)``)."""
+        verdict = self.verdict()
+        if not self.diagnosis or verdict != f"FAIL: {len(self.nodes)} nodes: {self.diagnosis[0]}":
+            return verdict
+        failed = sum(1 for node in self.nodes.values() if node.exit_code != 0)
+        return (f"FAIL: {failed} of {len(self.nodes)} nodes failed, as said above "
+                f"(logs: {self.log_dir})")
+
     def to_json(self) -> dict[str, Any]:
         """The ``run`` report of the one schema (``nodeprov.jsonreport``)."""
         failure = self.first_failure

@@ -40,7 +40,10 @@ def test_rank_lines_and_the_end_of_a_run_spell_out_a_nodes_control_characters() 
     assert "\x1b" not in everything and "\x07" not in everything
     assert shown.getvalue() == ("node1 [rank0]:\\x1b]0;owned\\x07\\x1b[2J"
                                 "\\x1b]52;c;cm0gLXJmIH4=\\x07step 1\n")
-    assert said[-1].startswith("FAIL: 1 nodes: node1: job: rank 0 raised ValueError: \\x1b]0;")
+    assert said[-2].startswith("FAILED node1: job: rank 0 raised ValueError: \\x1b]0;")
+    # the last line counts the failed nodes; it does not say the line above again
+    assert said[-1] == "FAIL: 1 of 1 nodes failed, as said above (logs: )"
+    assert outcome.verdict().startswith("FAIL: 1 nodes: node1: job: rank 0 raised")  # the JSON's
 
 
 def test_a_closed_terminal_does_not_stop_the_run() -> None:

@@ -172,3 +172,32 @@ def test_a_peers_echo_is_not_the_nodes_own_cause() -> None:
     assert {name for name, found in own.items() if found is not None and not found.own} == {
         name for name, (item, cause, _) in EXPECTED.items()
         if item in ("firewall", "hosts") or cause in ("peer rank ended first", "never joined")}
+
+
+def test_a_script_that_requires_local_rank_is_told_torchrun_sets_it_in_the_environment() -> None:
+    # Swin-Transformer's argument parsing (data/README.md) under torchrun, on every node alike
+    text = (DATA / "local_run_local_rank_required.log").read_text(encoding="utf-8")
+    for gpus in (None, 0, 8):
+        found = diagnose(text, node="node2", gpus=gpus)
+        assert found is not None and found.own and found.item == "job"
+        assert found.cause == (
+            "the script requires --local_rank on its command line, which "
+            "torch.distributed.launch gave it and torchrun does not: torchrun sets the "
+            "LOCAL_RANK environment variable")
+        assert "os.environ.get('LOCAL_RANK', 0)" in found.fix
+        assert found.evidence.endswith(
+            "error: the following arguments are required: --local_rank")
+    # argparse's names for an option with both spellings, beside another missing argument
+    dashed = ("train.py: error: the following arguments are required: --cfg, "
+              "--local-rank/--local_rank")
+    assert "LOCAL_RANK" in (diagnose(dashed) or Diagnosis("", "", "", "")).cause
+
+
+@pytest.mark.parametrize("said", [
+    # other arguments missing: the script's own, no hint (run's failures quote the line)
+    (DATA / "local_run_usage_error.log").read_text(encoding="utf-8"),
+    "train.py: error: the following arguments are required: --local_ranks_file",
+    "train.py: error: argument --local_rank: invalid int value: 'x'",
+])
+def test_other_usage_errors_are_not_the_local_rank_argument(said: str) -> None:
+    assert diagnose(said, node="node2", gpus=0) is None

@@ -31,6 +31,10 @@ PEER_FINISHED = (DATA / "local_run_peer_finished.txt").read_text()  # rank 1 aft
 # pytorch/examples' DDP tutorial (multinode.py) on a CPU node: torch.cuda.set_device fails
 ASKS_CUDA = (DATA / "local_run_gpu_script_on_cpu.log").read_text()  # node2's, rank 1
 USAGE = (DATA / "local_run_usage_error.log").read_text()  # the same, its arguments left out
+# Swin-Transformer's argument parsing, which requires --local_rank (node2's, rank 1)
+LOCAL_RANK = (DATA / "local_run_local_rank_required.log").read_text()
+# A script that opens a data file the synced folder lacks (node1's, rank 0)
+RELATIVE = (DATA / "local_run_relative_path.log").read_text()
 CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
 
 
@@ -277,3 +281,65 @@ def test_a_rank_that_exits_with_a_message_and_no_traceback_is_quoted(tmp_path: P
     assert outcome.diagnosis == (
         "node2: job: rank 1 exited 2; its last line: multinode.py: error: the following "
         f"arguments are required: total_epochs, save_every (its output is in {log})",)
+
+
+def as_rank(log: str, was: int, rank: int) -> str:
+    """The same node log, as rank ``rank`` of another node wrote it."""
+    return log.replace(f"[rank{was}]", f"[rank{rank}]").replace(
+        f"rank      : {was} (", f"rank      : {rank} (")
+
+
+def test_nodes_whose_script_raised_the_same_exception_share_one_line(tmp_path: Path) -> None:
+    # node1 ended first; nodeprov stopped node2 and node3, whose ranks had raised the same
+    nodes = {"node1": FakeNode(1, RELATIVE, ranks={0: 1}),
+             "node2": FakeNode(None, as_rank(RELATIVE, 0, 1), ranks={1: 1}),
+             "node3": FakeNode(None, as_rank(RELATIVE, 0, 2), ranks={2: 1})}
+    outcome = run_fake(nodes, tmp_path)
+    (line,) = outcome.diagnosis
+    names, _, said = line.partition(": ")
+    first = names.split(", ")[0]  # the node that ended first; its rank's log is named
+    assert sorted(names.split(", ")) == ["node1", "node2", "node3"]
+    assert said == (
+        "job: a rank on each raised FileNotFoundError: [Errno 2] No such file or directory: "
+        f"'data/input.txt' (an error in the script; rank {int(first[-1]) - 1}'s traceback is in "
+        f"{tmp_path / outcome.run_id / first}.log)")
+    # a different exception on one node is a line of its own
+    nodes["node3"] = FakeNode(None, as_rank(RELATIVE, 0, 2).replace("input.txt", "other.txt"),
+                              ranks={2: 1})
+    outcome = run_fake(nodes, tmp_path)
+    assert [sorted(line.split(": job: ")[0].split(", ")) for line in outcome.diagnosis] == [
+        ["node1", "node2"], ["node3"]]
+    assert outcome.diagnosis[1].startswith("node3: job: rank 2 raised FileNotFoundError: ")
+
+
+def test_a_script_that_requires_local_rank_is_named_once_for_every_node(tmp_path: Path) -> None:
+    nodes = {"node1": FakeNode(None, as_rank(LOCAL_RANK, 1, 0), ranks={0: 2}),
+             "node2": FakeNode(1, LOCAL_RANK, ranks={1: 2}),
+             "node3": FakeNode(None, as_rank(LOCAL_RANK, 1, 2), ranks={2: 2})}
+    outcome = run_fake(nodes, tmp_path)
+    (line,) = outcome.diagnosis
+    assert line.startswith(
+        "node2, node1, node3: job: the script requires --local_rank on its command line, which "
+        "torch.distributed.launch gave it and torchrun does not: torchrun sets the LOCAL_RANK "
+        "environment variable (let the script read it there, e.g. add_argument('--local_rank', "
+        "type=int, default=int(os.environ.get('LOCAL_RANK', 0)))); the job said on node2: ")
+    assert line.endswith("error: the following arguments are required: --local_rank")
+    assert outcome.exit_code == 1
+    assert outcome.closing_line() == (  # the terminal's last line, after that one
+        f"FAIL: 3 of 3 nodes failed, as said above (logs: {outcome.log_dir})")
+
+
+def test_at_the_deadline_the_tail_is_where_a_rank_was_not_torchruns_own_trace(
+        tmp_path: Path) -> None:
+    # A script whose ranks meet at tcp://127.0.0.1 of each node's own waits until the deadline;
+    # torchrun's tail then is its own SIGTERM traceback, which says nothing of the script.
+    stopped = (DATA / "local_run_deadline_stopped.log").read_text()  # node3's, rank 2
+    nodes = {"node1": FakeNode(None), "node2": FakeNode(143, stopped, after=1.2),
+             "node3": FakeNode(None)}
+    outcome = run_fake(nodes, tmp_path, timeout=1)
+    assert outcome.diagnosis == ("node2: job: still running after 1 s, killed on every node "
+                                 "(raise --timeout if the training needs longer)",)
+    assert outcome.first_failure is not None and outcome.first_failure.rank == 2
+    assert outcome.first_failure.tail == (
+        "[rank2]:[W1127 12:33:03.680359207 socket.cpp:207] [c10d] The hostname of the client "
+        "socket cannot be retrieved. err=-3")
