@@ -97,20 +97,20 @@ class UserJobOutcome:
             return (f"INTERRUPTED ({by}): stopped every rank on every node after "
                     f"{self.duration_s:.1f} s (logs: {self.log_dir})")
         if self.ok:
-            return (f"PASS: {len(self.nodes)} nodes, {self.ranks} ranks: every rank exited 0 "
+            return (f"PASS: {_nodes(len(self.nodes))}, {self.ranks} ranks: every rank exited 0 "
                     f"in {self.duration_s:.1f} s (logs: {self.log_dir})")
         first = self.diagnosis[0] if self.diagnosis else "a node failed"
-        return f"FAIL: {len(self.nodes)} nodes: {first}"
+        return f"FAIL: {_nodes(len(self.nodes))}: {first}"
 
     def closing_line(self) -> str:
-        """The verdict as the terminal's last line, after the failing nodes' lines: a failed
-        run's names how many nodes failed rather than repeat the first of those lines
-        (``FAIL: 3 of 3 nodes failed, as said above (logs: DIR)``)."""
-        verdict = self.verdict()
-        if not self.diagnosis or verdict != f"FAIL: {len(self.nodes)} nodes: {self.diagnosis[0]}":
-            return verdict
+        """The verdict as the terminal's last line, after the failing nodes' lines: a run that
+        started and failed names how many nodes failed rather than repeat the first of those
+        lines (``FAIL: 3 of 3 nodes failed, as said above (logs: DIR)``)."""
+        if (self.refused or self.unreached or self.interrupted or self.ok
+                or not self.diagnosis):
+            return self.verdict()
         failed = sum(1 for node in self.nodes.values() if node.exit_code != 0)
-        return (f"FAIL: {failed} of {len(self.nodes)} nodes failed, as said above "
+        return (f"FAIL: {failed} of {_nodes(len(self.nodes))} failed, as said above "
                 f"(logs: {self.log_dir})")
 
     def to_json(self) -> dict[str, Any]:
@@ -134,3 +134,7 @@ class UserJobOutcome:
             diagnosis=list(self.diagnosis),
             first_failure=None if failure is None else {
                 "node": failure.node, "rank": failure.rank, "tail": failure.tail})
+
+
+def _nodes(count: int) -> str:
+    return f"{count} node{'s' if count != 1 else ''}"
