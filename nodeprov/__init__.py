@@ -19,7 +19,7 @@ own folder and the layers below it: tests/test_layering.py's LAYERS table):
     engine/          the runner: the only code that acts on the nodes
     job/, checks/    the torchrun jobs (verification, nodeprov run); verify's checks
     commands/        one module per subcommand: apply, facts, verify, run, inventory, ...
-    cli/             the command line (nodeprov.cli:app): options, exit codes
+    cli/             the command line (the Typer app): options, exit codes
     __main__.py      the entry point (nodeprov, python -m nodeprov): the app, and the process's ends
     testbed/         a local test cluster in network namespaces (nodeprov testbed)
 

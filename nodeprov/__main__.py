@@ -9,6 +9,7 @@ with three ends of the process made right, which click and rich alone get wrong:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import sys
@@ -20,8 +21,8 @@ from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OUTPUT_CLOS
 def main() -> None:
     """Run the command line named in ``sys.argv`` and exit with its code."""
     _forget_zero_sizes(os.environ)
-    # Rich and click both end with exit 1 when stdout's reader closes the pipe, and rich puts
-    # /dev/null on fd 1 first; this copy of the fd still sees whether the reader went away.
+    # Rich and click both end with exit 1 on the EPIPE of a write after stdout's reader closed
+    # the pipe, and rich puts /dev/null on fd 1 first; this copy still sees the pipe.
     stdout = _copy_of_stdout()
     try:
         from nodeprov.cli import app  # its imports take a moment: Ctrl-C may land in them
@@ -29,7 +30,8 @@ def main() -> None:
     except KeyboardInterrupt:
         raise SystemExit(EXIT_INTERRUPTED) from None
     except SystemExit as end:
-        if end.code == EXIT_HOST_FAILED and stdout is not None and _reader_went_away(stdout):
+        if (end.code == EXIT_HOST_FAILED and _ended_by_a_closed_pipe(end)
+                and stdout is not None and _reader_went_away(stdout)):
             raise SystemExit(EXIT_OUTPUT_CLOSED) from None
         raise
     finally:
@@ -41,6 +43,29 @@ def _copy_of_stdout() -> int | None:
     with contextlib.suppress(OSError, ValueError, AttributeError):
         return os.dup(sys.__stdout__.fileno())  # type: ignore[union-attr]
     return None
+
+
+def _ended_by_a_closed_pipe(end: BaseException) -> bool:
+    """Whether ``end`` was raised while handling a write's EPIPE, as rich and click raise their
+    exit 1: a host that failed while the reader had gone (``| grep -q``) stays exit 1.
+
+    >>> try:
+    ...     try:
+    ...         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+    ...     except OSError:
+    ...         raise SystemExit(1)
+    ... except SystemExit as end:
+    ...     _ended_by_a_closed_pipe(end)
+    True
+    >>> _ended_by_a_closed_pipe(SystemExit(1))
+    False
+    """
+    cause = end.__context__
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno == errno.EPIPE:
+            return True
+        cause = cause.__context__
+    return False
 
 
 def _reader_went_away(fd: int) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import nodeprov
 from nodeprov.checks.verify import CheckResult, Verification
 from nodeprov.commands.apply import apply_report
 from nodeprov.commands.facts import facts_report
@@ -88,6 +89,7 @@ def test_every_kind_of_report_follows_the_schema(kind: str, tmp_path: Path) -> N
     report = json.loads(json.dumps(reports(tmp_path)[kind]))
     assert_valid(report)
     assert report["schema_version"] == 1 and report["command"] == kind.split()[0]
+    assert report["nodeprov_version"] == nodeprov.__version__
 
 
 def test_a_facts_host_reached_whose_facts_were_refused_failed_and_was_not_unreachable() -> None:

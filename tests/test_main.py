@@ -65,12 +65,25 @@ def test_ctrl_c_before_the_cli_catches_it_is_exit_130(monkeypatch: pytest.Monkey
     assert ended.value.code == EXIT_INTERRUPTED
 
 
-def test_a_host_failure_is_still_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Exit 1 with stdout open passes through: only a gone reader turns it into 141."""
-    def failed() -> None:
-        raise SystemExit(1)
+# A command that writes nothing and fails as a host failure does (exit 1)
+FAILS_QUIETLY = ("import sys, nodeprov.cli\n"
+                 "nodeprov.cli.app = lambda: sys.exit(1)\n"
+                 "from nodeprov.__main__ import main\n"
+                 "main()\n")
 
-    monkeypatch.setattr(nodeprov.cli, "app", failed)
-    with pytest.raises(SystemExit) as ended:
-        main()
-    assert ended.value.code == 1
+
+@pytest.mark.parametrize("reader_gone", [False, True])
+def test_a_host_failure_is_exit_1_even_where_the_reader_has_gone(reader_gone: bool) -> None:
+    """``nodeprov apply inv | grep -q ...``: the reader may leave early, but only a write that
+    met the closed pipe makes the exit 141."""
+    read_end, write_end = os.pipe()
+    if reader_gone:
+        os.close(read_end)
+    try:
+        ended = subprocess.run([sys.executable, "-c", FAILS_QUIETLY], stdout=write_end,
+                               stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+        if not reader_gone:
+            os.close(read_end)
+    assert (ended.returncode, ended.stderr) == (1, "")

@@ -42,7 +42,8 @@ from nodeprov.util.redact import Redactor
 app = typer.Typer(
     help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "
          "/etc/hosts, IPv6 and NCCL env, then a torchrun all-reduce check.\n\n"
-         "Exit codes: 0 all good, 1 a host failed or a check failed, 2 invalid input.",
+         "Exit codes: 0 all good, 1 a host failed or a check failed, 2 invalid input, "
+         "130 Ctrl-C, 141 the reader of the output went away (| head).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,

@@ -16,6 +16,7 @@ import typer
 import typer.main
 from typer.testing import CliRunner
 
+import nodeprov
 from nodeprov.cli import app
 from tests.report_schema import assert_valid
 
@@ -59,14 +60,15 @@ def test_version_is_the_installed_packages() -> None:
     """One version, written once (nodeprov.__version__), is what pip installed and what
     --version says."""
     result = CliRunner().invoke(app, ["--version"])
-    assert (result.exit_code, result.stdout) == (
-        0, f"nodeprov {importlib.metadata.version('nodeprov')}\n")
+    assert (result.exit_code, result.stdout) == (0, f"nodeprov {nodeprov.__version__}\n")
+    assert importlib.metadata.version("nodeprov") == nodeprov.__version__
 
 
 def test_top_level_help_documents_exit_codes() -> None:
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    assert "Exit codes: 0 all good, 1 a host failed or a check failed, 2 invalid input" in (
+    assert ("Exit codes: 0 all good, 1 a host failed or a check failed, 2 invalid input, 130 "
+            "Ctrl-C, 141 the reader of the output went away (| head).") in (
         " ".join(result.stdout.split()))
 
 
