@@ -215,6 +215,20 @@ def test_an_ephemeral_range_into_the_privileged_ports_opens_nothing() -> None:
         plan(context, parse_params(FirewallParams, {"subnet": "10.0.0.0/24"}), recorded("fresh"))
 
 
+def test_an_ephemeral_range_holding_the_ssh_port_opens_it_to_ssh_allow_from_alone() -> None:
+    # a range tuned to 1024-65535 and sshd on 2222: the subnet's rules go around SSH's port
+    facts = dataclasses.replace(FACTS, ephemeral_port_range=(1024, 65535))
+    context = Context(Host("node1", "10.0.0.11", "10.0.0.11"), facts, {})
+    params = parse_params(FirewallParams, {"subnet": "10.0.0.0/24", "ssh_port": 2222,
+                                           "ssh_allow_from": "192.168.5.0/24"})
+    (change,) = plan(context, params, recorded("fresh")).changes
+    assert [line for line in change.diff.splitlines() if "10.0.0.0/24" in line] == [
+        "+ allow tcp 1024:2221 from 10.0.0.0/24 (nodeprov: nccl ephemeral)",
+        "+ allow tcp 2223:65535 from 10.0.0.0/24 (nodeprov: nccl ephemeral)",
+        "+ allow tcp 29500 from 10.0.0.0/24 (nodeprov: rdzv)"]
+    assert "+ allow tcp 2222 from 192.168.5.0/24 (nodeprov: ssh)" in change.diff
+
+
 def test_users_limit_rule_counts_and_a_reject_policy_is_fixed_under_the_guard() -> None:
     result = plan_for("mixed")
     assert "ufw rule present as the user's own: limit any -> 22/tcp" in result.notes
