@@ -22,12 +22,20 @@ _ACTIONS_PRELUDE = r"""set -e
 token=$1
 step() { printf '\n@@%s step %s\n' "$token" "$1" >&2; }
 nodeprov_write() {
-  # a link is followed and its target replaced, as Ansible's lineinfile and blockinfile do:
-  # renaming over the link would leave a plain file where the system keeps its link
-  if [ -L "$1" ]; then
-    target=$(readlink -f -- "$1") || { echo "$1: a link whose target cannot be found" >&2; exit 1; }
-    set -- "$target" "$2" "$3" "${4-}"
-  fi
+  # a link is followed and its target replaced, as Ansible's lineinfile and blockinfile do
+  # (renaming over it would leave a plain file where the system keeps its link); only root's
+  # links, as the kernel's protected_symlinks: another user's would aim root's write
+  hops=0
+  while [ -L "$1" ]; do
+    owner=$(stat -c %u -- "$1")
+    if [ "$owner" != 0 ]; then
+      echo "$1 is a symbolic link of uid $owner; nodeprov follows root's links only" >&2; exit 1
+    fi
+    hops=$((hops + 1)); [ "$hops" -le 8 ] || { echo "$1: too many symbolic links" >&2; exit 1; }
+    to=$(readlink -- "$1")
+    case $to in /*) ;; *) to=$(dirname -- "$1")/$to ;; esac
+    set -- "$to" "$2" "$3" "${4-}"
+  done
   dir=$(dirname -- "$1"); mkdir -p -- "$dir"
   tmp=$(mktemp "$dir/.nodeprov.XXXXXX")
   # a large content comes staged in file $4 (a command line holds 128 KiB at most)

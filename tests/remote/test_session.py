@@ -182,6 +182,20 @@ def test_a_write_to_a_link_replaces_its_target_and_keeps_the_link(tmp_path: Any)
     assert not list(kept.parent.glob(".nodeprov.*")) and not list(link.parent.glob(".nodeprov.*"))
 
 
+def test_a_link_of_another_user_is_not_followed_nor_replaced(tmp_path: Any) -> None:
+    """A user's link must not aim root's write at a file of the link's choosing."""
+    kept = tmp_path / "shadow"
+    kept.write_text("secret\n")
+    link = tmp_path / "hosts"
+    link.symlink_to(kept)
+    os.lchown(link, 65534, 65534)
+    session, _ = session_for(tmp_path)
+    with pytest.raises(CommandFailed, match="is a symbolic link of uid 65534; nodeprov follows "
+                       "root's links only"):
+        session.execute("hosts", [Write(str(link), "new\n")])
+    assert kept.read_text() == "secret\n" and link.is_symlink()
+
+
 def test_failure_names_the_failing_action(tmp_path: Any) -> None:
     session, _ = session_for(tmp_path)
     with pytest.raises(CommandFailed) as caught:
