@@ -89,6 +89,7 @@ CASES: list[tuple[str, str | bytes, str | None, list[str]]] = [
     ("unknown-param", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, mode: 777}\n"), [":5:", "unknown parameter 'mode'", "valid: path, name, lines, state"]),
     ("missing-param", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {lines: [a]}\n"), ["block", "required parameter is missing", "path"]),
     ("wrong-param-type", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: 5}\n"), [":5:", "expected a list"]),
+    ("block-line-is-its-marker", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, lines: ['# END nodeprov managed']}\n"), [":5:", "lines", "is a marker of block 'managed'"]),
     ("bad-param-choice", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: /a, state: gone}\n"), ["'gone' is not one of: present, absent"]),
     ("undefined-variable", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block:\n        path: /a\n        lines: ['{{ cluster_name }}']\n"), [":7:", "undefined variable 'cluster_name'", "define it in the inventory"]),
     ("template-syntax", GOOD_INVENTORY, playbook_with_task("    - name: t\n      block: {path: '/a{{', lines: []}\n"), ["template syntax error"]),

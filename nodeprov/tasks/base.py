@@ -58,6 +58,7 @@ from nodeprov.remote.actions import (
     Write,
 )
 from nodeprov.tasks.params import ParamError, checked, param_names, parse_params
+from nodeprov.tasks.textfiles import blocks
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
@@ -133,7 +134,18 @@ class TaskType(Generic[P]):
     plan: Callable[[Context, P, str], Plan]
 
 
+def whole_block(path: str, text: str | None, name: str) -> None:
+    """TaskFailed naming ``path`` and the line where its markers of block ``name`` are not one
+    whole block (the node's file, as the node gave it): every task that keeps a block checks
+    the file so before it plans, and nothing is written then."""
+    try:
+        blocks.find_block(text or "", name)
+    except ValueError as error:
+        raise TaskFailed(f"{path}: {error}") from None
+
+
 __all__ = [
     "Action", "Change", "ConfirmNewConnection", "Context", "Local", "ParamError", "Plan", "Probe",
     "Run", "TaskFailed", "TaskType", "Upload", "Write", "checked", "param_names", "parse_params",
+    "whole_block",
 ]

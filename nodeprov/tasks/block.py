@@ -9,6 +9,7 @@ Lines outside the block are kept byte for byte; ``state: absent`` removes the bl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 from nodeprov.remote import reader
@@ -17,10 +18,10 @@ from nodeprov.tasks.base import (
     Context,
     Plan,
     Probe,
-    TaskFailed,
     TaskType,
     Write,
     checked,
+    whole_block,
 )
 from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate
@@ -37,20 +38,11 @@ class BlockParams:
         checked("path", validate.absolute_path, self.path)
         checked("name", validate.env_name, self.name.replace("-", "_"))
         for line in self.lines:
-            checked("lines", validate.text_value, line)
+            checked("lines", partial(blocks.block_line, self.name), line)
 
 
 def probe(params: BlockParams) -> Probe:
     return reader.read_many_probe(params.path)
-
-
-def whole_block(path: str, text: str | None, name: str) -> None:
-    """TaskFailed naming ``path`` and the line where its markers of block ``name`` are not one
-    whole block (the node's file, as the node gave it): nothing is written then."""
-    try:
-        blocks.find_block(text or "", name)
-    except ValueError as error:
-        raise TaskFailed(f"{path}: {error}") from None
 
 
 def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:

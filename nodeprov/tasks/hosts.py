@@ -34,8 +34,8 @@ from nodeprov.tasks.base import (
     TaskType,
     Write,
     checked,
+    whole_block,
 )
-from nodeprov.tasks.block import whole_block
 from nodeprov.tasks.hostnames import Entry, cluster_names
 from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate

@@ -29,8 +29,8 @@ from nodeprov.tasks.base import (
     TaskType,
     Write,
     checked,
+    whole_block,
 )
-from nodeprov.tasks.block import whole_block
 from nodeprov.tasks.textfiles import blocks, envfile
 from nodeprov.util import validate
 

@@ -51,8 +51,7 @@ def find_block(text: str, name: str) -> tuple[int, int] | None:
     """
     lines = split_lines(text)
     opening = f"# BEGIN nodeprov {name}"
-    begins = [i for i, line in enumerate(lines)
-              if line == opening or line.startswith(f"{opening} ")]  # not "{name}2"'s
+    begins = [i for i, line in enumerate(lines) if _opens(line, name)]
     ends = [i for i, line in enumerate(lines) if line == end_marker(name)]
     if not begins and not ends:
         return None
@@ -69,6 +68,26 @@ def find_block(text: str, name: str) -> tuple[int, int] | None:
     return begins[0], ends[0]
 
 
+def _opens(line: str, name: str) -> bool:
+    opening = f"# BEGIN nodeprov {name}"
+    return line == opening or line.startswith(f"{opening} ")  # not "{name}2"'s
+
+
+def block_line(name: str, line: str) -> str:
+    """``line`` as a line of block ``name``: one line, no control characters, and none of the
+    block's markers, which would make the block one the next run refuses (ValueError).
+
+    >>> block_line("env", "# END nodeprov env")
+    Traceback (most recent call last):
+    ...
+    ValueError: '# END nodeprov env' is a marker of block 'env': the block cannot hold it
+    """
+    validate.text_value(line)
+    if _opens(line, name) or line == end_marker(name):
+        raise ValueError(f"{line!r} is a marker of block {name!r}: the block cannot hold it")
+    return line
+
+
 def block_lines(text: str, name: str) -> list[str] | None:
     """The lines inside the block, None when there is no block."""
     found = find_block(text, name)
@@ -77,10 +96,10 @@ def block_lines(text: str, name: str) -> list[str] | None:
 
 def replace_block(text: str, name: str, lines: Sequence[str]) -> str:
     """Put ``lines`` in the named block (appended when missing); lines outside are kept as is.
-    Each line is checked again where it is used: one line, no control characters (ValueError),
-    whatever task made it."""
+    Each line is checked again where it is used (``block_line``: ValueError), whatever task
+    made it."""
     for line in lines:
-        validate.text_value(line)
+        block_line(name, line)
     block = [begin_marker(name), *lines, end_marker(name)]
     found = find_block(text, name)
     if found is None:

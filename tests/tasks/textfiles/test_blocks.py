@@ -106,3 +106,14 @@ def test_every_accepted_line_is_idempotent_and_reads_back_as_written() -> None:
 def test_a_block_line_is_checked_again_where_it_is_written(line: str) -> None:
     with pytest.raises(ValueError, match="newline or control character"):
         blocks.replace_block("", "hosts", ["10.0.0.12 node2", line])
+
+
+@pytest.mark.parametrize("line", ["# END nodeprov hosts",
+                                  "# BEGIN nodeprov hosts",
+                                  "# BEGIN nodeprov hosts (managed by nodeprov; edits inside are "
+                                  "overwritten)"])
+def test_a_block_line_that_is_one_of_its_markers_is_refused(line: str) -> None:
+    """Written, it would make a block the next run refuses as two blocks, state: absent too."""
+    with pytest.raises(ValueError, match="is a marker of block 'hosts'"):
+        blocks.replace_block("", "hosts", [line])
+    assert blocks.block_line("hosts", "# END nodeprov hosts2") == "# END nodeprov hosts2"
