@@ -35,9 +35,8 @@ TOOL = Pattern(re.compile(r"[a-z0-9-]{1,32}"), "a program name")
 PORT = Pattern(re.compile(r"[0-9]{1,5}"), "a port number")
 # free text (PRETTY_NAME): any printable characters, but the bidirectional controls, which
 # reorder what a terminal, the HTML report or a table cell shows after them
-OS_NAME = Pattern(re.compile(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
-                             r"{0,128}"), "up to 128 printable characters, no bidirectional "
-                  "controls")
+OS_NAME = Pattern(re.compile(f"[^\t\n{validate.NOT_SHOWN_CHARS}]{{0,128}}"),
+                  "up to 128 printable characters, no bidirectional controls")
 
 
 def checked_text(fact: str, value: str, pattern: Pattern) -> str:

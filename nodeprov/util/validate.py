@@ -230,8 +230,11 @@ def under(root: str, *parts: str) -> str:
 
 
 # what a terminal would act on or a reader misread: controls but tab and newline, C1 (CSI
-# \x9b), line separators, bidirectional overrides
-_NOT_SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# \x9b), line separators, bidirectional marks, embeddings, overrides and isolates (a regular
+# expression's character class, for every check of text that is shown)
+NOT_SHOWN_CHARS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                   "\u2066-\u2069")
+_NOT_SHOWN = re.compile(f"[{NOT_SHOWN_CHARS}]")
 
 
 def printable(text: str) -> str:

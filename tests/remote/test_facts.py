@@ -107,7 +107,8 @@ def test_ip_json_that_is_no_json_is_named(said: str) -> None:
         parse_ip_addr_json(said)
 
 
-@pytest.mark.parametrize("name", ["Debian \u202egnikcah", "Ubuntu \u2066x\u2069 24.04"])
+@pytest.mark.parametrize("name", ["Debian \u202egnikcah", "Ubuntu \u2066x\u2069 24.04",
+                                  "Debian \u200fgnikcah", "Ubuntu \u061c24.04"])
 def test_an_os_name_with_a_bidirectional_control_is_refused(name: str) -> None:
     # it reordered the os column of `nodeprov facts` and the HTML report after it
     sections = {"ephemeral_ports": "32768 60999", "interfaces": '[{"ifname": "lo"}]',
