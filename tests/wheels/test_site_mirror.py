@@ -82,8 +82,8 @@ def test_uv_and_pip_install_from_an_https_mirror_of_the_sites_ca(
         cluster.exec(node, "rm", "-rf", "/etc/pip.conf", "/etc/xdg/pip", check=True)
     for node in ("node1", "node2"):  # the admin installed the CA; node3 was forgotten
         install_ca(cluster, node, ca.ca)
-    cluster.exec("node2", "sh", "-c", f"mkdir -p {installer.UV_DIR} && echo 'test: pip only' "
-                 f"> {installer.UV_FAILED}", check=True)  # pip's path
+    cluster.exec("node2", "mkdir", "-p", installer.UV_DIR, check=True)  # pip's path:
+    cluster.exec("node2", "tee", installer.UV_FAILED, input="test: pip only\n", check=True)
     this_machine_trusts(ca.ca, monkeypatch, tmp_path / "cache")
     uv_index()  # uv's wheel, downloaded once for the tests
     token = f"tok-{secrets.token_hex(8)}"
