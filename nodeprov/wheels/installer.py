@@ -21,6 +21,7 @@ The venv stays a plain venv with pip in it.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,6 +84,8 @@ uv_failed() {
 SYSTEM_STORES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                  "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem")
 UV_CACHE, PIP_TMP = ".uv-cache", ".pip-tmp"  # beside the venv: its filesystem, not /tmp's
+# the line _INSTALL prints where uv failed and pip tries next
+_TRYING_PIP = re.compile(r"^nodeprov: uv failed \(.*\): trying pip$", re.MULTILINE)
 # argv: uv ("": pip only), the venv, "reinstall" or "install", uv's cache, the folder of this
 # machine's wheels ("": none), the CA bundle pip verifies with ("": the system's), then
 # sources, "--", specs. Where that folder exists, only its
@@ -246,6 +249,16 @@ def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstal
                     "reinstall" if reinstall else "install", f"{venv}{UV_CACHE}", wheels,
                     cert, *sources, "--", *specs),
                    hint=hint, what=f"{specs[0]}{more}" if specs else "", source=source, venv=venv)
+
+
+def last_output(output: str) -> str:
+    """The output of the installer that ran last in an ``Install``: pip's where uv failed
+    first (uv's own refusal is not why pip failed).
+
+    >>> last_output("error: uv\\nnodeprov: uv failed (error: uv): trying pip\\nERROR: pip\\n")
+    '\\nERROR: pip\\n'
+    """
+    return _TRYING_PIP.split(output)[-1]
 
 
 def create_venv(python: str, venv: str, with_uv: bool) -> tuple[Run, ...]:

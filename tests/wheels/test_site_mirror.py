@@ -107,7 +107,8 @@ def test_uv_and_pip_install_from_an_https_mirror_of_the_sites_ca(
     assert f"from {masked} with pip (uv failed: test: pip only;" in out
     assert "node1 | torch | warning" not in out  # uv installed there, through the site's CA
     assert (f"FAILED node3: torch: could not install torch==2.13.0+cpu and 1 more from {masked} "
-            "(certificate not trusted: install the site's CA on the node, or set pip's cert)"
+            "(set pip_index_url or pip_find_links to an index it reaches, or wheelhouse: true; "
+            "certificate not trusted: install the site's CA on the node, or set pip's cert)"
             ) in out
     for node in ("node1", "node2"):
         shown = cluster.exec(node, "/opt/site/venv/bin/python", "-W", "ignore", "-c",
