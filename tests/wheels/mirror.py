@@ -94,3 +94,14 @@ def uv_index() -> str:
             found = sorted(download.glob("uv-*.whl"))
             return simple_index(root, [(path.name, path.read_bytes()) for path in found])
     return f"file://{root}/simple"
+
+
+def uv_binary(folder: Path) -> Path:
+    """uv itself, for this machine (x86_64 glibc), from ``uv_index``'s wheel, in ``folder``."""
+    uv_index()
+    (wheel,) = (UV_CACHE / f"uv-{UV_VERSION}-index" / "files").glob("uv-*.whl")
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as archive:
+        (folder / "uv").write_bytes(archive.read(f"uv-{UV_VERSION}.data/scripts/uv"))
+    (folder / "uv").chmod(0o755)
+    return folder / "uv"

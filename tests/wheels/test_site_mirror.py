@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from nodeprov.wheels.thismachine import ThisMachine, WheelSet
 from nodeprov.wheels.wheelhouse import DownloadFailed
 from tests.conftest import MakeTestbed
 from tests.wheels.https_mirror import SiteCA, serving
-from tests.wheels.mirror import UV_CACHE, uv_index
+from tests.wheels.mirror import UV_CACHE, simple_index, stand_in, uv_binary, uv_index
 
 PLAYBOOK = """\
 - name: torch from the site mirror
@@ -63,6 +65,32 @@ def test_this_machine_resolves_and_downloads_from_the_https_mirror_its_pip_trust
         with pytest.raises(DownloadFailed, match="certificate verify failed: unable to get local "
                            "issuer certificate; the index's certificate is not trusted here"):
             ThisMachine().pins(wanted)
+
+
+def test_uv_trusts_the_system_store_and_pips_cert_together_as_pip_does(
+        tmp_path: Path) -> None:
+    # pip with a cert keeps the system store (and its own roots) and adds the cert; uv's --cert
+    # replaces uv's roots. A public index (the system store's CA) and the site's (pip's cert)
+    # must both serve uv; the venv has no pip, so nothing else could install.
+    system, site = (SiteCA.make(tmp_path / name, "127.0.0.1") for name in ("system", "site"))
+    store = tmp_path / "system-store.pem"  # the node's system store, as OpenSSL finds it
+    store.write_text(system.ca.read_text())
+    simple_index(tmp_path / "public", [stand_in("alpha", "1.0")])
+    simple_index(tmp_path / "private", [stand_in("beta", "1.0")])
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    uv = uv_binary(tmp_path / "uv")
+    with serving(system, "127.0.0.1", [str(tmp_path / "public")]) as public, \
+            serving(site, "127.0.0.1", [str(tmp_path / "private")]) as private:
+        step = installer.install(str(venv), ("--index-url", public.url, "--extra-index-url",
+                                             private.url), ["alpha", "beta"], cert=str(site.ca))
+        done = subprocess.run([str(uv) if arg == installer.UV else arg for arg in step.argv],
+                              capture_output=True, text=True, check=False,
+                              env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+                                   "SSL_CERT_FILE": str(store)})
+    assert done.returncode == 0 and "trying pip" not in done.stderr, done.stderr
+    assert len(list(venv.glob("lib/python3*/site-packages/*-1.0.dist-info"))) == 2
+    assert not Path(f"{venv}{installer.UV_CERTS}").exists()  # removed after
 
 
 def install_ca(cluster: Testbed, node: str, ca: Path) -> None:
