@@ -13,14 +13,17 @@ the task (the copy is ``optional``): the install script then runs pip, as it doe
 not run (``UV_FAILED`` says why, and the plans say so) or where uv fails an install pip then
 completes. uv reads no pip.conf: the sources are always given on its command line (the node's
 pip configuration, as ``pipconfig`` reads it, included), with pip's index strategy. uv trusts
-the certificates pip does: the CA bundle pip is configured with (``--cert``), else the node's
-system store (``--system-certs``), where a site's own CA is installed and which pip reads (uv's
-own roots are Mozilla's alone: a site mirror's certificate failed there, and pip installed).
-The venv stays a plain venv with pip in it.
+the certificates pip does: where pip is configured with a CA bundle, pip adds it to the node's
+system store and its own roots (certifi), while uv's ``--cert`` replaces uv's roots, so uv is
+given one bundle of the three; else the node's system store (``--system-certs``), where a
+site's own CA is installed and which pip reads (uv's own roots are Mozilla's alone: a site
+mirror's certificate failed there, and pip installed). The venv stays a plain venv with pip in
+it.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,15 +86,38 @@ uv_failed() {
 SYSTEM_STORES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                  "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem")
 UV_CACHE, PIP_TMP = ".uv-cache", ".pip-tmp"  # beside the venv: its filesystem, not /tmp's
+UV_CERTS = ".uv-certs.pem"  # beside the venv: the bundle uv trusts where pip has a cert
+# the line _INSTALL prints where uv failed and pip tries next
+_TRYING_PIP = re.compile(r"^nodeprov: uv failed \(.*\): trying pip$", re.MULTILINE)
+# system_store prints the store OpenSSL (so pip) reads: SSL_CERT_FILE, else the first there.
+# certs_bundle writes $bundle, privately: pip's cert, the system store, pip's certifi roots.
+_TRUST = r"""system_store() {
+  for store in "${SSL_CERT_FILE-}" """ + shlex.join(SYSTEM_STORES) + r"""; do
+    [ -n "$store" ] && [ -s "$store" ] && printf '%s\n' "$store" && return 0
+  done
+  return 0
+}
+certs_bundle() {
+  store=$(system_store)
+  roots=$("$venv/bin/python" -c 'from pip._vendor import certifi; print(certifi.where())' \
+    2>/dev/null) || roots=
+  set -- "$cert"
+  [ -z "$store" ] || set -- "$@" "$store"
+  [ -z "$roots" ] || [ ! -s "$roots" ] || set -- "$@" "$roots"
+  rm -f -- "$bundle" && (umask 077 && cat -- "$@" > "$bundle")
+}
+"""
 # argv: uv ("": pip only), the venv, "reinstall" or "install", uv's cache, the folder of this
-# machine's wheels ("": none), the CA bundle pip verifies with ("": the system's), then
-# sources, "--", specs. Where that folder exists, only its
-# wheels are installed (no index, no pip.conf); where it does not (its copy failed), the
-# sources. uv when it runs (its cache beside the venv, so files are hard-linked, then removed),
-# else pip; pip also when uv fails, and uv is not used here again when pip then succeeds.
+# machine's wheels ("": none), the CA bundle pip verifies with ("": the system's), uv's bundle
+# of certificates (written there where pip has one; removed after), then sources, "--",
+# specs. Where that folder exists, only its wheels are installed (no index, no pip.conf);
+# where it does not (its copy failed), the sources. uv when it runs (its cache beside the
+# venv, so files are hard-linked, then removed), else pip; pip also when uv fails, and uv is
+# not used here again when pip then succeeds.
 # pip downloads into its own temporary folder beside the venv (removed after): a small /tmp
 # cannot fail a 3 GB wheel, and the bytes it writes can be counted there (``wheels.written``).
-_INSTALL = _UV_RUNS + r"""uv=$1 venv=$2 mode=$3 cache=$4 wheels=$5 cert=$6; shift 6
+_INSTALL = _UV_RUNS + _TRUST + r"""uv=$1 venv=$2 mode=$3 cache=$4 wheels=$5 cert=$6 bundle=$7
+shift 7
 if [ -n "$wheels" ] && [ -d "$wheels" ]; then
   while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done
   set -- --no-index --find-links "$wheels" "$@"
@@ -99,11 +125,11 @@ if [ -n "$wheels" ] && [ -d "$wheels" ]; then
 fi
 uv_install() {
   [ "$mode" = install ] || set -- --reinstall --no-deps "$@"
-  if [ -n "$cert" ]; then set -- --cert "$cert" "$@"
-  else
-    for store in """ + " ".join(SYSTEM_STORES) + r"""; do
-      [ -s "$store" ] && set -- --system-certs "$@" && break
-    done
+  if [ -n "$cert" ]; then
+    certs_bundle || return
+    set -- --cert "$bundle" "$@"
+  elif [ -n "$(system_store)" ]; then
+    set -- --system-certs "$@"
   fi
   UV_CACHE_DIR=$cache "$uv" pip install --no-config --no-progress --python "$venv/bin/python" \
     --index-strategy unsafe-best-match "$@"
@@ -112,7 +138,7 @@ uv_error=
 if uv_runs "$uv"; then
   status=0
   out=$(uv_install "$@" 2>&1) || status=$?
-  rm -rf -- "$cache"
+  rm -rf -- "$cache" "$bundle"
   printf '%s\n' "$out" >&2
   [ "$status" -ne 0 ] || exit 0
   uv_error=$(printf '%s\n' "$out" | sed -n '/^error:/{p;q;}')
@@ -240,12 +266,23 @@ def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstal
     """Install ``specs`` into ``venv`` from ``sources`` (pip's options), or only from the
     folder ``wheels`` where it exists, with uv (pip if uv does not run or fails; pip only
     without ``with_uv``); ``reinstall`` replaces them without their dependencies. uv verifies
-    HTTPS with ``cert``, pip's CA bundle (``pipconfig``), else the system store."""
+    HTTPS as pip does: with ``cert``, pip's CA bundle (``pipconfig``), the system store and
+    pip's own roots together, else with the system store."""
     more = f" and {len(specs) - 1} more" if len(specs) > 1 else ""
     return Install(("sh", "-c", _INSTALL, "nodeprov-install", UV if with_uv else "", venv,
                     "reinstall" if reinstall else "install", f"{venv}{UV_CACHE}", wheels,
-                    cert, *sources, "--", *specs),
+                    cert, f"{venv}{UV_CERTS}", *sources, "--", *specs),
                    hint=hint, what=f"{specs[0]}{more}" if specs else "", source=source, venv=venv)
+
+
+def last_output(output: str) -> str:
+    """The output of the installer that ran last in an ``Install``: pip's where uv failed
+    first (uv's own refusal is not why pip failed).
+
+    >>> last_output("error: uv\\nnodeprov: uv failed (error: uv): trying pip\\nERROR: pip\\n")
+    '\\nERROR: pip\\n'
+    """
+    return _TRYING_PIP.split(output)[-1]
 
 
 def create_venv(python: str, venv: str, with_uv: bool) -> tuple[Run, ...]:

@@ -25,7 +25,7 @@ from nodeprov.nodeside.peer_scripts import FETCH, SERVE
 from nodeprov.remote.actions import STOP_MARKED, Action, Run, Write
 from nodeprov.util.redact import mask_urls
 from nodeprov.util.units import clipped
-from nodeprov.wheels import trust
+from nodeprov.wheels import installer, trust
 from nodeprov.wheels.installer import MAKE_UPLOAD_DIR, Install
 from nodeprov.wheels.peers import (
     MAX_WHEEL,
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 class InstallFailed(HostError):
     """Nothing could install: the first line names the node, the task, what, from where and
-    how to fix it (under 200 characters); the tool's last lines follow, one per line."""
+    how to fix it (under 200, a refused certificate's words after); the tool's last lines next."""
 
     def __init__(self, node: str, task: str, message: str, *, hint: str,
                  details: Sequence[str]) -> None:
@@ -117,13 +117,14 @@ def _batch(session: Session, task: str, actions: Sequence[Action],
 
 def install_failed(error: CommandFailed, action: Install) -> InstallFailed:
     """The install's failure: a line under 200 characters (the source shortened to fit), then
-    the tool's last lines (credentials masked). A certificate pip and uv refused is said so:
-    that index was reached, and is not to be replaced (``trust``)."""
-    hint = trust.ON_NODE if trust.untrusted(error.output) else action.hint
+    the tool's last lines (credentials masked). A certificate the installer that ran last
+    refused (pip's, where uv failed first) is said so after the action's own advice, which
+    stays (``trust``); the source keeps its room."""
     fixed = len(f"{error.node}: {error.task}: could not install {action.what} from  "
-                f"({hint})")
-    room = max(FIRST_LINE - fixed, 24)
-    source = clipped(action.source, room)
+                f"({action.hint})")
+    source = clipped(action.source, max(FIRST_LINE - fixed, 24))
+    refused = trust.untrusted(installer.last_output(error.output))
+    hint = "; ".join(filter(None, (action.hint, trust.ON_NODE if refused else "")))
     lines = [line.strip() for line in mask_urls(error.output).splitlines() if line.strip()]
     details = [clipped(line, 300) for line in lines[-DETAIL_LINES:]] or [
         f"exited {error.returncode}"]

@@ -17,9 +17,10 @@ pip.conf, then ``PIP_CONFIG_FILE``; ``PIP_CONFIG_FILE=/dev/null`` reads none. A 
 ``SHELL`` (a probe's part) lists the files into ``"$@"`` and prints the variables as the
 install will see them (the same SSH session and sudo); ``local_files`` lists this machine's.
 
-``cert`` is the CA bundle pip is told to verify HTTPS with (``--cert``: ``PIP_CERT``, a file's
-``cert``, else requests' ``REQUESTS_CA_BUNDLE`` or ``CURL_CA_BUNDLE``): uv is given the same
-(``installer``), so both trust a site's own CA alike.
+``cert`` is the CA bundle pip verifies HTTPS with, besides its system store and own roots:
+requests' ``REQUESTS_CA_BUNDLE`` or ``CURL_CA_BUNDLE`` where set (requests lets them win over
+the session's ``verify``, which pip sets from ``--cert``), else ``PIP_CERT``, else a file's
+``cert``. uv is given the same (``installer``), so both trust a site's own CA alike.
 
 What this machine downloads for the nodes (uv, the wheelhouse, download_once's hashes) comes from
 the inventory's sources, else from this machine's own pip configuration, else from the defaults
@@ -123,7 +124,7 @@ def node_pip(files: Mapping[str, str | None], env: Mapping[str, str],
                       find_links=tuple(value.get("find-links", "").split()),
                       no_index=value.get("no-index", "").lower() in _TRUE)
     origins = dict.fromkeys(origin for key, (_, origin) in chosen.items() if key != "cert")
-    cert = value.get("cert") or env.get("ca-bundle", "")
+    cert = env.get("ca-bundle") or value.get("cert", "")  # requests' variables win
     return NodePip(sources, tuple(origins), whose, cert.strip())
 
 

@@ -23,7 +23,8 @@ _REFUSED = re.compile(r"certificate verify failed: [^()'\"\n]*[^()'\"\n ]"
                       r"|invalid peer certificate: [^\n]*[^\n ]")
 ON_NODE = "certificate not trusted: install the site's CA on the node, or set pip's cert"
 HERE = ("the index's certificate is not trusted here: install the site's CA on this machine "
-        "(update-ca-certificates), or set PIP_CERT")
+        "(update-ca-certificates), or name it in PIP_CERT (REQUESTS_CA_BUNDLE or "
+        "CURL_CA_BUNDLE win where set)")
 
 
 def untrusted(output: str) -> str | None:

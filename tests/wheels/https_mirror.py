@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
-import html
 import re
 import ssl
 import subprocess
@@ -28,7 +26,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
-_LINK = re.compile(r'<a href="\.\./\.\./files/([^"#]+)(#[^"]*)?">')
+from tests.wheels.mirror import file_link, project_of, project_page
+
+_LINK = re.compile(r'<a href="\.\./\.\./files/[^"]+">[^<]*</a>')  # a link of file_link's
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,8 @@ class SiteCA:
                        "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n")
         new_key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
         for argv in (
-                ["req", "-x509", *new_key, "-days", "2", "-subj", "/CN=nodeprov test site CA",
+                ["req", "-x509", *new_key, "-days", "2", "-subj",
+                 f"/CN=nodeprov test site CA {folder.name}",
                  "-keyout", ca_key, "-out", ca, "-addext", "basicConstraints=critical,CA:TRUE",
                  "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
                 ["req", *new_key, "-subj", "/CN=mirror", "-keyout", key, "-out", csr],
@@ -57,11 +58,6 @@ class SiteCA:
                  "-days", "2", "-extfile", ext, "-out", cert]):
             subprocess.run(["openssl", *map(str, argv)], check=True, capture_output=True)
         return cls(ca, cert, key)
-
-
-def _project(name: str) -> str:
-    """PEP 503's normalized project name of a wheel file."""
-    return re.sub(r"[-_.]+", "-", name.split("-")[0]).lower()
 
 
 class _Index:
@@ -76,15 +72,10 @@ class _Index:
         for mirror in self.mirrors:
             page = mirror / "simple" / project / "index.html"
             if page.is_file():
-                links += [f'<a href="../../files/{m[1]}{m[2] or ""}">{m[1]}</a>'
-                          for m in _LINK.finditer(page.read_text())]
-        for name, path in sorted(self.flat.items()):
-            if _project(name) == project:
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
-                links.append(f'<a href="../../files/{html.escape(name)}#sha256={digest}">'
-                             f"{html.escape(name)}</a>")
-        return "<!DOCTYPE html><html><body>\n" + "<br>\n".join(links) + "\n</body></html>\n" \
-            if links else None
+                links += _LINK.findall(page.read_text())
+        links += [file_link(name, path.read_bytes()) for name, path in sorted(self.flat.items())
+                  if project_of(name) == project]
+        return project_page(links) if links else None
 
     def file(self, name: str) -> Path | None:
         if "/" in name or name.startswith("."):

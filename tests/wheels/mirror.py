@@ -15,6 +15,7 @@ import hashlib
 import html
 import io
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -43,6 +44,26 @@ def stand_in(name: str, version: str, requires: Sequence[str] = ()) -> tuple[str
     return f"{stem}-{version}-py3-none-any.whl", buffer.getvalue()
 
 
+def project_of(wheel: str) -> str:
+    """The PEP 503 normalized project name of a wheel file.
+
+    >>> project_of("Zope.Interface-7.0-py3-none-any.whl")
+    'zope-interface'
+    """
+    return re.sub(r"[-_.]+", "-", wheel.split("-")[0]).lower()
+
+
+def file_link(wheel: str, data: bytes) -> str:
+    """A project page's link to ``../../files/wheel``, its sha256 in the URL as PyPI gives it."""
+    name = html.escape(wheel)
+    return f'<a href="../../files/{name}#sha256={hashlib.sha256(data).hexdigest()}">{name}</a>'
+
+
+def project_page(links: Sequence[str]) -> str:
+    """A PEP 503 project page of ``links``."""
+    return "<!DOCTYPE html><html><body>\n" + "<br>\n".join(links) + "\n</body></html>\n"
+
+
 def simple_index(root: Path, wheels: Sequence[tuple[str, bytes]]) -> str:
     """``root/files/`` holding the wheels, ``root/simple/`` a PEP 503 index of them: the index's
     ``file://`` URL."""
@@ -50,14 +71,10 @@ def simple_index(root: Path, wheels: Sequence[tuple[str, bytes]]) -> str:
     projects: dict[str, list[str]] = {}
     for name, data in wheels:
         (root / "files" / name).write_bytes(data)
-        project = name.split("-")[0].lower().replace("_", "-")
-        digest = hashlib.sha256(data).hexdigest()
-        projects.setdefault(project, []).append(
-            f'<a href="../../files/{html.escape(name)}#sha256={digest}">{html.escape(name)}</a>')
+        projects.setdefault(project_of(name), []).append(file_link(name, data))
     for project, links in projects.items():
         (root / "simple" / project).mkdir(parents=True, exist_ok=True)
-        (root / "simple" / project / "index.html").write_text(
-            "<!DOCTYPE html><html><body>\n" + "<br>\n".join(links) + "\n</body></html>\n")
+        (root / "simple" / project / "index.html").write_text(project_page(links))
     return f"file://{root}/simple"
 
 
@@ -77,3 +94,14 @@ def uv_index() -> str:
             found = sorted(download.glob("uv-*.whl"))
             return simple_index(root, [(path.name, path.read_bytes()) for path in found])
     return f"file://{root}/simple"
+
+
+def uv_binary(folder: Path) -> Path:
+    """uv itself, for this machine (x86_64 glibc), from ``uv_index``'s wheel, in ``folder``."""
+    uv_index()
+    (wheel,) = (UV_CACHE / f"uv-{UV_VERSION}-index" / "files").glob("uv-*.whl")
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as archive:
+        (folder / "uv").write_bytes(archive.read(f"uv-{UV_VERSION}.data/scripts/uv"))
+    (folder / "uv").chmod(0o755)
+    return folder / "uv"

@@ -70,21 +70,36 @@ SYSTEM_CERTS = ["--system-certs"] if any(Path(store).is_file() and Path(store).s
                                          for store in installer.SYSTEM_STORES) else []
 
 
-def test_uv_trusts_the_ca_bundle_pip_is_configured_with_else_the_system_store(
-        fakes: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("fails", [False, True])
+def test_uv_trusts_pips_ca_bundle_with_the_system_store_and_pips_roots_else_the_store(
+        fakes: tuple[Path, Path], tmp_path: Path, fails: bool) -> None:
+    # pip adds its cert to the system store and its certifi roots; uv's --cert replaces uv's
+    # roots: so uv gets all three in one private file beside the venv, removed after
     uv, venv = fakes
+    uv.write_text(RECORDER.replace("printf", '[ "$9" != --cert ] || { stat -c %a "${10}" > '
+                                             '"$0.mode"; cp "${10}" "$0.bundle"; }\nprintf'))
     sources = ("--index-url", "https://mirror.site/simple")
     assert run(installer.install(str(venv), sources, ["six"]), uv).returncode == 0
     assert logged(uv)[9:] == [*SYSTEM_CERTS, *sources, "--", "six"]
     assert SYSTEM_CERTS or not Path("/etc/ssl/certs/ca-certificates.crt").exists()
-    done = run(installer.install(str(venv), sources, ["six"], cert="/etc/site/ca.pem"), uv)
-    assert done.returncode == 0 and logged(uv)[9:] == ["--cert", "/etc/site/ca.pem", *sources,
-                                                       "--", "six"]
+    files = {name: tmp_path / f"{name}.pem" for name in ("site", "store", "certifi")}
+    for name, path in files.items():
+        path.write_text(f"-- {name} --\n")
+    env = {"SSL_CERT_FILE": str(files["store"]), "FAKE_WHEELS": str(files["certifi"])}
+    assert run(installer.install(str(venv), sources, ["six"]), uv, env).returncode == 0
+    assert logged(uv)[9:] == ["--system-certs", *sources, "--", "six"]  # SSL_CERT_FILE's
+    if fails:
+        Path(f"{uv}.fail").touch()
+    done = run(installer.install(str(venv), sources, ["six"], cert=str(files["site"])), uv, env)
+    bundle = f"{venv}{installer.UV_CERTS}"
+    assert done.returncode == 0 and logged(uv)[9:] == ["--cert", bundle, *sources, "--", "six"]
+    assert Path(f"{uv}.bundle").read_text() == "-- site --\n-- store --\n-- certifi --\n"
+    assert Path(f"{uv}.mode").read_text() == "600\n" and not Path(bundle).exists()
     uv.unlink()  # pip reads its own configuration (cert included): nothing added for it
-    assert run(installer.install(str(venv), sources, ["six"], cert="/etc/site/ca.pem"),
+    assert run(installer.install(str(venv), sources, ["six"], cert=str(files["site"])),
                uv).returncode == 0
     assert logged(venv / "bin" / "python")[-4:] == [*sources, "--", "six"]
-    assert "/etc/site/ca.pem" not in logged(venv / "bin" / "python")
+    assert str(files["site"]) not in logged(venv / "bin" / "python")
 
 
 def test_a_uv_failure_is_recorded_with_its_last_cause(fakes: tuple[Path, Path]) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from nodeprov.wheels import trust
 from nodeprov.wheels.pipconfig import (
     SHELL,
     for_this_machine,
@@ -18,6 +20,8 @@ from nodeprov.wheels.pipconfig import (
     this_machine,
 )
 from nodeprov.wheels.sources import Sources
+from tests.wheels.https_mirror import SiteCA, serving
+from tests.wheels.mirror import simple_index, stand_in
 
 DATA = Path(__file__).parents[1] / "data" / "pip-conf"
 
@@ -123,16 +127,53 @@ def test_this_machines_own_configuration_names_its_sources(
 
 
 def test_the_ca_bundle_pip_verifies_with_from_its_files_and_variables() -> None:
-    # pip's precedence: PIP_CERT, a file's cert ([install] over [global]), then requests'
-    # REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE; a cert alone is no source
+    # pip's precedence: requests' REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE, then PIP_CERT, then a
+    # file's cert ([install] over [global]); a cert alone is no source
     files = {"/etc/pip.conf": "[global]\ncert = /etc/site/ca.pem\n"}
     assert node_pip(files, {}).cert == "/etc/site/ca.pem"
     assert not node_pip(files, {}).configured and node_pip(files, {}).origins == ()
     assert node_pip(files, parse_env("pip-env cert=/root/ca.pem\n")).cert == "/root/ca.pem"
     assert node_pip({}, parse_env("pip-env ca-bundle=/srv/ca.pem\n")).cert == "/srv/ca.pem"
-    assert node_pip(files, parse_env("pip-env ca-bundle=/srv/ca.pem\n")).cert == \
-        "/etc/site/ca.pem"
+    assert node_pip(files, parse_env("pip-env cert=/root/ca.pem\npip-env ca-bundle=/srv/ca.pem"
+                                     "\n")).cert == "/srv/ca.pem"
     assert node_pip({}, {}).cert == ""
+
+
+@pytest.mark.parametrize("site_in, other_in", [("REQUESTS_CA_BUNDLE", "PIP_CERT"),
+                                               ("PIP_CERT", "REQUESTS_CA_BUNDLE"),
+                                               ("CURL_CA_BUNDLE", "PIP_CERT"),
+                                               ("PIP_CERT", "CURL_CA_BUNDLE"),
+                                               ("PIP_CERT", "pip.conf"),
+                                               ("pip.conf", "PIP_CERT"),
+                                               ("REQUESTS_CA_BUNDLE", "pip.conf")])
+def test_the_ca_bundle_read_is_the_one_real_pip_verifies_with(
+        tmp_path: Path, site_in: str, other_in: str) -> None:
+    # pip is the oracle: the mirror's CA named one way, another CA the other way; pip reaches
+    # the mirror exactly when node_pip, from the probe's own output, picked the mirror's CA
+    site, other = (SiteCA.make(tmp_path / name, "127.0.0.1") for name in ("site", "other"))
+    simple_index(tmp_path / "mirror", [stand_in("alpha", "1.0")])
+    conf = tmp_path / "pip.conf"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PIP_CONFIG_FILE": str(conf)}
+    conf.write_text("[global]\n")
+    for name, ca in ((other_in, other.ca), (site_in, site.ca)):
+        if name == "pip.conf":
+            conf.write_text(f"[global]\ncert = {ca}\n")
+        else:
+            env[name] = str(ca)
+    probed = subprocess.run(["sh", "-c", f"venv={tmp_path}\n" + SHELL + 'printf "%s\\n" "$@"'],
+                            capture_output=True, text=True, env=env, check=True).stdout
+    files = {path: Path(path).read_text() if Path(path).is_file() else None
+             for path in probed.splitlines() if not path.startswith("pip-env ")}
+    chosen = node_pip(files, parse_env(probed)).cert
+    with serving(site, "127.0.0.1", [str(tmp_path / "mirror")]) as mirror:
+        pip = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
+                              "--no-cache-dir", "--disable-pip-version-check", "--retries", "0",
+                              "-d",
+                              str(tmp_path / "got"), "--index-url", mirror.url, "alpha"],
+                             capture_output=True, text=True, env=env, check=False)
+    said = pip.stdout + pip.stderr
+    assert pip.returncode == 0 or trust.untrusted(said), said  # reached, or refused the CA
+    assert (pip.returncode == 0) == (chosen == str(site.ca)), said
 
 
 def test_the_probe_prints_the_variables_naming_pips_ca_bundle() -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from nodeprov.wheels.thismachine import ThisMachine, WheelSet
 from nodeprov.wheels.wheelhouse import DownloadFailed
 from tests.conftest import MakeTestbed
 from tests.wheels.https_mirror import SiteCA, serving
-from tests.wheels.mirror import UV_CACHE, uv_index
+from tests.wheels.mirror import UV_CACHE, simple_index, stand_in, uv_binary, uv_index
 
 PLAYBOOK = """\
 - name: torch from the site mirror
@@ -65,6 +67,32 @@ def test_this_machine_resolves_and_downloads_from_the_https_mirror_its_pip_trust
             ThisMachine().pins(wanted)
 
 
+def test_uv_trusts_the_system_store_and_pips_cert_together_as_pip_does(
+        tmp_path: Path) -> None:
+    # pip with a cert keeps the system store (and its own roots) and adds the cert; uv's --cert
+    # replaces uv's roots. A public index (the system store's CA) and the site's (pip's cert)
+    # must both serve uv; the venv has no pip, so nothing else could install.
+    system, site = (SiteCA.make(tmp_path / name, "127.0.0.1") for name in ("system", "site"))
+    store = tmp_path / "system-store.pem"  # the node's system store, as OpenSSL finds it
+    store.write_text(system.ca.read_text())
+    simple_index(tmp_path / "public", [stand_in("alpha", "1.0")])
+    simple_index(tmp_path / "private", [stand_in("beta", "1.0")])
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    uv = uv_binary(tmp_path / "uv")
+    with serving(system, "127.0.0.1", [str(tmp_path / "public")]) as public, \
+            serving(site, "127.0.0.1", [str(tmp_path / "private")]) as private:
+        step = installer.install(str(venv), ("--index-url", public.url, "--extra-index-url",
+                                             private.url), ["alpha", "beta"], cert=str(site.ca))
+        done = subprocess.run([str(uv) if arg == installer.UV else arg for arg in step.argv],
+                              capture_output=True, text=True, check=False,
+                              env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+                                   "SSL_CERT_FILE": str(store)})
+    assert done.returncode == 0 and "trying pip" not in done.stderr, done.stderr
+    assert len(list(venv.glob("lib/python3*/site-packages/*-1.0.dist-info"))) == 2
+    assert not Path(f"{venv}{installer.UV_CERTS}").exists()  # removed after
+
+
 def install_ca(cluster: Testbed, node: str, ca: Path) -> None:
     """As an admin does: the CA into the node's own /etc, then its system bundle rebuilt."""
     cluster.exec(node, "sh", "-c", "cat > /usr/local/share/ca-certificates/site-ca.crt",
@@ -82,8 +110,8 @@ def test_uv_and_pip_install_from_an_https_mirror_of_the_sites_ca(
         cluster.exec(node, "rm", "-rf", "/etc/pip.conf", "/etc/xdg/pip", check=True)
     for node in ("node1", "node2"):  # the admin installed the CA; node3 was forgotten
         install_ca(cluster, node, ca.ca)
-    cluster.exec("node2", "sh", "-c", f"mkdir -p {installer.UV_DIR} && echo 'test: pip only' "
-                 f"> {installer.UV_FAILED}", check=True)  # pip's path
+    cluster.exec("node2", "mkdir", "-p", installer.UV_DIR, check=True)  # pip's path:
+    cluster.exec("node2", "tee", installer.UV_FAILED, input="test: pip only\n", check=True)
     this_machine_trusts(ca.ca, monkeypatch, tmp_path / "cache")
     uv_index()  # uv's wheel, downloaded once for the tests
     token = f"tok-{secrets.token_hex(8)}"
@@ -107,7 +135,8 @@ def test_uv_and_pip_install_from_an_https_mirror_of_the_sites_ca(
     assert f"from {masked} with pip (uv failed: test: pip only;" in out
     assert "node1 | torch | warning" not in out  # uv installed there, through the site's CA
     assert (f"FAILED node3: torch: could not install torch==2.13.0+cpu and 1 more from {masked} "
-            "(certificate not trusted: install the site's CA on the node, or set pip's cert)"
+            "(set pip_index_url or pip_find_links to an index it reaches, or wheelhouse: true; "
+            "certificate not trusted: install the site's CA on the node, or set pip's cert)"
             ) in out
     for node in ("node1", "node2"):
         shown = cluster.exec(node, "/opt/site/venv/bin/python", "-W", "ignore", "-c",

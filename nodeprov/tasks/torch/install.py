@@ -50,8 +50,9 @@ def sources_for(params: TorchParams, state: TorchState, variant: str) -> tuple[S
 
 
 def pip_cert(state: TorchState) -> str:
-    """The CA bundle the node's pip verifies HTTPS with ("": its default trust): uv is given
-    the same, so a site mirror pip trusts does not fail uv."""
+    """The CA bundle the node's pip verifies HTTPS with besides its default trust ("": none):
+    uv is given it with that trust (``installer``), so a site mirror pip trusts does not fail
+    uv, nor does a public index."""
     try:
         return pipconfig.node_pip(state.pip_files, state.pip_env).cert
     except ValueError:  # pip cannot read its files: sources_for or pip itself says so

@@ -345,11 +345,12 @@ def test_uv_is_given_the_ca_bundle_the_nodes_pip_verifies_with() -> None:
     result = plan(context("node1", {"node1": facts("node1")}),
                   params(index_url="https://mirror.site/simple"), site)
     install = next(a for a in result.changes[0].actions if isinstance(a, Install))
-    assert install.argv[9:11] == ("/etc/site/ca.pem", "--index-url")
+    assert install.argv[9:12] == ("/etc/site/ca.pem", f"{install.venv}.uv-certs.pem",
+                                  "--index-url")  # with the system store and pip's roots
     plain = plan(context("node1", {"node1": facts("node1")}),
                  params(index_url="https://mirror.site/simple"), observed())
     install = next(a for a in plain.changes[0].actions if isinstance(a, Install))
-    assert install.argv[9:11] == ("", "--index-url")  # the system store (installer)
+    assert install.argv[9:12:2] == ("", "--index-url")  # the system store (installer)
 
 
 def test_params_are_checked() -> None:
