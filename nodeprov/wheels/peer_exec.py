@@ -119,7 +119,8 @@ def install_failed(error: CommandFailed, action: Install) -> InstallFailed:
     """The install's failure: a line under 200 characters (the source shortened to fit), then
     the tool's last lines (credentials masked). A certificate the installer that ran last
     refused (pip's, where uv failed first) is said so after the action's own advice, which
-    stays (``trust``); the source keeps its room."""
+    stays (``trust``): that line runs past 200, the source keeping its room (which index
+    refused matters more than the length)."""
     fixed = len(f"{error.node}: {error.task}: could not install {action.what} from  "
                 f"({action.hint})")
     source = clipped(action.source, max(FIRST_LINE - fixed, 24))
