@@ -26,7 +26,11 @@ with warnings.catch_warnings():
     from nodeprov.job.allreduce import steps, sweep
 
 JOB = ("--module", "nodeprov.job.allreduce")  # torchrun's arguments that start the job
-LAUNCH_TIMEOUT = 60  # seconds; a hung launch fails the test instead of hanging the suite
+LAUNCH_TIMEOUT = 180  # seconds; a hung launch fails the test instead of hanging the suite
+# A failure that ends by itself ends well before what it would wait for otherwise (gloo's
+# 30-minute default, the rendezvous's 600 s join timeout); the rest of the bound is for two
+# torch imports on a loaded 2-core CI machine (42 s seen there, with three helpers' testbeds)
+ENDS_BY_ITSELF = 120
 
 
 def free_port() -> int:
@@ -211,7 +215,7 @@ def test_missing_socket_interface_fails_fast(tmp_path: Path) -> None:
                                  "--result", str(result_file)),
                         GLOO_SOCKET_IFNAME="nodeprov-missing0")
     assert done.returncode != 0
-    assert seconds < 30
+    assert seconds < ENDS_BY_ITSELF
     assert not result_file.exists()
     found = diagnose(done.stderr)
     assert found is not None and found.item == "nccl_env"
@@ -223,7 +227,7 @@ def test_a_node_that_never_joins_times_out_the_rendezvous(tmp_path: Path) -> Non
                                  "--result", str(result_file),
                                  nnodes=2, nproc=1, rdzv_conf="join_timeout=5"))
     assert done.returncode != 0
-    assert seconds < 30
+    assert seconds < ENDS_BY_ITSELF
     found = diagnose(done.stderr)
     assert found is not None and found.item == "firewall"
 
@@ -251,7 +255,7 @@ def test_job_timeout_bounds_a_missing_peer(silent_peer: int, tmp_path: Path) -> 
     assert done.returncode != 0
     # the job's 5 s ended it, not the peer leaving after LAUNCH_TIMEOUT: the margin is for two
     # torch imports and a rendezvous on a loaded 2-core CI machine
-    assert seconds < LAUNCH_TIMEOUT - 15
+    assert seconds < ENDS_BY_ITSELF
     assert not result_file.exists()
     found = diagnose(done.stderr)
     assert found is not None and found.item == "job"
