@@ -124,8 +124,7 @@ class Session:
                 shlex.join(argv if as_login else as_root(self.host, argv, self._sudo)),
                 hide=True, warn=True, timeout=timeout or self.options.command_timeout,
                 in_stream=False,  # a byte per 10 ms: data goes by ``converse``
-                watchers=[answer] if answer else [],
-            )
+                watchers=[answer] if answer else [])
         except Exception as error:
             if type(getattr(error, "reason", None)).__name__ == "ResponseNotAccepted":
                 raise refused(self.host.name, task, what) from None
@@ -218,13 +217,11 @@ class Session:
         sections = split_sections(stdout, token)
         try:
             facts = parse_facts(sections)
-        except ValueError as error:  # each says what would be valid
-            raise HostError(self.host.name, "facts",
-                            f"cannot read the node's facts: {error}") from None
-        except Exception as error:  # a parser's bug, met by a node's output: this node only
-            raise HostError(self.host.name, "facts", "cannot read the node's facts: internal "
-                            f"error {type(error).__name__}: {str(error)[:200]}",
-                            hint="please report this") from None
+        except Exception as error:  # a ValueError says what would be valid; another is a
+            bug = not isinstance(error, ValueError)  # parser's, met by this node's output alone
+            said = f"internal error {type(error).__name__}: {str(error)[:200]}" if bug else error
+            raise HostError(self.host.name, "facts", f"cannot read the node's facts: {said}",
+                            hint="please report this" if bug else "") from None
         return facts, [sections.get(f"probe.{index}", "") for index in range(count)]
 
     def execute(self, task: str, actions: Sequence[Action], *,

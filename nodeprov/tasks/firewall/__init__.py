@@ -139,26 +139,9 @@ def wanted_rules(ctx: Context, params: FirewallParams, ipv6: bool) -> list[Rule]
                          "ip_local_port_range to e.g. '32768 60999' (the default) and re-run")
     ssh_port = _ssh_port(ctx, params)
     return [*_allow(params.ssh_allow_from, str(ssh_port), SSH, ipv6),
-            *(rule for ports in _ports_around(low, high, ssh_port)
+            *(rule for ports in ufw.port_ranges(low, high, without=ssh_port)
               for rule in _allow(params.subnet, ports, NCCL, ipv6)),
             *_allow(params.subnet, str(params.rdzv_port), RDZV, ipv6)]
-
-
-def _ports_around(low: int, high: int, hole: int) -> list[str]:
-    """The range ``low``-``high`` as ufw ports, without ``hole``: SSH's port is opened to
-    ssh_allow_from alone, even where the ephemeral range holds it (sshd on 2222, the range
-    tuned to 1024-65535).
-
-    >>> _ports_around(32768, 60999, 22)
-    ['32768:60999']
-    >>> _ports_around(1024, 65535, 2222)
-    ['1024:2221', '2223:65535']
-    >>> _ports_around(2222, 2223, 2222)
-    ['2223']
-    """
-    pieces = [(low, high)] if not low <= hole <= high else [(low, hole - 1), (hole + 1, high)]
-    return [f"{start}:{end}" if start < end else str(start)
-            for start, end in pieces if start <= end]
 
 
 def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:

@@ -186,3 +186,21 @@ def _unhex(text: str) -> str:
         return bytes.fromhex(text).decode()
     except ValueError:  # not hex (hand-edited file): show it as written
         return text
+
+
+def port_ranges(low: int, high: int, *, without: int) -> list[str]:
+    """The ports ``low``-``high`` as ufw's port ranges, leaving out the port ``without`` (the
+    firewall task keeps SSH's port out of the ephemeral range it opens to the subnet: sshd on
+    2222, the range tuned to 1024-65535).
+
+    >>> port_ranges(32768, 60999, without=22)
+    ['32768:60999']
+    >>> port_ranges(1024, 65535, without=2222)
+    ['1024:2221', '2223:65535']
+    >>> port_ranges(2222, 2223, without=2222)
+    ['2223']
+    """
+    pieces = [(low, high)] if not low <= without <= high else [
+        (low, without - 1), (without + 1, high)]
+    return [f"{start}:{end}" if start < end else str(start)
+            for start, end in pieces if start <= end]
