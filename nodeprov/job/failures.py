@@ -10,7 +10,7 @@ After the deadline, a node's failure is the deadline's, whatever its output says
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from nodeprov.job.diagnose import Diagnosis, diagnose_nodes
@@ -73,9 +73,9 @@ def node_failures(launched: Mapping[str, Result | Exception], failed: Mapping[st
     line, named together: ``node1, node2, node3: job: ...``."""
     lines = [f"{name}: job: {outcome}" for name, outcome in launched.items()
              if isinstance(outcome, Exception)]
-    alike = _alike(failed)
+    groups = _failed_alike(failed)
     for name, failure in failed.items():
-        result, found, names = failure.result, failure.diagnosis, alike.get(name)
+        result, found, names = failure.result, failure.diagnosis, groups.get(name)
         if names is None:
             continue  # said on the line of the first node that failed alike
         who = ", ".join(names)
@@ -92,16 +92,28 @@ def node_failures(launched: Mapping[str, Result | Exception], failed: Mapping[st
     return lines
 
 
-def _alike(failed: Mapping[str, NodeFailure]) -> dict[str, list[str]]:
-    """Each group of nodes that failed alike, under its first node; a node no rule explained is
-    a group of its own (its last words are its own)."""
-    groups: dict[object, list[str]] = {}
-    for name, failure in failed.items():
-        found = failure.diagnosis
-        key: object = ("deadline",) if failure.timed_out else (
-            (found.item, found.cause, found.fix_template) if found is not None else name)
+def alike(keys: Mapping[str, Hashable]) -> dict[str, list[str]]:
+    """The nodes whose failures have the same key, under the first of them: 128 nodes that
+    failed the same way are one line, not 128.
+
+    >>> alike({"node1": "no torch", "node2": "no GPU", "node3": "no torch"})
+    {'node1': ['node1', 'node3'], 'node2': ['node2']}
+    """
+    groups: dict[Hashable, list[str]] = {}
+    for name, key in keys.items():
         groups.setdefault(key, []).append(name)
     return {names[0]: names for names in groups.values()}
+
+
+def _failed_alike(failed: Mapping[str, NodeFailure]) -> dict[str, list[str]]:
+    """``alike`` by cause and fix, or the deadline; a node no rule explained is a group of its
+    own (its last words are its own)."""
+    def key(name: str, failure: NodeFailure) -> Hashable:
+        found = failure.diagnosis
+        return ("deadline",) if failure.timed_out else (
+            (found.item, found.cause, found.fix_template) if found is not None else name)
+
+    return alike({name: key(name, failure) for name, failure in failed.items()})
 
 
 def network_may_explain(failed: Mapping[str, NodeFailure]) -> bool:

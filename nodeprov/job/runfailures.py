@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nodeprov.job.diagnose import Diagnosis, diagnose
-from nodeprov.job.failures import NodeFailure, last_words, node_failures, tail
+from nodeprov.job.failures import NodeFailure, alike, last_words, node_failures, tail
 from nodeprov.job.nodejob import Launch, Stopped
 from nodeprov.job.ranklog import (
     RANK_PREFIXES,
@@ -127,12 +127,12 @@ def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapp
     else what torchrun last said; then the nodes the stop step could not reach."""
     lines = [f"{name}: job: cannot prepare the node: {error}"
              for name, error in launch.prepare_errors.items()]
-    raisers = _alike({name: (each.exception,) for name, each in failed.items()
+    raisers = alike({name: (each.exception,) for name, each in failed.items()
                       if each.exception is not None})
     lines += [f"{_who(names)}: job: {_ranks(failed, names)} raised {failed[name].exception} (an "
               f"error in the script; {_whose(failed, names)}traceback is in {paths[name]})"
               for name, names in raisers.items()]
-    quoted = _alike({name: (_rank_code(launch, name, each.rank), each.last_words)
+    quoted = alike({name: (_rank_code(launch, name, each.rank), each.last_words)
                      for name, each in failed.items() if each.last_words is not None})
     lines += [f"{_who(names)}: job: {_ranks(failed, names)} exited"
               f"{_rank_code(launch, name, failed[name].rank)}; its last line: "
@@ -145,15 +145,6 @@ def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapp
                            others, seconds=seconds, deadline_hint=DEADLINE_HINT)
     return lines + [f"{name}: job: could not stop the job: {error}"
                     for name, error in launch.results.items() if isinstance(error, Exception)]
-
-
-def _alike(said: Mapping[str, tuple[str | None, ...]]) -> dict[str, list[str]]:
-    """The nodes whose ranks said the same, under the first of them: 128 nodes whose script
-    raised the same exception are one line, not 128."""
-    groups: dict[tuple[str | None, ...], list[str]] = {}
-    for name, words in said.items():
-        groups.setdefault(words, []).append(name)
-    return {names[0]: names for names in groups.values()}
 
 
 def _who(names: Sequence[str]) -> str:
