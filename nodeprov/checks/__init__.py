@@ -91,6 +91,18 @@ class Drift:
         """The drift line of a task whose plan is not empty: the changes apply would make."""
         return f"{self.node} {self.area}: plan: {'; '.join(changes)}{REPAIR_SEPARATOR}{self.repair}"
 
+    def by_hand_line(self, removal: str, changes: Sequence[str] = ()) -> str:
+        """The drift line of what the user must remove (a task's conflicts): no apply command
+        when that is all, since none would change it; with apply's own changes, both.
+
+            >>> Drift("n2", "hosts", "i.yaml", "hosts").by_hand_line("/etc/hosts:5: remove it")
+            'n2 hosts: by hand: /etc/hosts:5: remove it'
+        """
+        if not changes:
+            return f"{self.node} {self.area}: by hand: {removal}"
+        return (f"{self.node} {self.area}: plan: {'; '.join(changes)}; by hand: {removal}"
+                f"{REPAIR_SEPARATOR}{self.repair}")
+
 
 def failure_message(crash: str) -> str:
     """A failed check's one line from pytest's crash text ("AssertionError: line\\nassert ...")

@@ -69,6 +69,11 @@ def task_result(host: HostResult, task: TaskResult, drift: Drift) -> CheckResult
     if task.status == "changed":
         return CheckResult(check, host.name, task.type, "failed", drift.plan_line(task.changes),
                            drift.repair, task.duration)
+    if task.conflicted:  # what the user must remove: no nodeprov command changes it
+        removal = (task.error or "").removeprefix(f"{host.name}: {task.type}: ")
+        return CheckResult(check, host.name, task.type, "failed",
+                           drift.by_hand_line(removal, task.changes),
+                           drift.repair if task.changes else "", task.duration)
     if task.status == "failed":  # the plan says the node cannot get there; its error says why
         return CheckResult(check, host.name, task.type, "failed", task.error or "",
                            duration=task.duration)

@@ -27,6 +27,7 @@ class TaskResult:
     error: str | None = None
     duration: float = 0.0
     start_s: float | None = None  # seconds after the command began; None: never started
+    conflicted: bool = False  # failed on what the user must remove (Plan.conflicts) alone
 
 
 @dataclass

@@ -191,7 +191,8 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
             context = Context(host, facts, cluster, distribution)
             plan = spec.type.plan(context, run.params[index], observed[index] or "")
             _record_plan(task, plan)
-            if not plan.in_sync and not check:
+            conflicts = plan.conflicts
+            if plan.changes and not check:
                 # the changes in one go, then the facts, this task's probe and the next tasks'
                 # read again in the same round trip: what the changes left can warn (uv that
                 # did not run, so pip installed)
@@ -207,6 +208,10 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                     after = spec.type.plan(Context(host, facts, cluster, distribution),
                                            run.params[index], observed[index] or "")
                     task.warnings += [w for w in after.warnings if w not in task.warnings]
+                    conflicts = after.conflicts
+            if conflicts:  # what the user must remove; the host's other tasks still run
+                task.status, task.conflicted = "failed", True
+                task.error = f"{run.host.name}: {spec.type.name}: {'; '.join(conflicts)}"
         except (HostError, InputError) as error:  # these name the node and item themselves
             task.status, task.error = "failed", str(error)
         except NodeprovError as error:  # TaskFailed, ParamError, ...: the plan's own words
@@ -221,11 +226,13 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
         result.tasks.append(task)
         reporter.task_done(run.host.name, task)
         if task.status == "failed":
-            result.status, result.error = "failed", task.error
+            result.status, result.error = "failed", result.error or task.error
+            if task.conflicted:
+                continue
             skipped = run.specs[index + 1:]
             result.tasks.extend(TaskResult(s.name, s.type.name, "skipped") for s in skipped)
             return
-        if task.status == "changed":
+        if task.status == "changed" and result.status != "failed":
             result.status = "changed"
 
 

@@ -79,24 +79,36 @@ class Change:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a task would change on one host; no changes means in sync (``notes`` say why)."""
+    """What a task would change on one host; no changes means in sync (``notes`` say why).
+
+    ``conflicts`` are what would still keep the task's effect from holding once its changes
+    are made, and what nodeprov must not change itself (a user's line outside our block, a
+    user's firewall rule): each says exactly what to remove, where. A plan with conflicts is
+    not in sync: the task fails with them (after its own changes), and ``verify`` prints them
+    with no repair command, since no nodeprov command would fix them::
+
+        Plan.noop(conflicts=["/etc/hosts:5 '10.1.2.77 node1' makes node1 resolve to "
+                             "10.1.2.77: remove that line"])
+    """
 
     changes: tuple[Change, ...] = ()
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    conflicts: tuple[str, ...] = ()
 
     @classmethod
-    def noop(cls, *notes: str, warnings: Sequence[str] = ()) -> Plan:
-        return cls((), notes, tuple(warnings))
+    def noop(cls, *notes: str, warnings: Sequence[str] = (),
+             conflicts: Sequence[str] = ()) -> Plan:
+        return cls((), notes, tuple(warnings), tuple(conflicts))
 
     @classmethod
-    def of(cls, *changes: Change, notes: Sequence[str] = (),
-           warnings: Sequence[str] = ()) -> Plan:
-        return cls(tuple(changes), tuple(notes), tuple(warnings))
+    def of(cls, *changes: Change, notes: Sequence[str] = (), warnings: Sequence[str] = (),
+           conflicts: Sequence[str] = ()) -> Plan:
+        return cls(tuple(changes), tuple(notes), tuple(warnings), tuple(conflicts))
 
     @property
     def in_sync(self) -> bool:
-        return not self.changes
+        return not self.changes and not self.conflicts
 
 
 @dataclass(frozen=True)

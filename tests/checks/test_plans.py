@@ -49,3 +49,33 @@ def test_each_node_and_task_is_one_result_a_changed_plan_its_drift_line(tmp_path
         ("plan::Notice[n2]", "block", "error", failed),
         ("plan[n3]", None, "error", "n3: cannot connect to 10.0.0.3:22")]
     assert results[0].repair == "nodeprov apply inv.yaml --limit n1 --tags sysctl"
+
+
+def test_a_conflict_is_said_by_hand_with_an_apply_command_only_where_apply_changes_something(
+        tmp_path: Path) -> None:
+    (tmp_path / "inventory.yaml").write_text(
+        "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n"
+        "    n1: {ansible_host: 10.0.0.1}\n    n2: {ansible_host: 10.0.0.2}\n")
+    (tmp_path / "site.yaml").write_text(PLAYBOOK)
+    inventory = load_inventory(tmp_path / "inventory.yaml")
+    playbook = load_playbook(tmp_path / "site.yaml", inventory)
+    removal = "/etc/sysctl.d/99-z.conf:2 sets net.core.somaxconn=128 after ours: remove it"
+
+    def conflicted(node: str, changes: list[str]) -> TaskResult:
+        return TaskResult("Buffers", "sysctl", "failed", changes, error=f"{node}: sysctl: "
+                          f"{removal}", conflicted=True)
+
+    outcome = PlaybookOutcome([
+        HostResult("n1", "failed", [conflicted("n1", []), TaskResult("Notice", "block", "ok")]),
+        HostResult("n2", "failed", [conflicted("n2", ["write f"]),
+                                    TaskResult("Notice", "block", "ok")])],
+        {"n1": None, "n2": None})
+
+    def drift(node: str, spec: TaskSpec) -> Drift:
+        return Drift(node, spec.type.name, "inv.yaml", spec.tags[0] if spec.tags else None)
+
+    results = plan_results(outcome, playbook, drift)
+    assert [(r.outcome, r.message, r.repair) for r in results if r.area == "sysctl"] == [
+        ("failed", f"n1 sysctl: by hand: {removal}", ""),
+        ("failed", f"n2 sysctl: plan: write f; by hand: {removal}; repair: nodeprov apply "
+         "inv.yaml --limit n2 --tags sysctl", "nodeprov apply inv.yaml --limit n2 --tags sysctl")]

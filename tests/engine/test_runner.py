@@ -154,3 +154,31 @@ def test_what_a_change_left_is_read_in_its_round_trip_and_its_warnings_reported(
         ("changed", ["/etc/motd holds block one"]), ("changed", ["/etc/issue holds block two"]),
         ("changed", ["/etc/motd holds block three"])]
     assert node.calls == ["gather", "execute", "execute", "gather", "execute"]  # no more
+
+
+def test_a_conflict_fails_its_task_after_its_changes_and_the_next_tasks_still_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    block = REGISTRY["block"]
+
+    def plan(ctx: Context, params: Any, observed: str) -> Plan:
+        """block's plan, with a user's line in /etc/issue that nodeprov must not touch."""
+        planned = block.plan(ctx, params, observed)
+        if params.path != "/etc/issue":
+            return planned
+        return dataclasses.replace(planned, conflicts=("/etc/issue:1 'x': remove that line",))
+
+    monkeypatch.setitem(REGISTRY, "block", dataclasses.replace(block, plan=plan))
+    (tmp_path / "inventory.yaml").write_text(INVENTORY)
+    (tmp_path / "playbook.yaml").write_text(PLAYBOOK)
+    inventory = load_inventory(tmp_path / "inventory.yaml")
+    node = FakeNode({})
+    outcome = run_playbook(load_playbook(tmp_path / "playbook.yaml", inventory), inventory,
+                           inventory.hosts, RunOptions(), Quiet(), {"node1": cast(Session, node)})
+    (result,) = outcome.results
+    assert [(task.status, task.conflicted) for task in result.tasks] == [
+        ("changed", False), ("failed", True), ("changed", False)]
+    assert result.status == "failed"  # a later change does not hide it
+    assert result.error == "node1: block: /etc/issue:1 'x': remove that line"
+    # the conflicted task's own change was made, and so was the third task's
+    assert blocks.block_lines(node.texts["/etc/issue"], "two") == ["second"]
+    assert blocks.block_lines(node.texts["/etc/motd"], "three") == [FACTS.hostname]
