@@ -1,0 +1,97 @@
+"""Causes no public thread recorded for the corpus (tests/data/nccl-logs/README.md), on lines
+SYNTHETIC: written for these tests in NCCL's and aws-ofi-nccl's formats (the WARN texts are
+NCCL's own format strings, misc/ibvwrap.cc and transport/net_ib.cc), never read as recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodeprov.fabric import read_logs
+from nodeprov.fabric.lines import parse_line
+
+
+def report_of(tmp_path: Path, text: str) -> tuple[str, dict[str, tuple[str, list[str]]]]:
+    log = tmp_path / "synthetic.log"
+    log.write_text(text)
+    report = read_logs([log])
+    return report.verdict, {node.node: (node.network, [c.code for c in node.causes])
+                            for node in report.nodes}
+
+
+SYNTHETIC = {
+    "ofi-tcp-provider": (
+        "n1:10:11 [0] NCCL INFO NET/OFI Selected Provider is tcp\n"
+        "n1:10:11 [0] NCCL INFO Using network AWS Libfabric\n",
+        ("Socket", ["ofi-tcp-provider"])),
+    "memlock": (
+        "n1:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
+        "n1:10:11 [0] NCCL INFO Using network IB\n"
+        "n1:10:12 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error"
+        " Cannot allocate memory\n",
+        ("IB", ["memlock"])),
+    "roce-gid": (
+        "n1:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+        "n1:10:11 [0] NCCL INFO Using network IB\n"
+        "n1:10:12 [0] misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error "
+        "Network is unreachable\n",
+        ("RoCE", ["roce-gid"])),
+    "hca-selection": (
+        "n1:10:11 [0] NCCL INFO NCCL_IB_HCA set to mlx5_1\n"
+        "n1:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_1:1/IB [1]mlx5_10:1/IB [RO]; OOB "
+        "ib0:10.0.0.1<0>\n"
+        "n1:10:11 [0] NCCL INFO Using network IB\n",
+        ("IB", ["hca-selection"])),
+    "gdr-level": (
+        "n1:10:11 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to LOC\n"
+        "n1:10:11 [0] NCCL INFO Using network IB\n"
+        "n1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n",
+        ("IB", ["gdr-level"])),
+    "fabric-errors": (
+        "n1:10:11 [0] NCCL INFO Using network IB\n"
+        "n1:10:12 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+        "10.0.0.2<50000> with status=12 opcode=1 len=0 vendor err 129 (Send)\n",
+        ("IB", ["fabric-errors"])),
+}
+
+
+@pytest.mark.parametrize("code", sorted(SYNTHETIC))
+def test_synthetic_cause(tmp_path: Path, code: str) -> None:
+    text, node = SYNTHETIC[code]
+    assert report_of(tmp_path, text) == ("slower-path", {"n1": node})
+
+
+def test_exact_hca_names_are_no_cause(tmp_path: Path) -> None:
+    """SYNTHETIC: '=' asks for exact names, and a list naming every device matches none
+    more."""
+    text = ("n1:10:11 [0] NCCL INFO NCCL_IB_HCA set to =mlx5_1\n"
+            "n1:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_1:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
+            "n1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n")
+    assert report_of(tmp_path, text) == ("fast-fabric", {"n1": ("IB", [])})
+
+
+def test_a_node_on_sockets_beside_nodes_on_ib(tmp_path: Path) -> None:
+    """SYNTHETIC: two nodes of one job, one fell back: it is named, the other is fine."""
+    text = ("n1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+            "n2:20:21 [0] NCCL INFO NET/IB : No device found.\n"
+            "n2:20:21 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n"
+            "n2:20:21 [0] NCCL INFO Using network Socket\n")
+    assert report_of(tmp_path, text) == ("slower-path", {
+        "n1": ("IB", []), "n2": ("Socket", ["no-fast-fabric", "transport-mismatch"])})
+
+
+@pytest.mark.parametrize(("raw", "host", "rank"), [
+    ("[rank12]:gpu-3:4811:4902 [4] NCCL INFO Using network IB", "gpu-3", 12),
+    ("[1,26]<stdout>:ip-172-32-36-209:8716:9558 [2] NCCL INFO Ring 00", "ip-172-32-36-209", None),
+    ("worker-0: worker-0:19487:21056 [3] NCCL INFO Using network IBext", "worker-0", None),
+    ("  | 2024-12-04T05:27:45.084Z | algo-1:18059:18136 [2] NCCL INFO x", "algo-1", None),
+])
+def test_launcher_prefixes(raw: str, host: str, rank: int | None) -> None:
+    line = parse_line(raw)
+    assert line is not None and (line.host, line.rank) == (host, rank)
+
+
+def test_not_an_nccl_line() -> None:
+    assert parse_line("NCCL version 2.19.3+cuda12.3") is None
+    assert parse_line("Rank 0/2 initializing NCCL...") is None
