@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nodeprov.errors import InputError
 from nodeprov.fabric.lines import NcclLine, bare_version, parse_line, read_log
-from nodeprov.fabric.ranklog import fold
+from nodeprov.fabric.ranklog import Ranks, fold
 from nodeprov.fabric.verdict import FabricReport, read_fabric
 
 
@@ -24,15 +24,14 @@ def read_logs(paths: Iterable[Path]) -> FabricReport:
     """Every NCCL line of every file, ranks of many nodes mixed in any order; a file without
     one is an InputError naming it (NCCL_DEBUG=INFO was not set where it was written)."""
     versions: dict[tuple[str, int, int], str] = {}
-    lines: list[NcclLine] = []
+    ranks: Ranks = {}
     for path in paths:
-        found = list(_nccl_lines(path, versions))
-        if not found:
+        before = sum(log.lines for log in ranks.values())
+        fold(_nccl_lines(path, versions), ranks)  # line by line: a log may be gigabytes
+        if sum(log.lines for log in ranks.values()) == before:
             raise InputError("no NCCL debug line in it: run the job with NCCL_DEBUG=INFO "
                              "(NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH) and give its output",
                              source=str(path))
-        lines += found
-    ranks = fold(lines)
     for key, log in ranks.items():
         log.version = log.version or versions.get(key)
     return read_fabric(ranks)

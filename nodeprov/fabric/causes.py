@@ -106,7 +106,7 @@ def _visibility(log: RankLog, network: str) -> list[Cause]:
     hints = [note for note in log.notes if "P2P plugin IB" in note]
     ipoib = (log.bootstrap or "").startswith("ib") or any(
         device.name.startswith("ib") for device in log.socket_devices)
-    if (hints or ipoib) and not log.settings.get("NCCL_IB_DISABLE"):
+    if (hints or ipoib) and log.settings.get("NCCL_IB_DISABLE", ("0", ""))[0] != "1":
         return [cause("rdma-not-visible", [*missing, *hints, log.bootstrap_line or ""][0])]
     said = next(iter({**log.networks, **log.channels}.values()), "")
     evidence = missing[0] if missing else (log.socket_line or said)

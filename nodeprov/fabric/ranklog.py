@@ -31,6 +31,7 @@ _GDR_HCA = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for HCA")
 _RANK = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nr?anks")
 _NVLS = re.compile(r"^(?:NVLS comm 0x|Connected NVLS)|^[1-9]\d* coll channels, [1-9]\d* nvls")
 _VERSION = re.compile(r"^NCCL version (?P<version>\d+\.\d+\.\d+)")
+MAX_WARNINGS = 200  # per rank: a rule needs one line; a log repeating one is untrusted input
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class RankLog:
     dev: int
     rank: int | None = None
     version: str | None = None
+    lines: int = 0                       # NCCL lines of this rank read
     networks: dict[str, str] = field(default_factory=dict)   # plugin name -> its line
     channels: dict[str, str] = field(default_factory=dict)   # NET name of a channel -> line
     initialized: dict[str, str] = field(default_factory=dict)  # 2.27+: plugins that loaded
@@ -77,15 +79,20 @@ class RankLog:
         return f"rank {self.rank}" if self.rank is not None else f"pid {self.pid} [{self.dev}]"
 
 
-def fold(lines: Iterable[NcclLine]) -> dict[tuple[str, int, int], RankLog]:
-    """Every rank's lines folded into its RankLog, in the order the ranks first appear."""
-    ranks: dict[tuple[str, int, int], RankLog] = {}
+Ranks = dict[tuple[str, int, int], RankLog]
+
+
+def fold(lines: Iterable[NcclLine], ranks: Ranks | None = None) -> Ranks:
+    """Every rank's lines folded into its RankLog (into ``ranks``, to fold file after file),
+    in the order the ranks first appear."""
+    ranks = {} if ranks is None else ranks
     for line in lines:
         log = ranks.get(line.process)
         if log is None:
             log = ranks[line.process] = RankLog(line.host, line.pid, line.dev)
         if log.rank is None and line.rank is not None:
             log.rank = line.rank
+        log.lines += 1
         add(log, line)
     return ranks
 
@@ -94,7 +101,8 @@ def add(log: RankLog, line: NcclLine) -> None:
     """What ``line`` tells about the fabric, into ``log``."""
     text, whole = line.text, line.evidence
     if line.level == "WARN":
-        log.warnings.append(whole)
+        if len(log.warnings) < MAX_WARNINGS:
+            log.warnings.append(whole)
         return
     _add_network(log, text, whole)
     _add_devices(log, text, whole)
@@ -105,8 +113,9 @@ def add(log: RankLog, line: NcclLine) -> None:
         log.rank = int(ranked.group("rank"))
     if (version := _VERSION.match(text)) is not None:
         log.version = version.group("version")
-    if any(marker in text for marker in ("Failed to open libibverbs", "No device found",
-                                         "Failed to initialize NET plugin", "P2P plugin IB")):
+    if len(log.notes) < MAX_WARNINGS and any(marker in text for marker in (
+            "Failed to open libibverbs", "No device found", "Failed to initialize NET plugin",
+            "P2P plugin IB")):
         log.notes.append(whole)
 
 

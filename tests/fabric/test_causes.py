@@ -10,6 +10,7 @@ import pytest
 
 from nodeprov.fabric import read_logs
 from nodeprov.fabric.lines import parse_line
+from nodeprov.fabric.ranklog import MAX_WARNINGS, fold
 
 
 def report_of(tmp_path: Path, text: str) -> tuple[str, dict[str, tuple[str, list[str]]]]:
@@ -69,6 +70,27 @@ def test_exact_hca_names_are_no_cause(tmp_path: Path) -> None:
             "n1:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_1:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
             "n1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n")
     assert report_of(tmp_path, text) == ("fast-fabric", {"n1": ("IB", [])})
+
+
+def test_ib_disable_0_is_no_reason_for_sockets(tmp_path: Path) -> None:
+    """SYNTHETIC: NCCL_IB_DISABLE=0 set, an IPoIB bootstrap, no IB device seen: RDMA is there
+    and the job does not see it."""
+    text = ("n1:10:10 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.1<0>\n"
+            "n1:10:11 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+            "n1:10:11 [0] NCCL INFO NET/IB : No device found.\n"
+            "n1:10:11 [0] NCCL INFO Using network Socket\n")
+    assert report_of(tmp_path, text) == ("slower-path", {"n1": ("Socket", ["rdma-not-visible"])})
+
+
+def test_a_repeated_warning_is_kept_a_bounded_number_of_times(tmp_path: Path) -> None:
+    """SYNTHETIC: a log is untrusted; thousands of WARN lines keep memory bounded."""
+    log = tmp_path / "flood.log"
+    warn = "n1:10:12 [0] misc/socket.cc:1 NCCL WARN Net : Connection closed by remote peer\n"
+    log.write_text("n1:10:11 [0] NCCL INFO Using network Socket\n" + warn * 20_000)
+    assert [rank.network for rank in read_logs([log]).nodes[0].ranks] == ["Socket"]
+    folded = fold(line for raw in log.read_text().splitlines()
+                  if (line := parse_line(raw)) is not None)
+    assert len(folded["n1", 10, 0].warnings) == MAX_WARNINGS
 
 
 def test_a_node_on_sockets_beside_nodes_on_ib(tmp_path: Path) -> None:
