@@ -82,3 +82,13 @@ def test_log_text_is_escaped(tmp_path: Path) -> None:
                    "n1:1:1 [0] NCCL INFO Using network Socket\n")
     code, out, _ = fabric(log)
     assert code == EXIT_SLOWER_PATH and "\x1b" not in out and "\\x1b[2J" in out
+
+
+def test_report_refuses_to_draw_a_fabric_report(tmp_path: Path) -> None:
+    """No HTML page is drawn for it yet: one line and exit 2, not a traceback."""
+    saved = tmp_path / "fabric.json"
+    assert fabric(LOGS / "nccl-707-ib-gdrdma.log", "--json", saved)[0] == EXIT_OK
+    result = CliRunner().invoke(app, ["report", str(saved), "--html", str(tmp_path / "f.html")])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.stderr == f"nodeprov: {saved}: a fabric report has no HTML page: nodeprov " \
+                            "fabric prints it, and --json keeps it\n"
