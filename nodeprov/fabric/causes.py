@@ -114,13 +114,15 @@ def _visibility(log: RankLog, network: str) -> list[Cause]:
 
 
 def _hca_prefix(log: RankLog) -> list[Cause]:
-    """NCCL_IB_HCA without '=' matching a device it does not name (mlx5_1 -> mlx5_10)."""
+    """NCCL_IB_HCA without '=' taking a device that only extends a name it gives by digits
+    (mlx5_1 -> mlx5_10): that device was not meant; a stem (``mlx5``) is meant as one."""
     setting = log.settings.get("NCCL_IB_HCA")
     if setting is None or setting[0].startswith(("=", "^")) or not log.ib_line:
         return []
     named = {part.split(":")[0] for part in setting[0].split(",") if part}
-    extra = [device.name for device in log.ib_devices if device.name not in named]
-    return [cause("hca-selection", log.ib_line)] if extra else []
+    caught = [device.name for device in log.ib_devices for name in named  # mlx5 is meant so
+              if device.name[len(name):].isdigit() and device.name.startswith(name)]
+    return [cause("hca-selection", log.ib_line)] if caught else []
 
 
 def _interfaces(log: RankLog) -> list[tuple[str, str]]:

@@ -63,10 +63,11 @@ def test_synthetic_cause(tmp_path: Path, code: str) -> None:
     assert report_of(tmp_path, text) == ("slower-path", {"n1": node})
 
 
-def test_exact_hca_names_are_no_cause(tmp_path: Path) -> None:
-    """SYNTHETIC: '=' asks for exact names, and a list naming every device matches none
-    more."""
-    text = ("n1:10:11 [0] NCCL INFO NCCL_IB_HCA set to =mlx5_1\n"
+@pytest.mark.parametrize("hca", ["=mlx5_1", "mlx5", "mlx5_1:1"])
+def test_exact_hca_names_and_stems_are_no_cause(tmp_path: Path, hca: str) -> None:
+    """SYNTHETIC: '=' asks for exact names; a stem (mlx5) is meant to match many; a name that
+    is the only device's matches no other."""
+    text = (f"n1:10:11 [0] NCCL INFO NCCL_IB_HCA set to {hca}\n"
             "n1:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_1:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
             "n1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n")
     assert report_of(tmp_path, text) == ("fast-fabric", {"n1": ("IB", [])})
