@@ -1,6 +1,9 @@
-"""Causes no public thread recorded for the corpus (tests/data/nccl-logs/README.md), on lines
-SYNTHETIC: written for these tests in NCCL's and aws-ofi-nccl's formats (the WARN texts are
-NCCL's own format strings, misc/ibvwrap.cc and transport/net_ib.cc), never read as recorded."""
+"""Causes no public thread recorded whole for the corpus (tests/data/nccl-logs/README.md), on
+lines SYNTHETIC: written for these tests, never read as recorded. Their host prefixes are
+invented; the messages after them are as public threads quote them: the memlock WARN is the
+title of NVIDIA/nccl-tests#206, the RoCE one that of NVIDIA/nccl-tests#185, the completion
+error that of NVIDIA/nccl#1814 (its peer and GIDs shortened), the provider line
+aws-ofi-nccl's as NVIDIA/nccl#527 shows it for efa, with tcp."""
 
 from __future__ import annotations
 
