@@ -40,6 +40,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_HOST_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_SLOWER_PATH = 3  # nodeprov fabric: NCCL took a slower path than the nodes have
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_OUTPUT_CLOSED = 141  # stdout's reader went away (`| head`), as shells report SIGPIPE
 

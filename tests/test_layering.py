@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     (UTIL, 1, None),                     # validate, yamlfile, fanout, jinja
     ("nodeprov.jsonreport", 1, (ERRORS, "nodeprov.util.reportfile")),  # schema and writer
     ("nodeprov.gpu", 2, None),           # a node's GPUs, from what facts.sh reads
+    ("nodeprov.fabric", 2, (ERRORS, UTIL)),  # NCCL's lines read back: which network it took
     ("nodeprov.variants", 2, None),      # choosing the torch variant
     ("nodeprov.config", 2, None),        # ansible.cfg and ANSIBLE_* settings
     ("nodeprov.htmlreport", 2, None),    # the JSON report as HTML (for commands/)

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from nodeprov.cli.exits import exit_on_error
+from nodeprov.cli.fabric import fabric_command
 from nodeprov.cli.options import (
     AcceptKeysOpt,
     AfterDashDash,
@@ -49,6 +50,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(testbed_app, name="testbed")
+app.command("fabric")(fabric_command)
 
 
 def _show_version(asked: bool) -> None:

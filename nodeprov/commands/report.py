@@ -42,6 +42,10 @@ def run_report(report_path: Path, html_path: str | None) -> int:
 
     if not html_path:
         raise InputError("nothing to write: give --html PATH for the HTML page")
-    size = write_html(read_report(report_path), html_path, str(report_path))
+    report = read_report(report_path)
+    if report["command"] == "fabric":  # its lines and JSON say it all; no page is drawn yet
+        raise InputError("a fabric report has no HTML page: nodeprov fabric prints it, and "
+                         "--json keeps it", source=str(report_path))
+    size = write_html(report, html_path, str(report_path))
     print(f"{html_path}: {size / 1000:.0f} kB, from {report_path}")
     return EXIT_OK

@@ -1,0 +1,75 @@
+"""``nodeprov fabric LOG...``: which network NCCL took on each node, from logs a user already
+has, and why a path is slower than the nodes have (docs/fabric.md)::
+
+    code = run_fabric([Path("train.log")], json_path=None)   # 0, 3 (slower path) or 2
+
+Reads the files only; connects to nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nodeprov import jsonreport
+from nodeprov.errors import EXIT_OK, EXIT_SLOWER_PATH
+from nodeprov.fabric import read_logs
+from nodeprov.fabric.causes import NEEDS_FACTS
+from nodeprov.fabric.verdict import FabricReport, NodeFabric
+from nodeprov.util.validate import printable
+
+SAYS = {
+    "fast-fabric": "the fast fabric is used",
+    "slower-path": "a slower path than the nodes have: repair the causes above",
+    "no-fast-fabric-seen": "sockets, and the log shows no RDMA NIC on any node",
+    "unknown": "the log does not say which network NCCL took",
+}
+
+
+def run_fabric(paths: Sequence[Path], json_path: str | None) -> int:
+    report = read_logs(paths)
+    code = EXIT_SLOWER_PATH if report.verdict == "slower-path" else EXIT_OK
+    if json_path:
+        jsonreport.write_report(fabric_json(report, ok=code == EXIT_OK), json_path)
+    if json_path != "-":
+        print("\n".join(fabric_text(report)))
+    return code
+
+
+def fabric_json(report: FabricReport, ok: bool) -> dict[str, Any]:
+    """The ``--json`` report: issue #36's shape, ``nodes`` and ``verdict``."""
+    return jsonreport.document("fabric", ok, verdict=report.verdict, nodes=[
+        {"node": node.node,
+         "ranks": [{"rank": rank.label, "network": rank.network, "gdr": rank.gdr,
+                    "nccl": rank.nccl} for rank in node.ranks],
+         "network": node.network,
+         "devices": [{"name": device.name, "link_layer": device.link_layer,
+                      "port": device.port} for device in node.devices],
+         "gdr": node.gdr, "intra": node.intra,
+         "causes": [{"code": found.code, "evidence": found.evidence, "repair": found.repair}
+                    for found in node.causes]}
+        for node in report.nodes])
+
+
+def fabric_text(report: FabricReport) -> list[str]:
+    """What a person reads: a line per node, a line per cause and its repair, what the log
+    could not tell, the verdict. Log text is escaped: a log is untrusted input."""
+    lines: list[str] = []
+    for node in report.nodes:
+        lines.append(printable(_summary(node)))
+        for found in node.causes:
+            lines += [printable(f"  {found.code}: {found.evidence}"),
+                      f"    repair: {found.repair}"]
+        lines += [f"  could not tell {what}" for what in node.unknown]
+    lines += [f"not read from a log (they need the nodes' facts): {', '.join(NEEDS_FACTS)}",
+              f"verdict: {report.verdict}: {SAYS[report.verdict]}"]
+    return lines
+
+
+def _summary(node: NodeFabric) -> str:
+    devices = ", ".join(f"{device.name} ({device.link_layer})" for device in node.devices)
+    gdr = {True: "yes", False: "no", None: "not said"}[node.gdr]
+    ranks = ", ".join(rank.label for rank in node.ranks)
+    return (f"{node.node} [{ranks}]: {node.network}" + (f" over {devices}" if devices else "")
+            + f"; GPUDirect RDMA {gdr}; intra-node {'/'.join(node.intra) or 'not said'}")
