@@ -48,7 +48,8 @@ def test_every_recorded_report_reads(tmp_path: Path) -> None:
     ('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}",
      ": not a nodeprov JSON report: nested deeper than Python reads"),
     ('{"schema_version": 1, "command": "deploy", "ok": true, "hosts": {}}',
-     ": command: must be one of ['apply', 'verify', 'facts', 'run']; not a nodeprov JSON "),
+     ": command: must be one of ['apply', 'verify', 'facts', 'run', 'fabric']; "
+     "not a nodeprov JSON "),
 ])
 def test_what_is_no_report_is_one_line_naming_file_and_field(tmp_path: Path, text: str,
                                                              said: str) -> None:
