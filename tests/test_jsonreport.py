@@ -16,12 +16,12 @@ from nodeprov.commands.apply import apply_report
 from nodeprov.commands.facts import facts_report
 from nodeprov.commands.verify import report_json
 from nodeprov.engine.outcome import HostResult, TaskResult
-from nodeprov.job.baseline import load_baseline, record_baseline
-from nodeprov.job.launch import JobOutcome
-from nodeprov.job.matrix import Check, Matrix
-from nodeprov.job.prove import Link, Proof
-from nodeprov.job.results import parse_result, verdict
 from nodeprov.jsonreport import write_report
+from nodeprov.proof.baseline import load_baseline, record_baseline
+from nodeprov.proof.launch import JobOutcome
+from nodeprov.proof.matrix import Check, Matrix
+from nodeprov.proof.prove import Link, Proof
+from nodeprov.proof.results import parse_result, verdict
 from nodeprov.remote.facts import parse_facts, split_sections
 from tests.report_schema import assert_valid
 

@@ -37,13 +37,15 @@ LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     ("nodeprov.tasks.textfiles", 6, (ERRORS, UTIL)),  # pure text edits, for every task
     ("nodeprov.playbook", 7, None),      # plays, tags, batches: read before any connection
     ("nodeprov.engine", 8, None),        # the runner: the only code that acts on nodes
-    ("nodeprov.job", 9, None),           # the torchrun jobs (never checks/)
-    ("nodeprov.job.allreduce", 9, ()),   # runs on the nodes under torchrun
-    ("nodeprov.checks", 9, None),        # verify's checks (never job/)
-    ("nodeprov.commands", 10, None),     # one module per subcommand
-    ("nodeprov.testbed", 10, (ERRORS, UTIL)),  # a side room: only the CLI and tests use it
-    ("nodeprov.cli", 11, None),          # options, exit codes; commands imported lazily
-    ("nodeprov.__main__", 12, ("nodeprov.cli", "nodeprov.errors")),
+    ("nodeprov.job", 9, None),           # one job on every node, and why nodes failed
+    ("nodeprov.checks", 9, None),        # verify's checks (never a job)
+    ("nodeprov.proof", 10, None),        # the verification job: matrix, job, baseline
+    ("nodeprov.proof.allreduce", 10, ()),  # runs on the nodes under torchrun
+    ("nodeprov.userjob", 11, None),      # nodeprov run: the user's script on every node
+    ("nodeprov.commands", 12, None),     # one module per subcommand
+    ("nodeprov.testbed", 12, (ERRORS, UTIL)),  # a side room: only the CLI and tests use it
+    ("nodeprov.cli", 13, None),          # options, exit codes; commands imported lazily
+    ("nodeprov.__main__", 14, ("nodeprov.cli", "nodeprov.errors")),
 )
 ROOT = "nodeprov"  # the package's __init__: its version, nothing to import
 
@@ -160,9 +162,9 @@ def test_no_import_cycle_not_even_through_type_checking_imports() -> None:
 def test_a_cycle_through_a_type_only_import_is_found() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     graph = import_graph()
-    assert "nodeprov.job.matrix" in graph["nodeprov.job.prove"]  # the walk sees real edges
-    graph["nodeprov.job.matrix"].add("nodeprov.job.prove")  # as a TYPE_CHECKING import would
-    assert any({"nodeprov.job.matrix", "nodeprov.job.prove"} <= set(cycle)
+    assert "nodeprov.proof.matrix" in graph["nodeprov.proof.prove"]  # the walk sees real edges
+    graph["nodeprov.proof.matrix"].add("nodeprov.proof.prove")  # as a TYPE_CHECKING import would
+    assert any({"nodeprov.proof.matrix", "nodeprov.proof.prove"} <= set(cycle)
                for cycle in cycles(graph))
 
 

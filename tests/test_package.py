@@ -28,7 +28,7 @@ else:
 MAX_LINES = 300
 MAX_LOOSE = 8
 # the torchrun job runs in the nodes' venv, which the torch task fills: the ``job`` extra
-EXTRA_OF = {"nodeprov.job.allreduce": "job"}
+EXTRA_OF = {"nodeprov.proof.allreduce": "job"}
 
 
 def requirements(extra: str | None = None) -> list[Requirement]:

@@ -258,7 +258,7 @@ def run(
     inventory; the first failure, Ctrl-C, SIGTERM, SIGHUP or the timeout stops every rank on
     every node, and a node stops its ranks by itself when nodeprov is gone."""
     from nodeprov.commands.run import run_command
-    from nodeprov.job.runargs import parse_request
+    from nodeprov.userjob.runargs import parse_request
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():

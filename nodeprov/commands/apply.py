@@ -35,7 +35,7 @@ from nodeprov.remote.session import Session
 from nodeprov.util.redact import Redactor
 
 if TYPE_CHECKING:
-    from nodeprov.job.prove import Proof
+    from nodeprov.proof.prove import Proof
 
 
 def run_apply(inventory_path: Path | None, playbook_path: Path | None,
@@ -114,8 +114,8 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookO
            sessions: Mapping[str, Session], inventory: Inventory, check: bool) -> list[Proof]:
     """The play's verification job, when every one of its hosts came through the tasks."""
     # lazy: the job's modules load only for a playbook with a job: play
-    from nodeprov.job.baseline import baseline_path
-    from nodeprov.job.prove import print_proof, prove_cluster
+    from nodeprov.proof.baseline import baseline_path
+    from nodeprov.proof.prove import print_proof, prove_cluster
 
     if check:
         console.print("job: not run in check mode", markup=False, highlight=False)

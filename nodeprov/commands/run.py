@@ -26,10 +26,10 @@ from nodeprov.commands.report import write_reports
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.errors import EnvironmentProblem, InputError
-from nodeprov.job.runargs import RunRequest
-from nodeprov.job.runreport import UserJobOutcome
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
+from nodeprov.userjob.runargs import RunRequest
+from nodeprov.userjob.runreport import UserJobOutcome
 from nodeprov.util.redact import Redactor
 from nodeprov.util.validate import printable
 
@@ -44,8 +44,8 @@ def run_command(inventory_path: Path | None, request: RunRequest, ansible: Ansib
                 redactor: Redactor, *, limit: str | None, forks: int | None,
                 accept_new_host_keys: bool, json_path: str | None,
                 html_path: str | None = None) -> int:
-    from nodeprov.job.run import run_user_job
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
+    from nodeprov.userjob.run import run_user_job
 
     opened = open_for(inventory_path, ansible, redactor)
     inventory = opened.inventory

@@ -33,7 +33,7 @@ from nodeprov.util.redact import Redactor
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
-    from nodeprov.job.prove import Proof
+    from nodeprov.proof.prove import Proof
 
 
 def print_report(console: Console, verification: Verification) -> None:
@@ -90,9 +90,9 @@ def _prove_again(console: Console, inventory: Inventory, playbook_path: Path | N
                  options: SshOptions, pairwise: bool, forks: int,
                  extra: Mapping[str, Any]) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
-    from nodeprov.job.baseline import baseline_path
-    from nodeprov.job.matrix import Matrix
-    from nodeprov.job.prove import Proof, print_proof, prove_cluster
+    from nodeprov.proof.baseline import baseline_path
+    from nodeprov.proof.matrix import Matrix
+    from nodeprov.proof.prove import Proof, print_proof, prove_cluster
     from nodeprov.remote.hostkeys import SshFiles
 
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)

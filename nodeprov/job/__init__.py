@@ -1,13 +1,7 @@
-"""The jobs nodeprov runs across the nodes with torchrun, and what they report on this side.
+"""What every job nodeprov starts across the nodes shares: ``nodejob`` (one job on every node
+at once, stopped together) and the narration of its failures, ``failures`` and ``diagnose``
+(which nodes failed by themselves, and the likely cause, by the rules of ``causes``).
 
-- the verification job: ``prove`` (the connectivity matrix, then the job, then the bandwidth
-  baseline: how apply ends and verify checks), ``connectivity`` and ``matrix``, ``launch``,
-  ``results``, ``baseline``; the job itself, ``allreduce/``, runs on the nodes with torch and
-  the standard library only;
-- ``nodeprov run``'s job, the user's script: ``run``, ``runargs``, ``sync``, ``ranklog``,
-  ``runreport``;
-- both: ``nodejob`` (one job on every node at once, stopped together), ``failures`` and
-  ``diagnose`` (which nodes failed by themselves, and the likely cause).
-
-The scripts these start on the nodes without torch are in nodeprov/nodeside/.
+The proof's job is in nodeprov/proof/, ``nodeprov run``'s in nodeprov/userjob/; the scripts
+they start on the nodes without torch are in nodeprov/nodeside/.
 """

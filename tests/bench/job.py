@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.inventory import load_inventory
-from nodeprov.job.launch import run_job
+from nodeprov.proof.launch import run_job
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.testbed.cluster import Testbed

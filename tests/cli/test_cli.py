@@ -106,7 +106,7 @@ def test_help_does_not_import_fabric() -> None:
 
 def test_apply_and_verify_load_the_job_modules_only_for_the_job() -> None:
     assert loaded_after("import nodeprov.commands.apply, nodeprov.commands.verify",
-                        ("nodeprov.job", "nodeprov.job.prove", "rich.live")) == []
+                        ("nodeprov.job", "nodeprov.proof", "rich.live")) == []
 
 
 # --- one meaning per option on every command ----------------------------------------------------
@@ -164,7 +164,7 @@ def test_the_ansible_options_reach_the_command_as_one_set(
         command: str, function: str, words: list[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     from nodeprov.config.defaults import AnsibleOptions, CommandLine
-    from nodeprov.job.runargs import RunRequest
+    from nodeprov.userjob.runargs import RunRequest
 
     given: list[Any] = []
 

@@ -21,7 +21,7 @@ from nodeprov.commands import run
 from nodeprov.commands.run import SyncBars, job_as_login, lines_to, report, signals_interrupt
 from nodeprov.errors import InputError
 from nodeprov.inventory import Host
-from nodeprov.job.runreport import FirstFailure, NodeRun, UserJobOutcome
+from nodeprov.userjob.runreport import FirstFailure, NodeRun, UserJobOutcome
 from tests.report_schema import assert_valid
 
 HOSTILE = "\x1b]0;owned\x07\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07"  # title, clear, clipboard

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nodeprov.job.matrix import Check, Matrix
+from nodeprov.proof.matrix import Check, Matrix
 
 DATA = Path(__file__).parent / "data"
 SUBNET = "10.1.{}.{}"

@@ -39,7 +39,7 @@ EXPECTED = {
     "local_store_wait_timeout.txt": ("job", "never joined", "wait timeout"),
     "local_run_rank_raises.txt": ("job", "peer rank ended first", "Connection closed by peer"),
     # by itself a network question; run's failures read it beside the peer's exit 0
-    # (tests/job/test_run_flow.py)
+    # (tests/userjob/test_run_flow.py)
     "local_run_peer_finished.txt": ("firewall", "gloo peers", "Connection reset by peer"),
     # pytorch/examples' and ml-engineering's scripts through nodeprov run (data/README.md)
     "local_run_missing_module.txt": ("venv", "neither in the node's venv",

@@ -1,6 +1,6 @@
 """``converse``: a command on a channel of its own. Here the channel is a local ``sh`` behind
 paramiko's Channel calls; on the testbed, ``nodeprov run --sync`` and the job go through it
-(tests/job/test_run.py). Nothing reaches stdin before the command says its token (sudo's
+(tests/userjob/test_run.py). Nothing reaches stdin before the command says its token (sudo's
 password only, and once), bulk data goes in large writes, heartbeats keep coming until the
 command ends, and what it said before the token is its error when it ends early."""
 

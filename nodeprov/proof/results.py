@@ -1,6 +1,6 @@
 """Read the verification job's JSON result and render its table rows and verdict line.
 
-The job (``nodeprov.job.allreduce``) writes one JSON object per run; this side checks its shape
+The job (``nodeprov.proof.allreduce``) writes one JSON object per run; this side checks its shape
 once, so everything after works on typed values::
 
     result = parse_result(text)           # or parse_result(result_json_in(stdout))

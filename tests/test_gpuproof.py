@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from nodeprov.gpu.capability import parse_cuda_probe
-from nodeprov.job.gpuproof import replay, run
-from nodeprov.job.results import parse_result, result_json_in
+from nodeprov.proof.results import parse_result, result_json_in
 from tests.gpu.stand_in import fake_nvidia_smi
+from tests.gpuproof import replay, run
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[1]
 RECORDED = sorted(path for path in (REPO / "tests" / "data" / "gpu-proof").glob("*/")
                   if path.is_dir())
 FILES = {"machine.txt", "facts.txt", "cuda-probe.txt", "job.txt", "forced-failure.txt",
@@ -88,7 +88,7 @@ def test_the_h200_proof_reads_the_gpu_and_chooses_the_build_it_runs() -> None:
 def test_the_proof_needs_no_package_the_gpu_machine_lacks() -> None:
     # the GPU machine has torch and the repository, not nodeprov's dependencies (fabric, typer):
     # -S leaves site-packages out, so only the standard library and the repository import
-    done = subprocess.run([sys.executable, "-S", "-c", "import nodeprov.job.gpuproof"],
+    done = subprocess.run([sys.executable, "-S", "-c", "import tests.gpuproof"],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 

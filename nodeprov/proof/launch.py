@@ -1,4 +1,4 @@
-"""Run the verification job (``nodeprov.job.allreduce``) on a set of nodes with torchrun.
+"""Run the verification job (``nodeprov.proof.allreduce``) on a set of nodes with torchrun.
 
     outcome = run_job(hosts, sessions, facts, backend="auto", venv_path="/opt/nodeprov/venv",
                       rdzv_port=29500, timeout=120, max_bytes=64 << 20)
@@ -21,10 +21,10 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
-from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.failures import failed_nodes, network_may_explain, node_failures, tail
 from nodeprov.job.nodejob import JOB_DIR, Job, Stopped, launch_all, run_dir
-from nodeprov.job.results import JobResult, parse_result, verdict, versions
+from nodeprov.proof.connectivity import check_connectivity
+from nodeprov.proof.results import JobResult, parse_result, verdict, versions
 from nodeprov.remote.actions import Write
 from nodeprov.remote.session import Result
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from nodeprov.remote.facts import Facts
     from nodeprov.remote.session import Session
 
-PACKAGE = "nodeprov_allreduce"  # nodeprov.job.allreduce on a node, run as a module from JOB_DIR
+PACKAGE = "nodeprov_allreduce"  # nodeprov.proof.allreduce on a node, run as a module from JOB_DIR
 DEADLINE_HINT = "a hung collective? raise job_timeout if the sweep is just slow"
 
 
@@ -140,10 +140,10 @@ def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str,
 def job_files() -> tuple[Write, ...]:
     """The job's package, written to JOB_DIR/PACKAGE on a node (a Write makes the folder).
 
-    Read as files of ``nodeprov.job``: importing the package itself imports torch, which the
+    Read as files of ``nodeprov.proof``: importing the package itself imports torch, which the
     admin machine does not have.
     """
-    modules = sorted((each for each in resources.files("nodeprov.job").joinpath("allreduce")
+    modules = sorted((each for each in resources.files("nodeprov.proof").joinpath("allreduce")
                       .iterdir()
                       if each.name.endswith(".py")), key=lambda each: each.name)
     return tuple(Write(f"{JOB_DIR}/{PACKAGE}/{each.name}", each.read_text(), 0o644)

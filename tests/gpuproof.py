@@ -30,12 +30,12 @@ from pathlib import Path
 from nodeprov.gpu import GpuInfo, read_gpus
 from nodeprov.gpu.capability import CudaProbe, parse_cuda_probe
 from nodeprov.job.diagnose import diagnose
-from nodeprov.job.results import TABLE_HEADER, parse_result, result_json_in, table_rows, verdict
+from nodeprov.proof.results import TABLE_HEADER, parse_result, result_json_in, table_rows, verdict
 from nodeprov.remote.facts import parse_facts, read_script, split_sections
 from nodeprov.variants.choose import NoVariant, choose_cluster_variant, known_builds
 from nodeprov.variants.fit import NodeGpus
 
-PROBE = Path(__file__).parents[1] / "nodeside" / "cuda_capability.py"
+PROBE = Path(__file__).parents[1] / "nodeprov" / "nodeside" / "cuda_capability.py"
 MAX_OUTPUT = 200_000  # characters kept of a run's output (its tail)
 _TORCH_INFO = ("import torch; print('torch:', torch.__version__, 'cuda', torch.version.cuda); "
                "print('gpus:', torch.cuda.device_count())")
@@ -74,7 +74,7 @@ def machine(python: str, env: Mapping[str, str]) -> str:
 
 def job_argv(python: str, nproc: int, backend: str, result: Path, max_bytes: int) -> list[str]:
     return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-            "-m", "nodeprov.job.allreduce", "--backend", backend, "--result", str(result),
+            "-m", "nodeprov.proof.allreduce", "--backend", backend, "--result", str(result),
             "--max-bytes", str(max_bytes), "--timeout", "60"]
 
 
@@ -157,7 +157,7 @@ def prove(out: Path, python: str, stand_in: bool, env: Mapping[str, str]) -> Pat
     _, probe = run([python, "-I", str(PROBE)], env, 30)  # also where nvidia-smi has compute_cap
     (folder / "cuda-probe.txt").write_text(probe)
     (folder / "machine.txt").write_text(machine(python, env))
-    repo = Path(__file__).parents[2]
+    repo = Path(__file__).parents[1]
     job_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo),
                                                                   env.get("PYTHONPATH")]))}
     nproc = 1 if not gpu or gpu.mig else gpu.count

@@ -20,9 +20,9 @@ import pytest
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
-from nodeprov.job import sync
-from nodeprov.job.sync import Synced, frame, local_manifest, plan_sync, summary, sync_nodes
 from nodeprov.remote.session import Result
+from nodeprov.userjob import sync
+from nodeprov.userjob.sync import Synced, frame, local_manifest, plan_sync, summary, sync_nodes
 
 SCRIPT = resources.files("nodeprov.nodeside").joinpath("syncnode.py").read_text()
 

@@ -19,15 +19,15 @@ from typer.testing import CliRunner
 
 from nodeprov.gpu import GpuInfo
 from nodeprov.inventory import Host, load_inventory
-from nodeprov.job.connectivity import (
+from nodeprov.nodeside import netcheck as netcheck_module
+from nodeprov.proof.connectivity import (
     STOP,
     check_connectivity,
     listener_errors,
     listener_ports,
     parse_probe,
 )
-from nodeprov.job.matrix import Check, Matrix, explain
-from nodeprov.nodeside import netcheck as netcheck_module
+from nodeprov.proof.matrix import Check, Matrix, explain
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Result, Session

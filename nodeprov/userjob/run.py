@@ -26,21 +26,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nodeprov.errors import EnvironmentProblem, HostError
-from nodeprov.job.connectivity import check_connectivity
 from nodeprov.job.failures import network_may_explain
-from nodeprov.job.launch import endpoint, procs_per_node, rendezvous_argv
 from nodeprov.job.nodejob import Job, launch_all
-from nodeprov.job.ranklog import PREFIX_TEMPLATE, NodeLogs
-from nodeprov.job.runfailures import failure_lines, node_run, run_failures
-from nodeprov.job.runreport import FirstFailure, NodeRun, UserJobOutcome
-from nodeprov.job.sync import Progress, Synced, summary, sync_nodes
+from nodeprov.proof.connectivity import check_connectivity
+from nodeprov.proof.launch import endpoint, procs_per_node, rendezvous_argv
 from nodeprov.remote.transfer import describe
+from nodeprov.userjob.ranklog import PREFIX_TEMPLATE, NodeLogs
+from nodeprov.userjob.runfailures import failure_lines, node_run, run_failures
+from nodeprov.userjob.runreport import FirstFailure, NodeRun, UserJobOutcome
+from nodeprov.userjob.sync import Progress, Synced, summary, sync_nodes
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
-    from nodeprov.job.runargs import RunRequest
     from nodeprov.remote.facts import Facts
     from nodeprov.remote.session import Session
+    from nodeprov.userjob.runargs import RunRequest
 
 def nprocs(hosts: Sequence[Host], facts: Mapping[str, Facts], request: RunRequest
            ) -> dict[str, int]:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import InputError
-from nodeprov.job.launch import JobOutcome, run_job
-from nodeprov.job.results import JobResult, SizeResult
+from nodeprov.proof.launch import JobOutcome, run_job
+from nodeprov.proof.results import JobResult, SizeResult
 from nodeprov.util.units import human_bytes
 
 if TYPE_CHECKING:

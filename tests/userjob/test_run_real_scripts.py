@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from runbed import nodeprov_run
-from test_launch import VENV
 
 from nodeprov.testbed.cluster import Testbed
+from tests.proof.test_launch import VENV
 
 SCRIPTS = Path(__file__).parents[1] / "data" / "training-scripts"
 NEEDS_GPU = ("job: the script needs a GPU (it asks CUDA for one) and this node has none (run it "

@@ -11,18 +11,19 @@ import pytest
 
 from nodeprov.errors import InputError
 from nodeprov.inventory import Host
-from nodeprov.job import baseline
-from nodeprov.job.baseline import (
+from nodeprov.proof import baseline
+from nodeprov.proof.baseline import (
     baseline_path,
     compare_to_baseline,
     load_baseline,
     record_baseline,
     run_pairwise,
 )
-from nodeprov.job.launch import JobOutcome
-from nodeprov.job.results import JobResult, parse_result
+from nodeprov.proof.launch import JobOutcome
+from nodeprov.proof.results import JobResult, parse_result
 
-RESULT = parse_result((Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text())
+RECORDED = Path(__file__).parents[1] / "job" / "data" / "result_gloo_2ranks.json"
+RESULT = parse_result(RECORDED.read_text())
 LARGEST = max(RESULT.sizes, key=lambda row: row.bytes)
 
 

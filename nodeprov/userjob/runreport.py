@@ -16,8 +16,8 @@ from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.jsonreport import document
 
 if TYPE_CHECKING:
-    from nodeprov.job.matrix import Matrix
     from nodeprov.job.nodejob import RankEnd
+    from nodeprov.proof.matrix import Matrix
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_connectivity import PLAYBOOK, facts_for, open_sessions
 from typer.testing import CliRunner
 
 from nodeprov.gpu import Gpu, GpuInfo, read_gpus
 from nodeprov.inventory import Host
-from nodeprov.job import launch, nodejob
+from nodeprov.job import nodejob
 from nodeprov.job.failures import failed_nodes, node_failures, tail
-from nodeprov.job.launch import (
+from nodeprov.job.nodejob import JOB_DIR, Job, launch_all, launcher
+from nodeprov.proof import launch
+from nodeprov.proof.launch import (
     DEADLINE_HINT,
     JobPlanError,
     choose_backend,
@@ -33,8 +34,7 @@ from nodeprov.job.launch import (
     procs_per_node,
     run_job,
 )
-from nodeprov.job.matrix import Check, Matrix
-from nodeprov.job.nodejob import JOB_DIR, Job, launch_all, launcher
+from nodeprov.proof.matrix import Check, Matrix
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Result
 from nodeprov.testbed.cluster import Testbed
@@ -43,8 +43,9 @@ from nodeprov.util.fanout import on_every_name
 from tests.ctrl_c import ctrl_c_raises
 from tests.gpu.test_gpu import as_sysfs, node_text
 from tests.mirrors import LOCAL_MIRRORS
+from tests.proof.test_connectivity import PLAYBOOK, facts_for, open_sessions
 
-RESULT_JSON = (Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text()
+RESULT_JSON = (Path(__file__).parents[1] / "job" / "data" / "result_gloo_2ranks.json").read_text()
 GLOO_TIMEOUT = ("RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/"
                 "transport/tcp/pair.h:301] Connect timeout [none]")
 
@@ -190,7 +191,7 @@ def test_nodes_that_failed_alike_share_one_line_and_one_fix() -> None:
 CHILD_FAILED = """\
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 =====================================================
-/var/lib/nodeprov/job/allreduce.py FAILED
+/var/lib/nodeprov/proof/allreduce.py FAILED
 -----------------------------------------------------
 Root Cause (first observed failure):
 [0]:
@@ -525,7 +526,7 @@ def test_the_job_files_are_read_without_torch_on_the_admin_machine() -> None:
     """The admin machine has no torch (README: Install): reading the job's files must not import
     the job package, whose __init__ imports torch. A None in sys.modules makes that import fail."""
     code = ("import sys; sys.modules['torch'] = None\n"
-            "from nodeprov.job.launch import job_files\n"
+            "from nodeprov.proof.launch import job_files\n"
             "print(sorted(write.path.rsplit('/', 1)[1] for write in job_files()))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False)

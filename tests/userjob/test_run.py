@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 import yaml
 from runbed import NODEPROV, RDZV_PORT, leftovers, nodeprov_run, run_argv
-from test_connectivity import PLAYBOOK
 from typer.testing import CliRunner
 
 from nodeprov.htmlreport import render_html
 from nodeprov.testbed.cluster import Testbed
 from tests.ctrl_c import terminal_signals
+from tests.proof.test_connectivity import PLAYBOOK
 from tests.report_schema import assert_valid
 
 

@@ -22,10 +22,10 @@ with warnings.catch_warnings():
     # torch warns on import when numpy is missing; the job needs no numpy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     torch = pytest.importorskip("torch", reason="the job needs torch (pip install torch)")
-    from nodeprov.job.allreduce import __main__ as job
-    from nodeprov.job.allreduce import steps, sweep
+    from nodeprov.proof.allreduce import __main__ as job
+    from nodeprov.proof.allreduce import steps, sweep
 
-JOB = ("--module", "nodeprov.job.allreduce")  # torchrun's arguments that start the job
+JOB = ("--module", "nodeprov.proof.allreduce")  # torchrun's arguments that start the job
 LAUNCH_TIMEOUT = 180  # seconds; a hung launch fails the test instead of hanging the suite
 # A failure that ends by itself ends well before what it would wait for otherwise (gloo's
 # 30-minute default, the rendezvous's 600 s join timeout); the rest of the bound is for two

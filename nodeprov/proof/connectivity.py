@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from nodeprov.job.matrix import Check, Matrix
+from nodeprov.proof.matrix import Check, Matrix
 from nodeprov.remote.actions import STOP_MARKED
 from nodeprov.util.fanout import on_every_name
 

@@ -1,7 +1,8 @@
-"""``nodeprov run`` on the shared run testbed (tests/job/conftest.py), what it moves and as whom:
-``--sync`` at the link's speed, never through a link planted on a node nor into what another
-user could write; the job as the login user unless the inventory says ``run_as_root``, its
-``--env`` values on no command line; a node cut off from nodeprov stops its job by itself."""
+"""``nodeprov run`` on the shared run testbed (tests/userjob/conftest.py), what it moves and as
+whom: ``--sync`` at the link's speed, never through a link planted on a node nor into what
+another user could write; the job as the login user unless the inventory says ``run_as_root``,
+its ``--env`` values on no command line; a node cut off from nodeprov stops its job by
+itself."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ from typing import Any
 import pytest
 import yaml
 from runbed import leftovers, nodeprov_run
-from test_connectivity import open_sessions
 
 from nodeprov.job import nodejob
 from nodeprov.job.nodejob import Job, launch_all
 from nodeprov.testbed.cluster import Testbed
+from tests.proof.test_connectivity import open_sessions
 
 pytestmark = pytest.mark.integration
 

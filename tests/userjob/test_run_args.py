@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from nodeprov.cli import app
 from nodeprov.commands import run
 from nodeprov.errors import InputError
-from nodeprov.job.runargs import RunRequest, parse_env, parse_nproc, parse_request
+from nodeprov.userjob.runargs import RunRequest, parse_env, parse_nproc, parse_request
 
 
 def request(*command: str, **options: Any) -> RunRequest:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodeprov.inventory import Host
-from nodeprov.job.prove import Link, slowest_link
+from nodeprov.proof.prove import Link, slowest_link
 from nodeprov.remote.facts import Facts, parse_facts, split_sections
 
 RECORDED = Path(__file__).parents[1] / "data" / "facts" / "debian12-vm.txt"  # eth0 192.0.2.2/24

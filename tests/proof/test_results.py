@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from nodeprov.job.results import TABLE_HEADER, parse_result, result_json_in, table_rows, verdict
+from nodeprov.proof.results import TABLE_HEADER, parse_result, result_json_in, table_rows, verdict
 from nodeprov.util.units import human_bytes
 
-RECORDED = (Path(__file__).parent / "data" / "result_gloo_2ranks.json").read_text()
+RECORDED = (Path(__file__).parents[1] / "job" / "data" / "result_gloo_2ranks.json").read_text()
 
 
 def changed(**fields: Any) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodeprov.job.diagnose import diagnose
-from nodeprov.job.ranklog import (
+from nodeprov.userjob.ranklog import (
     NodeLogs,
     raised,
     rank_lines,
@@ -15,7 +15,7 @@ from nodeprov.job.ranklog import (
     root_cause_rank,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "job" / "data"
 STDERR = (DATA / "local_run_rank_raises.txt").read_text()
 STDOUT = (DATA / "local_run_rank_raises_stdout.log").read_text()
 

@@ -24,7 +24,7 @@ from rich.table import Table
 
 from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.inventory import Host
-from nodeprov.job.baseline import (
+from nodeprov.proof.baseline import (
     Baseline,
     PairResult,
     compare_to_baseline,
@@ -32,10 +32,10 @@ from nodeprov.job.baseline import (
     record_baseline,
     run_pairwise,
 )
-from nodeprov.job.connectivity import check_connectivity
-from nodeprov.job.launch import JobOutcome, run_job
-from nodeprov.job.matrix import Matrix
-from nodeprov.job.results import TABLE_HEADER, result_json, table_rows
+from nodeprov.proof.connectivity import check_connectivity
+from nodeprov.proof.launch import JobOutcome, run_job
+from nodeprov.proof.matrix import Matrix
+from nodeprov.proof.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
 from nodeprov.util.validate import printable

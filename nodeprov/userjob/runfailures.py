@@ -22,7 +22,8 @@ from pathlib import Path
 from nodeprov.job.diagnose import Diagnosis, diagnose
 from nodeprov.job.failures import NodeFailure, alike, last_words, node_failures, tail
 from nodeprov.job.nodejob import Launch, Stopped
-from nodeprov.job.ranklog import (
+from nodeprov.remote.session import Result
+from nodeprov.userjob.ranklog import (
     RANK_PREFIXES,
     first_rank,
     first_traceback_rank,
@@ -31,8 +32,7 @@ from nodeprov.job.ranklog import (
     rank_tail,
     root_cause_rank,
 )
-from nodeprov.job.runreport import NodeRun
-from nodeprov.remote.session import Result
+from nodeprov.userjob.runreport import NodeRun
 
 DEADLINE_HINT = "raise --timeout if the training needs longer"
 # What a rank says when the rank at the other end of its connection is gone (gloo, NCCL, Python)

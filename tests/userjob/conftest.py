@@ -1,4 +1,4 @@
-"""The testbed ``nodeprov run``'s integration tests share (tests/job/test_run*.py)."""
+"""The testbed ``nodeprov run``'s integration tests share (tests/userjob/test_run*.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from runbed import SCRIPT
-from test_connectivity import PLAYBOOK
-from test_launch import INSTALL
 from typer.testing import CliRunner
 
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from tests.mirrors import LOCAL_MIRRORS
+from tests.proof.test_connectivity import PLAYBOOK
+from tests.proof.test_launch import INSTALL
 
 
 @pytest.fixture(scope="session")

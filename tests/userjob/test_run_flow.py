@@ -11,20 +11,21 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-from test_connectivity import facts_for
-from test_launch import HOSTS, gpus, mode, stopped_last
 
-from nodeprov.job import nodejob, run
-from nodeprov.job.matrix import Matrix
-from nodeprov.job.ranklog import rank_of
-from nodeprov.job.run import nprocs, plan_run, run_env, run_user_job
-from nodeprov.job.runargs import RunRequest
-from nodeprov.job.runreport import UserJobOutcome
+from nodeprov.job import nodejob
+from nodeprov.proof.matrix import Matrix
 from nodeprov.remote.actions import Write
 from nodeprov.remote.session import Result
+from nodeprov.userjob import run
+from nodeprov.userjob.ranklog import rank_of
+from nodeprov.userjob.run import nprocs, plan_run, run_env, run_user_job
+from nodeprov.userjob.runargs import RunRequest
+from nodeprov.userjob.runreport import UserJobOutcome
+from tests.proof.test_connectivity import facts_for
+from tests.proof.test_launch import HOSTS, gpus, mode, stopped_last
 from tests.report_schema import assert_valid
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "job" / "data"
 RAISES = (DATA / "local_run_rank_raises.txt").read_text()  # rank 1 raises, rank 0 loses it
 RANK0 = "\n".join(line for line in RAISES.splitlines() if rank_of(line) == 0) + "\n"
 PEER_FINISHED = (DATA / "local_run_peer_finished.txt").read_text()  # rank 1 after rank 0's exit

@@ -61,5 +61,6 @@ if __name__ == "__main__":
     sys.stdout.flush()
     # gloo's objects sometimes abort in interpreter teardown, after the work is done
     # ("terminate called without an active exception", SIGABRT; seen in CI under load, as
-    # nodeprov's own job saw it): skip the teardown, as nodeprov's job (nodeprov/job/allreduce) does
+    # nodeprov's own job saw it): skip the teardown, as nodeprov's job
+    # (nodeprov/proof/allreduce) does
     os._exit(0)
