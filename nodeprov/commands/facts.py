@@ -17,6 +17,7 @@ from rich.text import Text
 
 from nodeprov import jsonreport
 from nodeprov.commands.opening import open_for
+from nodeprov.commands.verdict import Part, passed, print_verdict, verdict
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.inventory.extravars import parse_extra_vars
@@ -54,7 +55,8 @@ def run_facts(inventory_path: Path | None, ansible: AnsibleOptions, redactor: Re
                 table.add_row(name if index == 0 else "", key, Text(printable(value)),
                               end_section=index == len(rows) - 1)
         console.print(table)
-    return EXIT_HOST_FAILED if errors else EXIT_OK
+        print_verdict(console, report["verdict"])
+    return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 
 
 def facts_report(names: Sequence[str], facts: Mapping[str, Facts], errors: Mapping[str, str],
@@ -69,4 +71,7 @@ def facts_report(names: Sequence[str], facts: Mapping[str, Facts], errors: Mappi
                     "error": errors.get(name),
                     "facts": facts[name].summary() if name in facts else None}
              for name in names}
-    return jsonreport.document("facts", not errors, hosts=hosts)
+    missing = [name for name in names if name not in facts]
+    line = verdict([Part(f"{len(missing)} of {len(names)} hosts: no facts: {', '.join(missing)}",
+                         False) if missing else Part(f"facts of {len(names)} hosts read")])
+    return jsonreport.document("facts", passed(line), verdict=line, hosts=hosts)

@@ -17,6 +17,7 @@ from typing import Any
 from nodeprov import jsonreport
 from nodeprov.errors import EXIT_OK, InputError
 from nodeprov.util import reportfile
+from nodeprov.util.validate import printable
 
 
 def write_html(report: Mapping[str, Any], html_path: str, source: str = "the report") -> int:
@@ -42,6 +43,10 @@ def run_report(report_path: Path, html_path: str | None) -> int:
 
     if not html_path:
         raise InputError("nothing to write: give --html PATH for the HTML page")
-    size = write_html(read_report(report_path), html_path, str(report_path))
-    print(f"{html_path}: {size / 1000:.0f} kB, from {report_path}")
+    report = read_report(report_path)
+    size = write_html(report, html_path, str(report_path))
+    # exit 0: the page is written; what the report found is its verdict, said, not exited with
+    said = report.get("verdict") or ("ok" if report["ok"] else "FAILED")
+    print(printable(f"{html_path}: {size / 1000:.0f} kB, from {report_path}; the report's "
+                    f"verdict: {said}"))
     return EXIT_OK

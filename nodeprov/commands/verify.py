@@ -21,6 +21,7 @@ from rich.console import Console
 from nodeprov.checks.verify import Verification, run_checks
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
+from nodeprov.commands.verdict import Part, passed, print_verdict, proof_parts, verdict
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.inventory import Inventory
@@ -30,6 +31,7 @@ from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
 from nodeprov.util.redact import Redactor
+from nodeprov.util.units import counted
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
@@ -53,11 +55,23 @@ def print_report(console: Console, verification: Verification) -> None:
 
 
 def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dict[str, Any]:
-    """The JSON report (``nodeprov.jsonreport``'s schema); ``ok`` covers the proofs too."""
-    return document("verify", verification.ok and all(proof.ok for proof in proofs),
-                    duration=verification.duration, drift=verification.drift_lines(),
+    """The JSON report (``nodeprov.jsonreport``'s schema); ``ok`` and ``verdict`` cover the
+    proofs too."""
+    line = verdict([_checks_part(verification), *proof_parts(proofs)])
+    return document("verify", passed(line), verdict=line, duration=verification.duration,
+                    drift=verification.drift_lines(),
                     checks=[asdict(result) for result in verification.results],
                     proofs=[proof.to_json() for proof in proofs])
+
+
+def _checks_part(verification: Verification) -> Part:
+    nodes = len({result.node for result in verification.results if result.node})
+    checks = f"{counted(len(verification.results), 'check')} on {counted(nodes, 'node')}"
+    if verification.ok:
+        return Part(f"{checks}, no drift")
+    could_not = verification.count("error")
+    return Part(f"{checks}: {verification.count('failed')} drifted"
+                + (f", {could_not} could not run" if could_not else ""), False)
 
 
 def run_verify(inventory_path: Path | None, playbook_path: Path | None,
@@ -82,6 +96,7 @@ def run_verify(inventory_path: Path | None, playbook_path: Path | None,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
                           pairwise, forks, extra) if job else []
     report = report_json(verification, proofs)
+    print_verdict(console, report["verdict"])
     write_reports(redactor.walk(report), json_path, html_path)
     return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 

@@ -81,15 +81,17 @@ def drift_table(checks: Sequence[Mapping[str, Any]]) -> DriftTable:
 
 
 def _summary(report: Mapping[str, Any]) -> list[str]:
-    """The lines under the title: what happened, in numbers."""
+    """The lines under the title: the verdict the command printed last (reports written
+    before they held one: none), then what happened, in numbers."""
     command = report["command"]
+    lines = [report["verdict"]] if "verdict" in report else []
     if command == "run":
-        return [report["verdict"]]
+        return lines
     if command == "verify":
-        return [f"{len(report['checks'])} checks, {len(report['drift'])} drifted"]
+        return [*lines, f"{len(report['checks'])} checks, {len(report['drift'])} drifted"]
     hosts = Counter(host["status"] for host in report["hosts"].values())
-    lines = [f"{sum(hosts.values())} hosts: " + ", ".join(
-        f"{count} {status}" for status, count in sorted(hosts.items()))]
+    lines.append(f"{'tasks on ' if command == 'apply' else ''}{sum(hosts.values())} hosts: "
+                 + ", ".join(f"{count} {status}" for status, count in sorted(hosts.items())))
     if report.get("check"):
         lines.append("check mode: nothing was changed")
     return lines
