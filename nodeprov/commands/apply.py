@@ -18,6 +18,7 @@ from rich.console import Console
 
 from nodeprov import jsonreport
 from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches, print_recap
+from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
 from nodeprov.commands.verdict import Part, passed, print_verdict, proof_parts, verdict
@@ -63,6 +64,8 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
         print_listing(console, playbook, targets, hosts=list_hosts, tasks=list_tasks,
                       only=options.tags, skip=options.skip_tags)
         return EXIT_OK
+    header = Header.now("apply", inventory.path)
+    console.print(header.line(), markup=False, highlight=False)
     files = SshFiles(inventory.ssh_configs)
     # torch's wheels sent to the nodes: bars on a terminal, a line per node at start and end
     transfers = Transfers(console, live=console.is_terminal)
@@ -107,6 +110,7 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
     if json_path or html_path:
         write_reports(redactor.walk(apply_report(
             run.results, check=check, proofs=proofs, ok=passed(line), verdict=line,
+            **header.fields(),
             batches=[dataclasses.asdict(b) for b in rolled.batches], stopped=rolled.stopped)),
             json_path, html_path)
     return EXIT_OK if passed(line) else EXIT_HOST_FAILED

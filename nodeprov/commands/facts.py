@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nodeprov import jsonreport
+from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.verdict import Part, passed, print_verdict, verdict
 from nodeprov.config.defaults import AnsibleOptions
@@ -36,18 +37,20 @@ def run_facts(inventory_path: Path | None, ansible: AnsibleOptions, redactor: Re
     opened = open_for(inventory_path, ansible, redactor, extra=parse_extra_vars(extra_vars))
     inventory = opened.inventory
     hosts = inventory.limited(limit)
+    header = Header.now("facts", inventory.path)
     sessions, facts, errors = connect_all(
         hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), opened.forks(forks),
         SshFiles(inventory.ssh_configs))
     for session in sessions.values():
         session.close()
-    report = facts_report([host.name for host in hosts], facts, errors,
-                          reached={name for name, session in sessions.items()
-                                   if session.connections})
+    report = {**facts_report([host.name for host in hosts], facts, errors,
+                             reached={name for name, session in sessions.items()
+                                      if session.connections}), **header.fields()}
     if json_path:
         jsonreport.write_report(redactor.walk(report), json_path)
     if json_path != "-":
         console = Console(highlight=False)
+        console.print(header.line(), markup=False, soft_wrap=True)
         table = Table("host", "fact", "value")
         for name, entry in report["hosts"].items():
             rows = list(entry["facts"].items()) if entry["facts"] else [("error", entry["error"])]

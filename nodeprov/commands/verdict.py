@@ -52,4 +52,4 @@ def proof_parts(proofs: Iterable[Proof]) -> list[Part]:
 
 def print_verdict(console: Console, line: str) -> None:
     console.print(line, style="bold green" if passed(line) else "bold red", markup=False,
-                  highlight=False)
+                  highlight=False, soft_wrap=True)  # one line, however long, for a log's grep

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from nodeprov.checks.verify import Verification, run_checks
+from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
 from nodeprov.commands.verdict import Part, passed, print_verdict, proof_parts, verdict
@@ -87,15 +88,17 @@ def run_verify(inventory_path: Path | None, playbook_path: Path | None,
     opened = open_for(inventory_path, ansible, redactor, extra=extra,
                       playbook_dir=playbook_path.parent if playbook_path else None)
     forks = opened.forks(forks)
+    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    header = Header.now("verify", opened.inventory.path)
+    console.print(header.line(), markup=False, highlight=False)
     verification = run_checks(opened.inventory, playbook_path, limit=limit,
                               accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars,
                               forks=forks)
-    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     print_report(console, verification)
     proofs = _prove_again(console, opened.inventory, playbook_path,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
                           pairwise, forks, extra) if job else []
-    report = report_json(verification, proofs)
+    report = {**report_json(verification, proofs), **header.fields()}
     print_verdict(console, report["verdict"])
     write_reports(redactor.walk(report), json_path, html_path)
     return EXIT_OK if report["ok"] else EXIT_HOST_FAILED

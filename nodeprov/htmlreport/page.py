@@ -7,6 +7,7 @@ error tails come from the nodes::
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +86,9 @@ def _summary(report: Mapping[str, Any]) -> list[str]:
     before they held one: none), then what happened, in numbers."""
     command = report["command"]
     lines = [report["verdict"]] if "verdict" in report else []
+    if "started" in report:  # what ran, where, when (older reports do not say)
+        script = f": {shlex.join(report['script'])}" if report.get("script") else ""
+        lines.append(f"on {report['inventory']} at {report['started']}{script}")
     if command == "run":
         return lines
     if command == "verify":

@@ -18,6 +18,7 @@ from nodeprov.checks.verify import CheckResult, Verification
 from nodeprov.cli import app
 from nodeprov.commands import apply as apply_command
 from nodeprov.commands import facts as facts_command
+from nodeprov.commands import run as run_command
 from nodeprov.commands import verify as verify_command
 from nodeprov.engine.outcome import HostResult, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled
@@ -59,6 +60,10 @@ def invoke(tmp_path: Path, *args: str) -> tuple[int, str, dict[str, Any], str]:
     last = result.stdout.strip().splitlines()[-1]
     report = json.loads(json_path.read_text())
     assert report["verdict"] == last, result.stdout
+    # the first line and the report say what ran, on which inventory, when
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["started"])
+    assert report["inventory"] == args[1] and result.stdout.startswith(
+        f"nodeprov {args[0]} on {args[1]} at {report['started']}\n")
     assert last.startswith("PASS: ") == (result.exit_code == 0) == report["ok"], result.stdout
     page = html_path.read_text() if html_path.exists() else ""
     if page:
@@ -66,6 +71,7 @@ def invoke(tmp_path: Path, *args: str) -> tuple[int, str, dict[str, Any], str]:
         assert f'<span class="badge {badge.lower() if report["ok"] else "failed"}">{badge}' in page
         summaries = re.findall(r'<p class="summary">(.*?)</p>', page)
         assert summaries[0] == last.replace("'", "&#39;")
+        assert summaries[1] == f"on {args[1]} at {report['started']}"
     return result.exit_code, last, report, page
 
 
@@ -182,3 +188,18 @@ def test_report_says_the_verdict_of_the_report_it_draws(
     report = json.loads((tmp_path / "report.json").read_text())
     assert result.exit_code == 0 and result.stdout.strip().splitlines()[-1].endswith(
         f"the report's verdict: {report['verdict']}")
+
+
+def test_a_run_report_names_the_script_and_its_arguments(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inventory: Path) -> None:
+    monkeypatch.setattr(run_command, "connect_all", lambda *args: (
+        {}, {}, {"node2": "node2: cannot connect to 10.0.0.12:22: connection refused"}))
+    json_path = tmp_path / "run.json"
+    result = CliRunner().invoke(app, ["run", str(inventory), "--json", str(json_path), "--",
+                                      "train.py", "--lr", "3e-4"])
+    report = json.loads(json_path.read_text())
+    assert result.exit_code == 1 and report["script"] == ["train.py", "--lr", "3e-4"]
+    assert result.stderr.splitlines()[0] == (
+        f"nodeprov run on {inventory} at {report['started']}: train.py --lr 3e-4")
+    assert result.stderr.splitlines()[-1] == report["verdict"]
+    assert report["verdict"] == "FAIL: not started: 1 of 2 nodes unreachable"
