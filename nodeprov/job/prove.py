@@ -73,9 +73,9 @@ class Proof:
             return self.outcome.verdict
         if not self.outcome.ok:
             return f"FAIL: the job failed on {counted(len(self.matrix.nodes), 'node')} ({above})"
-        what = ["the bus bandwidth is below the baseline"] if self.bandwidth_problem else []
-        what += [f"{counted(sum(not pair.outcome.ok for pair in self.pairs), 'pair')} of nodes "
-                 "failed"] if any(not pair.outcome.ok for pair in self.pairs) else []
+        failed_pairs = sum(not pair.outcome.ok for pair in self.pairs)
+        what = [*(["the bus bandwidth is below the baseline"] if self.bandwidth_problem else []),
+                *([f"{counted(failed_pairs, 'pair')} of nodes failed"] if failed_pairs else [])]
         return (f"FAIL: the job ran right on {counted(len(self.matrix.nodes), 'node')}, but "
                 f"{' and '.join(what)} ({above})")
 

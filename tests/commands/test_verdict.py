@@ -22,6 +22,7 @@ from nodeprov.commands import run as run_command
 from nodeprov.commands import verify as verify_command
 from nodeprov.engine.outcome import HostResult, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled
+from nodeprov.job.baseline import PairResult
 from nodeprov.job.launch import JobOutcome
 from nodeprov.job.matrix import Check, Matrix
 from nodeprov.job.prove import Proof, print_proof
@@ -97,6 +98,11 @@ def test_a_bandwidth_drop_makes_the_proof_fail_without_repeating_its_line() -> N
     failed = Proof(MATRIX, dataclasses.replace(PASSED, ok=False, verdict="FAIL: 2 nodes (gloo): "
                                                "node2: venv: x", failures=["node2: venv: x"]))
     assert failed.verdict == "FAIL: the job failed on 2 nodes (1 FAILED line above)"
+    pair = PairResult(NODES, dataclasses.replace(PASSED, ok=False, verdict="FAIL: x"))
+    slow_pair = Proof(MATRIX, PASSED, DROP, (pair,))
+    assert slow_pair.verdict == (
+        "FAIL: the job ran right on 2 nodes, but the bus bandwidth is below the baseline and 1 "
+        "pair of nodes failed (2 FAILED lines above)")
     broken = Proof(Matrix(NODES, (), ("node2: listener did not start",)), None)
     assert broken.verdict == ("FAIL: the connectivity matrix is broken (1 FAILED line above); "
                               "the job did not run")
