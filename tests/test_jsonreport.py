@@ -36,7 +36,7 @@ VERSIONS = {name: {"torch": RESULT.torch, "cuda": None, "nccl": None} for name i
 
 def passing_proof(tmp_path: Path) -> Proof:
     baseline = tmp_path / "inventory.nodeprov-baseline.json"
-    record_baseline(baseline, RESULT)
+    record_baseline(baseline, RESULT, nodes=NODES, link_bytes_per_s=1.25e9)
     outcome = JobOutcome(True, RESULT, verdict(RESULT), [], 8.1, {"node1": "ok"}, "gloo",
                          VERSIONS)
     return Proof(MATRIX, outcome, baseline=load_baseline(baseline), baseline_path=baseline,

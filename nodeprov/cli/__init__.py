@@ -27,6 +27,7 @@ from nodeprov.cli.options import (
     ListHostsOpt,
     ListTasksOpt,
     PlaybookOpt,
+    RebaselineOpt,
     SkipTagsOpt,
     TagsOpt,
     VaultIdOpt,
@@ -90,6 +91,7 @@ def apply(
     html_path: HtmlOpt = None,
     list_hosts: ListHostsOpt = False,
     list_tasks: ListTasksOpt = False,
+    rebaseline: RebaselineOpt = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also say why unchanged tasks "
                                           "are in sync.")] = False,
 ) -> None:
@@ -102,7 +104,7 @@ def apply(
                          limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
                          forks=forks, accept_new_host_keys=accept_new_host_keys,
                          json_path=json_path, html_path=html_path, verbose=verbose,
-                         list_hosts=list_hosts, list_tasks=list_tasks)
+                         list_hosts=list_hosts, list_tasks=list_tasks, rebaseline=rebaseline)
     raise typer.Exit(code)
 
 

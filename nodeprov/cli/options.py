@@ -82,6 +82,10 @@ ExtraVarsOpt = Annotated[list[str] | None, typer.Option(
     "JSON); overrides every inventory and play var. Repeatable.", metavar="VARS")]
 ListHostsOpt = Annotated[bool, typer.Option(
     "--list-hosts", help="List the hosts each play would run on, then stop (no connection).")]
+RebaselineOpt = Annotated[bool, typer.Option(
+    "--rebaseline", help="Record this run's bus bandwidth as the baseline even where one is "
+    "stored (after a deliberate change: other links, another NCCL); without it the stored "
+    "baseline is kept and a run below it fails.")]
 ListTasksOpt = Annotated[bool, typer.Option(
     "--list-tasks", help="List the tasks each play would run, with their tags, then stop (no "
     "connection).")]

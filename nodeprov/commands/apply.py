@@ -18,8 +18,10 @@ from rich.console import Console
 
 from nodeprov import jsonreport
 from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches, print_recap
+from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
+from nodeprov.commands.verdict import Part, passed, print_verdict, proof_parts, verdict
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled, run_rolling
@@ -44,7 +46,7 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
               accept_new_host_keys: bool, json_path: str | None, verbose: bool,
               html_path: str | None = None, skip_tags: str | None = None,
               extra_vars: Sequence[str] = (), list_hosts: bool = False,
-              list_tasks: bool = False) -> int:
+              list_tasks: bool = False, rebaseline: bool = False) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
     from nodeprov.util.progress import Transfers  # lazy: rich's live display with it
 
@@ -62,6 +64,8 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
         print_listing(console, playbook, targets, hosts=list_hosts, tasks=list_tasks,
                       only=options.tags, skip=options.skip_tags)
         return EXIT_OK
+    header = Header.now("apply", inventory.path)
+    console.print(header.line(), markup=False, highlight=False)
     files = SshFiles(inventory.ssh_configs)
     # torch's wheels sent to the nodes: bars on a terminal, a line per node at start and end
     transfers = Transfers(console, live=console.is_terminal)
@@ -99,19 +103,34 @@ def run_apply(inventory_path: Path | None, playbook_path: Path | None,
         for play in playbook.plays if rolled.stopped is None else ():
             if play.job is not None and selected(play.job.tags, options.tags,
                                                  options.skip_tags):
-                proofs += _prove(console, play.hosts, play.job, run, sessions, inventory, check)
-    ok = (all(r.status in ("ok", "changed") for r in run.results) and rolled.stopped is None
-          and all(p.ok for p in proofs))
+                proofs += _prove(console, play.hosts, play.job, run, sessions, inventory,
+                                 check=check, rebaseline=rebaseline)
+    line = verdict(_parts(run.results, check, rolled.stopped, proofs))
+    print_verdict(console, line)
     if json_path or html_path:
         write_reports(redactor.walk(apply_report(
-            run.results, check=check, proofs=proofs, ok=ok,
+            run.results, check=check, proofs=proofs, ok=passed(line), verdict=line,
+            **header.fields(),
             batches=[dataclasses.asdict(b) for b in rolled.batches], stopped=rolled.stopped)),
             json_path, html_path)
-    return EXIT_OK if ok else EXIT_HOST_FAILED
+    return EXIT_OK if passed(line) else EXIT_HOST_FAILED
+
+
+def _parts(results: Sequence[HostResult], check: bool, stopped: str | None,
+           proofs: Sequence[Proof]) -> list[Part]:
+    """The verdict's parts: the hosts, a stopped run, each proof."""
+    failed = [result.name for result in results if result.status not in ("ok", "changed")]
+    changed = sum(task.status == "changed" for result in results for task in result.tasks)
+    hosts = (Part(f"{len(failed)} of {len(results)} hosts failed: {', '.join(failed)}", False)
+             if failed else Part(f"{len(results)} hosts ok, {changed} tasks "
+                                 f"{'would change' if check else 'changed'}"))
+    return [hosts, *([Part(f"stopped: {stopped}", False)] if stopped else []),
+            *proof_parts(proofs)]
 
 
 def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookOutcome,
-           sessions: Mapping[str, Session], inventory: Inventory, check: bool) -> list[Proof]:
+           sessions: Mapping[str, Session], inventory: Inventory, *, check: bool,
+           rebaseline: bool) -> list[Proof]:
     """The play's verification job, when every one of its hosts came through the tasks."""
     # lazy: the job's modules load only for a playbook with a job: play
     from nodeprov.proof.baseline import baseline_path
@@ -132,7 +151,7 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookO
                   markup=False, highlight=False)
     proof = prove_cluster(hosts, sessions, {k: v for k, v in facts.items() if v is not None},
                           job.params_for(hosts[0]), baseline=baseline_path(inventory.path),
-                          record=True)
+                          record=True, rebaseline=rebaseline)
     print_proof(console, proof)
     return [proof]
 

@@ -16,7 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from nodeprov import jsonreport
+from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
+from nodeprov.commands.verdict import Part, passed, print_verdict, verdict
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.inventory.extravars import parse_extra_vars
@@ -35,18 +37,20 @@ def run_facts(inventory_path: Path | None, ansible: AnsibleOptions, redactor: Re
     opened = open_for(inventory_path, ansible, redactor, extra=parse_extra_vars(extra_vars))
     inventory = opened.inventory
     hosts = inventory.limited(limit)
+    header = Header.now("facts", inventory.path)
     sessions, facts, errors = connect_all(
         hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), opened.forks(forks),
         SshFiles(inventory.ssh_configs))
     for session in sessions.values():
         session.close()
-    report = facts_report([host.name for host in hosts], facts, errors,
-                          reached={name for name, session in sessions.items()
-                                   if session.connections})
+    report = {**facts_report([host.name for host in hosts], facts, errors,
+                             reached={name for name, session in sessions.items()
+                                      if session.connections}), **header.fields()}
     if json_path:
         jsonreport.write_report(redactor.walk(report), json_path)
     if json_path != "-":
         console = Console(highlight=False)
+        console.print(header.line(), markup=False, soft_wrap=True)
         table = Table("host", "fact", "value")
         for name, entry in report["hosts"].items():
             rows = list(entry["facts"].items()) if entry["facts"] else [("error", entry["error"])]
@@ -54,7 +58,8 @@ def run_facts(inventory_path: Path | None, ansible: AnsibleOptions, redactor: Re
                 table.add_row(name if index == 0 else "", key, Text(printable(value)),
                               end_section=index == len(rows) - 1)
         console.print(table)
-    return EXIT_HOST_FAILED if errors else EXIT_OK
+        print_verdict(console, report["verdict"])
+    return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 
 
 def facts_report(names: Sequence[str], facts: Mapping[str, Facts], errors: Mapping[str, str],
@@ -69,4 +74,7 @@ def facts_report(names: Sequence[str], facts: Mapping[str, Facts], errors: Mappi
                     "error": errors.get(name),
                     "facts": facts[name].summary() if name in facts else None}
              for name in names}
-    return jsonreport.document("facts", not errors, hosts=hosts)
+    missing = [name for name in names if name not in facts]
+    line = verdict([Part(f"{len(missing)} of {len(names)} hosts: no facts: {', '.join(missing)}",
+                         False) if missing else Part(f"facts of {len(names)} hosts read")])
+    return jsonreport.document("facts", passed(line), verdict=line, hosts=hosts)

@@ -17,6 +17,7 @@ from typing import Any
 from nodeprov import jsonreport
 from nodeprov.errors import EXIT_OK, InputError
 from nodeprov.util import reportfile
+from nodeprov.util.validate import printable
 
 
 def write_html(report: Mapping[str, Any], html_path: str, source: str = "the report") -> int:
@@ -47,5 +48,8 @@ def run_report(report_path: Path, html_path: str | None) -> int:
         raise InputError("a fabric report has no HTML page: nodeprov fabric prints it, and "
                          "--json keeps it", source=str(report_path))
     size = write_html(report, html_path, str(report_path))
-    print(f"{html_path}: {size / 1000:.0f} kB, from {report_path}")
+    # exit 0: the page is written; what the report found is its verdict, said, not exited with
+    said = report.get("verdict") or ("ok" if report["ok"] else "FAILED")
+    print(printable(f"{html_path}: {size / 1000:.0f} kB, from {report_path}; the report's "
+                    f"verdict: {said}"))
     return EXIT_OK

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 
+from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
 from nodeprov.config.defaults import AnsibleOptions
@@ -56,6 +57,8 @@ def run_command(inventory_path: Path | None, request: RunRequest, ansible: Ansib
     shown = sys.stderr if json_path == "-" else sys.stdout  # --json -: stdout is the report's
     err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
     say = quietly(err.print)
+    header = Header.now("run", inventory.path, request.command)
+    say(printable(header.line()))
     with signals_interrupt() as received:
         sessions, facts, errors = connect_all(
             hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
@@ -85,7 +88,8 @@ def run_command(inventory_path: Path | None, request: RunRequest, ansible: Ansib
                 session.close()
     report(outcome, say)
     if json_path or html_path:
-        write_reports(redactor.walk(outcome.to_json()), json_path, html_path)
+        write_reports(redactor.walk({**outcome.to_json(), **header.fields()}), json_path,
+                      html_path)
     return outcome.exit_code
 
 

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from nodeprov.checks.verify import Verification, run_checks
+from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
+from nodeprov.commands.verdict import Part, passed, print_verdict, proof_parts, verdict
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.inventory import Inventory
@@ -30,6 +32,7 @@ from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
 from nodeprov.util.redact import Redactor
+from nodeprov.util.units import counted
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
@@ -53,11 +56,23 @@ def print_report(console: Console, verification: Verification) -> None:
 
 
 def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dict[str, Any]:
-    """The JSON report (``nodeprov.jsonreport``'s schema); ``ok`` covers the proofs too."""
-    return document("verify", verification.ok and all(proof.ok for proof in proofs),
-                    duration=verification.duration, drift=verification.drift_lines(),
+    """The JSON report (``nodeprov.jsonreport``'s schema); ``ok`` and ``verdict`` cover the
+    proofs too."""
+    line = verdict([_checks_part(verification), *proof_parts(proofs)])
+    return document("verify", passed(line), verdict=line, duration=verification.duration,
+                    drift=verification.drift_lines(),
                     checks=[asdict(result) for result in verification.results],
                     proofs=[proof.to_json() for proof in proofs])
+
+
+def _checks_part(verification: Verification) -> Part:
+    nodes = len({result.node for result in verification.results if result.node})
+    checks = f"{counted(len(verification.results), 'check')} on {counted(nodes, 'node')}"
+    if verification.ok:
+        return Part(f"{checks}, no drift")
+    could_not = verification.count("error")
+    return Part(f"{checks}: {verification.count('failed')} drifted"
+                + (f", {could_not} could not run" if could_not else ""), False)
 
 
 def run_verify(inventory_path: Path | None, playbook_path: Path | None,
@@ -73,15 +88,18 @@ def run_verify(inventory_path: Path | None, playbook_path: Path | None,
     opened = open_for(inventory_path, ansible, redactor, extra=extra,
                       playbook_dir=playbook_path.parent if playbook_path else None)
     forks = opened.forks(forks)
+    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    header = Header.now("verify", opened.inventory.path)
+    console.print(header.line(), markup=False, highlight=False)
     verification = run_checks(opened.inventory, playbook_path, limit=limit,
                               accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars,
                               forks=forks)
-    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
     print_report(console, verification)
     proofs = _prove_again(console, opened.inventory, playbook_path,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
                           pairwise, forks, extra) if job else []
-    report = report_json(verification, proofs)
+    report = {**report_json(verification, proofs), **header.fields()}
+    print_verdict(console, report["verdict"])
     write_reports(redactor.walk(report), json_path, html_path)
     return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 

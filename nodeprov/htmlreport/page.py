@@ -7,6 +7,7 @@ error tails come from the nodes::
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,15 +82,20 @@ def drift_table(checks: Sequence[Mapping[str, Any]]) -> DriftTable:
 
 
 def _summary(report: Mapping[str, Any]) -> list[str]:
-    """The lines under the title: what happened, in numbers."""
+    """The lines under the title: the verdict the command printed last (reports written
+    before they held one: none), then what happened, in numbers."""
     command = report["command"]
+    lines = [report["verdict"]] if "verdict" in report else []
+    if "started" in report:  # what ran, where, when (older reports do not say)
+        script = f": {shlex.join(report['script'])}" if report.get("script") else ""
+        lines.append(f"on {report['inventory']} at {report['started']}{script}")
     if command == "run":
-        return [report["verdict"]]
+        return lines
     if command == "verify":
-        return [f"{len(report['checks'])} checks, {len(report['drift'])} drifted"]
+        return [*lines, f"{len(report['checks'])} checks, {len(report['drift'])} drifted"]
     hosts = Counter(host["status"] for host in report["hosts"].values())
-    lines = [f"{sum(hosts.values())} hosts: " + ", ".join(
-        f"{count} {status}" for status, count in sorted(hosts.items()))]
+    lines.append(f"{'tasks on ' if command == 'apply' else ''}{sum(hosts.values())} hosts: "
+                 + ", ".join(f"{count} {status}" for status, count in sorted(hosts.items())))
     if report.get("check"):
         lines.append("check mode: nothing was changed")
     return lines

@@ -87,6 +87,20 @@ def _spaced(ticks: Sequence[Tick]) -> tuple[Tick, ...]:
     return tuple(kept + list(ticks[1:][-1:]))
 
 
+def _baseline_name(proof: Mapping[str, Any]) -> str:
+    """The stored baseline's legend: this run when apply just recorded it, else when and
+    where the run it keeps ran (reports before the baseline said where: when only).
+
+    >>> _baseline_name({"baseline": {"recorded": "2026-11-28T23:00:00+00:00",
+    ...                              "nodes": ["node1", "node2"]}})
+    'baseline busbw (2026-11-28T23:00:00+00:00, node1, node2)'
+    """
+    stored = proof["baseline"]
+    if proof.get("baseline_note"):
+        return "baseline busbw: this run, recorded as the baseline"
+    return f"baseline busbw ({', '.join([stored['recorded'], *stored.get('nodes', [])])})"
+
+
 def sweep_plot(proof: Mapping[str, Any]) -> SweepPlot | None:
     """The chart of ``proof``'s sweep (a proof of the JSON report), None without one."""
     result = (proof.get("job") or {}).get("result") or {}
@@ -113,8 +127,7 @@ def sweep_plot(proof: Mapping[str, Any]) -> SweepPlot | None:
     drawn = [series("busbw", "busbw", "busbw_bytes_per_s", rows),
              series("algbw", "algbw", "algbw_bytes_per_s", rows)]
     if baseline:  # drawn first, under this run's curves
-        drawn.insert(0, series("baseline", f"baseline busbw ({proof['baseline']['recorded']})",
-                               "busbw_bytes_per_s", baseline))
+        drawn.insert(0, series("baseline", _baseline_name(proof), "busbw_bytes_per_s", baseline))
     return SweepPlot(
         tuple(drawn),
         _spaced([Tick(x(size), human_bytes(size)) for size in sizes]),

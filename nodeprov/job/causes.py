@@ -61,6 +61,15 @@ RULES = (
         "wait for it to end; a job whose nodeprov is gone stops by itself within a minute",
     ),
     Rule(
+        "job",
+        # the launcher's words when the folder to start in is not there (a shell's would name
+        # the command, which reads as a venv without torchrun)
+        re.compile(r"^--chdir \S.*: No such file or directory$", re.MULTILINE),
+        "the folder --chdir names is not on the node",
+        "create it on every node, --sync the folder it is to be, or give --chdir one every node "
+        "has",
+    ),
+    Rule(
         "venv",
         # The venv's own torchrun is missing, or python cannot import torch.
         re.compile(r"torchrun: (?:No such file or directory|(?:command )?not found)"

@@ -75,8 +75,7 @@ def state_dir(given: str) -> str:
     base = os.path.expanduser(given or (
         "/var/lib/nodeprov/job" if os.geteuid() == 0 else "~/.cache/nodeprov/job"))
     os.makedirs(base, mode=0o700, exist_ok=True)
-    found = os.lstat(base)
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
+    if not stat.S_ISDIR((found := os.lstat(base)).st_mode) or found.st_uid != os.geteuid():
         raise SystemExit(f"{base} is not a folder of this user's own")
     return base
 
@@ -249,8 +248,9 @@ def start(state: str, run_id: str, token: str, quiet: float, deadline: float, wo
         job = subprocess.Popen(command, cwd=workdir or os.path.expanduser("~"), env=environment,
                                stdin=subprocess.DEVNULL, start_new_session=True,
                                pass_fds=(lock.socket.fileno(),))
-    except OSError as error:
-        sys.stderr.write(f"{command[0]}: {error.strerror}\n")
+    except OSError as error:  # the folder to start in (--chdir), else the command, as a shell
+        where = f"--chdir {workdir}" if workdir and not os.path.isdir(workdir) else command[0]
+        sys.stderr.write(f"{where}: {error.strerror}\n")
         return 127
     with open(os.path.join(run_dir, "pid"), "w") as pid:
         pid.write(str(job.pid))

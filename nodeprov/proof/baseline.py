@@ -1,14 +1,15 @@
 """Bandwidth baseline: record the sweep's bus bandwidth once, flag a drop in later runs.
 
     path = baseline_path(inventory.path)                # cluster.nodeprov-baseline.json
-    record_baseline(path, outcome.result)               # after a run that passed
+    record_baseline(path, outcome.result, nodes=("node1", "node2"))  # a run that passed
     problem = compare_to_baseline(path, outcome.result, drop=0.3)
     if problem:                                         # busbw at 64 MiB fell to 6.1 GB/s ...
         for pair in run_pairwise(hosts, sessions, facts, **job_options):
             print(pair.line())                          # node1 + node3: 2.0 GB/s at 64 MiB
 
 The comparison uses the largest message size both runs measured: small messages measure
-latency, the largest one the links.
+latency, the largest one the links. ``kept_or_recorded`` is apply's rule: the baseline is
+kept, not followed; only a first run, another cluster shape or ``--rebaseline`` replaces it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nodeprov.errors import InputError
 from nodeprov.proof.launch import JobOutcome, run_job
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from nodeprov.remote.session import Session
 
 BASELINE_SUFFIX = ".nodeprov-baseline.json"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,11 @@ class Baseline:
     nnodes: int
     world_size: int
     busbw_gbps: Mapping[int, float]  # by message size in bytes
+    # what the run it records ran on; absent (empty, None) in baselines written before
+    nodes: tuple[str, ...] = ()
+    torch: str | None = None
+    nccl: str | None = None
+    link_bytes_per_s: float | None = None  # the slowest node's link into the node subnet
 
     def shape(self) -> str:
         return _shape(self.nnodes, self.world_size, self.backend)
@@ -50,6 +57,8 @@ class Baseline:
         """For the JSON report: bytes and bytes per second."""
         return {"path": str(path), "recorded": self.recorded, "backend": self.backend,
                 "nnodes": self.nnodes, "world_size": self.world_size,
+                "nodes": list(self.nodes), "torch": self.torch, "nccl": self.nccl,
+                "link_bytes_per_s": self.link_bytes_per_s,
                 "sizes": [{"bytes": size, "busbw_bytes_per_s": busbw * 1e9}
                           for size, busbw in sorted(self.busbw_gbps.items())]}
 
@@ -67,15 +76,18 @@ def _shape(nnodes: int, world_size: int, backend: str) -> str:
     return f"{world_size} ranks on {nnodes} node{'s' if nnodes != 1 else ''} ({backend})"
 
 
-def record_baseline(path: Path, result: JobResult) -> None:
-    """Write the result's bus bandwidth per size to ``path`` (atomically); only a run that
-    passed is a baseline."""
+def record_baseline(path: Path, result: JobResult, *, nodes: Sequence[str],
+                    link_bytes_per_s: float | None = None) -> None:
+    """Write the result's bus bandwidth per size to ``path`` (atomically), with when, on which
+    ``nodes`` (inventory names), torch, NCCL and the slowest link; only a passing run is a
+    baseline."""
     if not result.ok:
         raise ValueError("a failed run is no baseline: fix the cluster, then record again")
     data = {
         "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "backend": result.backend, "nnodes": result.nnodes, "world_size": result.world_size,
-        "hostnames": sorted(set(result.hostnames)), "torch": result.torch,
+        "nodes": list(nodes), "hostnames": sorted(set(result.hostnames)),
+        "torch": result.torch, "nccl": result.nccl, "link_bytes_per_s": link_bytes_per_s,
         "sizes": [{"bytes": row.bytes, "busbw_gbps": row.busbw_gbps} for row in result.sizes],
     }
     partial = path.with_name(f".{path.name}.{os.getpid()}")
@@ -96,10 +108,17 @@ def load_baseline(path: Path) -> Baseline | None:
         return Baseline(
             recorded=str(data["recorded"]), backend=str(data["backend"]),
             nnodes=int(data["nnodes"]), world_size=int(data["world_size"]),
-            busbw_gbps={int(row["bytes"]): float(row["busbw_gbps"]) for row in data["sizes"]})
+            busbw_gbps={int(row["bytes"]): float(row["busbw_gbps"]) for row in data["sizes"]},
+            nodes=tuple(str(name) for name in data.get("nodes", ())),
+            torch=_optional(data.get("torch"), str), nccl=_optional(data.get("nccl"), str),
+            link_bytes_per_s=_optional(data.get("link_bytes_per_s"), float))
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"the bandwidth baseline lacks or garbles {error}; delete the file and "
                          "record a new one", source=str(path)) from None
+
+
+def _optional(value: Any, kind: Callable[[Any], T]) -> T | None:
+    return None if value is None else kind(value)
 
 
 def compare_to_baseline(path: Path, result: JobResult, drop: float) -> str | None:
@@ -107,12 +126,37 @@ def compare_to_baseline(path: Path, result: JobResult, drop: float) -> str | Non
     fraction) below the baseline, or the baseline was recorded on another cluster shape;
     None when there is no baseline or the bandwidth held up."""
     baseline = load_baseline(path)
-    if baseline is None:
-        return None
+    return None if baseline is None else _compare(baseline, path, result, drop)
+
+
+def kept_or_recorded(path: Path, result: JobResult, *, drop: float, rebaseline: bool,
+                     nodes: Sequence[str], link_bytes_per_s: float | None = None) -> tuple[
+                         Baseline | None, str | None, str | None]:
+    """apply's rule for a passing run: the stored baseline, a note when this run was recorded
+    as the baseline (none yet, another cluster shape, or ``rebaseline``), and the drop's line
+    when this run fell below a baseline that is kept."""
+    stored = load_baseline(path)
+    if stored is not None and not rebaseline and _same_shape(stored, result):
+        problem = _compare(stored, path, result, drop)
+        return stored, None, problem and (
+            f"{problem}; the baseline is kept: `nodeprov apply --rebaseline` records this run "
+            "instead, once the slower bandwidth is expected")
+    record_baseline(path, result, nodes=nodes, link_bytes_per_s=link_bytes_per_s)
+    why = ("as asked (--rebaseline)" if rebaseline and stored is not None else
+           "(the first)" if stored is None else f"(the old one was {stored.shape()})")
+    return load_baseline(path), f"bandwidth baseline recorded in {path.name} {why}", None
+
+
+def _same_shape(baseline: Baseline, result: JobResult) -> bool:
+    shape = _shape(result.nnodes, result.world_size, result.backend)
+    return shape == baseline.shape()
+
+
+def _compare(baseline: Baseline, path: Path, result: JobResult, drop: float) -> str | None:
     current = {row.bytes: row.busbw_gbps for row in result.sizes}
     common = sorted(set(current) & set(baseline.busbw_gbps))
     shape = _shape(result.nnodes, result.world_size, result.backend)
-    if shape != baseline.shape() or not common:
+    if not _same_shape(baseline, result) or not common:
         return (f"bandwidth baseline {path.name} was recorded on {baseline.shape()} up to "
                 f"{human_bytes(max(baseline.busbw_gbps, default=0))}; this run is "
                 f"{shape} up to {human_bytes(max(current, default=0))}: "

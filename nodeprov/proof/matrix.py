@@ -82,26 +82,31 @@ class Matrix:
                   for source in shown)]
 
     def table(self) -> Table | str:
-        """The nodes some check failed between (all when none did) as a table; a line
-        instead when they are more than a terminal shows."""
+        """Every node as a table (past TABLE_NODES nodes: only those some check failed
+        between, the others counted in its caption); a line instead when those are more than
+        a terminal shows. Cells are styled text, never markup: a console that prints node
+        text with markup off shows them as they are."""
         from rich.table import Table
+        from rich.text import Text
 
         broken_pairs = [pair for pair, checks in self._pairs.items()
                         if any(not c.ok and c.status != "untested" for c in checks)]
         involved = {node for pair in broken_pairs for node in pair}
         failing = [n for n in self.nodes if n in involved]
-        shown = failing or list(self.nodes)
+        shown = list(self.nodes) if len(self.nodes) <= TABLE_NODES else failing
         if len(shown) > TABLE_NODES:
             broken = sum(not c.ok and c.status != "untested" for c in self.checks)
             return (f"connectivity: {broken} of {len(self.checks)} checks failed, involving "
                     f"{len(failing)} of {len(self.nodes)} nodes (one line each below)")
         header, *body = self.rows(shown)
-        table = Table(title="connectivity: rows from, columns to")
+        others = len(self.nodes) - len(shown)
+        table = Table(title="connectivity: rows from, columns to", caption=(
+            f"{others} other nodes: every check between them passed" if others else None))
         for name in header:
             table.add_column(name)
         for source, *cells in body:
-            table.add_row(source, *(f"[green]{c}[/]" if c == "ok" else f"[red]{c}[/]"
-                                    for c in cells))
+            table.add_row(Text(source), *(Text(c, style="green" if c == "ok" else "red")
+                                          for c in cells))
         return table
 
     def to_json(self) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 bandwidth baseline. ``apply`` ends with it and records the baseline; ``verify`` compares.
 
     proof = prove_cluster(hosts, sessions, facts, params, baseline=path, record=True)
-    print_proof(console, proof)          # matrix problems, the sweep table, one verdict line
+    print_proof(console, proof)          # matrix problems, the sweep table, FAILED lines
+    print(proof.verdict)                 # PASS: 3 nodes ... or FAIL: ... (2 FAILED lines above)
 
 ``pairwise`` (verify --pairwise) then runs the job on every pair of nodes, slowest pair first,
 to find the link behind a bandwidth drop.
@@ -28,8 +29,8 @@ from nodeprov.proof.baseline import (
     Baseline,
     PairResult,
     compare_to_baseline,
+    kept_or_recorded,
     load_baseline,
-    record_baseline,
     run_pairwise,
 )
 from nodeprov.proof.connectivity import check_connectivity
@@ -38,6 +39,7 @@ from nodeprov.proof.matrix import Matrix
 from nodeprov.proof.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
+from nodeprov.util.units import counted
 from nodeprov.util.validate import printable
 
 if TYPE_CHECKING:
@@ -50,9 +52,10 @@ class Proof:
     outcome: JobOutcome | None
     bandwidth_problem: str | None = None
     pairs: tuple[PairResult, ...] = ()  # slowest first
-    baseline: Baseline | None = None  # recorded by this run (apply) or compared with (verify)
+    baseline: Baseline | None = None  # the stored one: compared with, or recorded by this run
     baseline_path: Path | None = None
     link: Link | None = None  # the slowest node's link into the subnet, where every node says
+    baseline_note: str | None = None  # apply recorded this run as the baseline, and why
 
     @property
     def ok(self) -> bool:
@@ -61,9 +64,20 @@ class Proof:
 
     @property
     def verdict(self) -> str:
+        """The last line: the job's PASS only when nothing above it failed; a FAIL counts
+        the FAILED lines above it, never repeats one."""
+        above = counted(len(self.failures()), "FAILED line") + " above"
         if self.outcome is None:
-            return "FAIL: the connectivity matrix is broken; the job did not run"
-        return self.outcome.verdict
+            return f"FAIL: the connectivity matrix is broken ({above}); the job did not run"
+        if self.ok:
+            return self.outcome.verdict
+        if not self.outcome.ok:
+            return f"FAIL: the job failed on {counted(len(self.matrix.nodes), 'node')} ({above})"
+        failed_pairs = sum(not pair.outcome.ok for pair in self.pairs)
+        what = [*(["the bus bandwidth is below the baseline"] if self.bandwidth_problem else []),
+                *([f"{counted(failed_pairs, 'pair')} of nodes failed"] if failed_pairs else [])]
+        return (f"FAIL: the job ran right on {counted(len(self.matrix.nodes), 'node')}, but "
+                f"{' and '.join(what)} ({above})")
 
     def failures(self) -> list[str]:
         lines = self.matrix.problems()
@@ -83,6 +97,7 @@ class Proof:
             "bandwidth_problem": self.bandwidth_problem,
             "pairs": [_pair_json(pair) for pair in self.pairs],
             "link": dataclasses.asdict(self.link) if self.link else None,
+            "baseline_note": self.baseline_note,
         }
 
 
@@ -128,10 +143,10 @@ def _pair_json(pair: PairResult) -> dict[str, Any]:
 
 def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
                   facts: Mapping[str, Facts], params: JobParams, *, baseline: Path,
-                  record: bool, pairwise: bool = False) -> Proof:
-    """Matrix, then the job when the matrix is clean; ``record`` writes the baseline after a
-    passing job (apply), otherwise the result is compared with it (verify); ``pairwise`` adds
-    the job on every pair of nodes."""
+                  record: bool, pairwise: bool = False, rebaseline: bool = False) -> Proof:
+    """Matrix, then the job when the matrix is clean; ``record``: apply's rule for the
+    baseline (``kept_or_recorded``), otherwise the result is compared with it (verify);
+    ``pairwise`` adds the job on every pair of nodes."""
     hosts, problems = with_node_addresses(hosts, facts)
     if problems:
         return Proof(Matrix(tuple(host.name for host in hosts), (), tuple(problems.values())),
@@ -148,9 +163,11 @@ def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
     if outcome.result is None or not outcome.ok:
         return Proof(matrix, outcome, pairs=pairs, link=link)
     if record:
-        record_baseline(baseline, outcome.result)
-        return Proof(matrix, outcome, pairs=pairs, baseline=load_baseline(baseline),
-                     baseline_path=baseline, link=link)
+        stored, note, problem = kept_or_recorded(
+            baseline, outcome.result, drop=params.bandwidth_drop, rebaseline=rebaseline,
+            nodes=[host.name for host in hosts],
+            link_bytes_per_s=link.bytes_per_s if link else None)
+        return Proof(matrix, outcome, problem, pairs, stored, baseline, link, note)
     return Proof(matrix, outcome,
                  compare_to_baseline(baseline, outcome.result, params.bandwidth_drop), pairs,
                  load_baseline(baseline), baseline, link)
@@ -173,8 +190,8 @@ def print_proof(console: Console, proof: Proof) -> None:
         console.print("pairs, slowest first:", markup=False, highlight=False)
         for pair in proof.pairs:
             console.print(f"  {pair.line()}", markup=False, highlight=False)
-    for line in proof.failures():
+    if proof.baseline_note:
+        console.print(proof.baseline_note, markup=False, highlight=False)
+    for line in proof.failures():  # the command's last line holds the proof's verdict
         console.print(printable(f"FAILED {line}"), style="bold red", markup=False,
                       highlight=False)
-    console.print(proof.verdict, style="green" if proof.ok else "bold red", markup=False,
-                  highlight=False)

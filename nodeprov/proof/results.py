@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from nodeprov.util.units import human_bytes
+from nodeprov.util.units import counted, human_bytes
 
 RESULT_PREFIX = "NODEPROV_RESULT "  # the line the job prints alongside the file
 TABLE_HEADER = ("size", "elements", "iters", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
@@ -157,14 +157,10 @@ def result_json(result: JobResult) -> dict[str, Any]:
     }
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
 def verdict(result: JobResult) -> str:
     """One line: PASS or FAIL, what ran, and what failed or the peak bus bandwidth."""
     backend = f"nccl {result.nccl}" if result.nccl else result.backend
-    scope = f"{_count(result.nnodes, 'node')}, {_count(result.world_size, 'rank')} ({backend})"
+    scope = f"{counted(result.nnodes, 'node')}, {counted(result.world_size, 'rank')} ({backend})"
     problems = []
     if not result.ddp_ok:
         problems.append(f"DDP replicas differ by up to {result.ddp_max_abs_diff:.3g}")

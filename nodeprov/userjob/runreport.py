@@ -109,15 +109,18 @@ class UserJobOutcome:
         if (self.refused or self.unreached or self.interrupted or self.ok
                 or not self.diagnosis):
             return self.verdict()
-        failed = sum(1 for node in self.nodes.values() if node.exit_code != 0)
-        return (f"FAIL: {failed} of {_nodes(len(self.nodes))} failed, as said above "
-                f"(logs: {self.log_dir})")
+        failed = [name for name, node in self.nodes.items() if _failed_itself(node)]
+        if not failed:  # every node was stopped (the deadline): none failed by itself
+            return (f"FAIL: {_nodes(len(self.nodes))} stopped, as said above "
+                    f"(logs: {self.log_dir})")
+        return (f"FAIL: {len(failed)} of {_nodes(len(self.nodes))} failed ({', '.join(failed)}), "
+                f"as said above (logs: {self.log_dir})")
 
     def to_json(self) -> dict[str, Any]:
         """The ``run`` report of the one schema (``nodeprov.jsonreport``)."""
         failure = self.first_failure
         return document(
-            "run", self.ok, exit_code=self.exit_code, verdict=self.verdict(),
+            "run", self.ok, exit_code=self.exit_code, verdict=self.closing_line(),
             run_id=self.run_id, duration_s=round(self.duration_s, 3),
             log_dir=self.log_dir, ranks=self.ranks,
             preflight=None if self.matrix is None else self.matrix.to_json(),
@@ -134,6 +137,13 @@ class UserJobOutcome:
             diagnosis=list(self.diagnosis),
             first_failure=None if failure is None else {
                 "node": failure.node, "rank": failure.rank, "tail": failure.tail})
+
+
+def _failed_itself(node: NodeRun) -> bool:
+    """A rank of the node exited non-zero by itself, or its torchrun did before any stop: the
+    nodes nodeprov stopped because another failed are not counted (their ranks end -15)."""
+    return (any(end.exit_code > 0 for end in node.ranks.values())
+            or (node.exit_code not in (0, None) and not node.stopped))
 
 
 def _nodes(count: int) -> str:

@@ -1,5 +1,5 @@
-"""Amounts as people read them: a message size in the sweep's table, chart and verdicts; a
-text cut to the length a line has room for.
+"""Amounts as people read them: a message size in the sweep's table, chart and verdicts, a
+count of things in a verdict; a text cut to the length a line has room for.
 
     >>> human_bytes(64 * 1024 * 1024)
     '64 MiB'
@@ -19,6 +19,14 @@ def human_bytes(size: int) -> str:
             return f"{size} {unit}"
         size //= 1024
     return f"{size} GiB"
+
+
+def counted(number: int, noun: str) -> str:
+    """
+    >>> counted(1, "pair"), counted(2, "pair")
+    ('1 pair', '2 pairs')
+    """
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def clipped(text: str, most: int) -> str:

@@ -45,13 +45,15 @@ def test_unreachable_nodes_are_one_line_each_and_exit_1(unreachable: tuple[Path,
     result = CliRunner().invoke(app, ["verify", str(inventory), "-p", str(playbook),
                                       "--json", str(report)])
     assert result.exit_code == 1, result.output
-    lines = result.stdout.splitlines()
-    assert [line.split(":")[0] for line in lines[:-1]] == ["node1", "node2"]
+    header, *lines, summary, verdict = result.stdout.splitlines()
+    assert header.startswith(f"nodeprov verify on {inventory} at ")
+    assert [line.split(":")[0] for line in lines] == ["node1", "node2"]
     assert "node1: cannot connect to 127.0.0.1:9" in lines[0]
-    assert lines[-1].startswith("verify: 2 nodes, ")
-    assert "0 passed, 0 drifted" in lines[-1]
+    assert summary.startswith("verify: 2 nodes, ")
+    assert "0 passed, 0 drifted" in summary
     data = json.loads(report.read_text())
-    assert data["ok"] is False and data["drift"] == lines[:-1]
+    assert data["ok"] is False and data["drift"] == lines
+    assert verdict == data["verdict"] and verdict.startswith("FAIL: ")
     outcomes = {(check["area"], check["outcome"]) for check in data["checks"]}
     # the plan of an unreachable node: one error; checks of tasks it lacks: skipped
     assert outcomes == {(None, "error"), ("firewall", "error"), ("hosts", "error"),

@@ -62,7 +62,10 @@ NEW_SESSION = ("node2 nccl_env: a new SSH session has NCCL_SOCKET_IFNAME unset, 
 def verify(bed: Testbed, playbook: Path) -> tuple[int, list[str]]:
     result = CliRunner().invoke(app, ["verify", str(bed.inventory_path), "-p", str(playbook)])
     assert result.exit_code in (0, 1), result.output
-    return result.exit_code, result.stdout.splitlines()
+    header, *lines, verdict = result.stdout.splitlines()  # what ran; the lines; one verdict
+    assert header.startswith("nodeprov verify on ")
+    assert verdict.startswith("PASS: " if result.exit_code == 0 else "FAIL: "), verdict
+    return result.exit_code, lines
 
 
 def apply(bed: Testbed, playbook: Path, *options: str) -> dict[str, list[str]]:

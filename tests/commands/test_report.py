@@ -23,7 +23,10 @@ def test_report_draws_a_saved_json_report(name: str, tmp_path: Path) -> None:
     done = CliRunner().invoke(app, ["report", str(DATA / f"{name}.json"), "--html", str(page)])
     assert done.exit_code == 0, done.output
     assert page.read_text() == render_html(recorded(name))
-    assert done.stdout == f"{page}: {page.stat().st_size / 1000:.0f} kB, from {DATA}/{name}.json\n"
+    report = recorded(name)
+    said = report.get("verdict") or ("ok" if report["ok"] else "FAILED")
+    assert done.stdout == (f"{page}: {page.stat().st_size / 1000:.0f} kB, from {DATA}/{name}.json; "
+                           f"the report's verdict: {said}\n")
 
 
 @pytest.mark.parametrize(("text", "said"), [

@@ -41,3 +41,15 @@ def test_the_slowest_link_is_a_line_the_scale_reaches() -> None:
     assert plot.link.label == "link 1.25 GB/s (node2 eth0, the slowest)"
     unreported = sweep_plot(recorded("verify-3")["proofs"][0])
     assert unreported is not None and unreported.link is None  # not reported: no line
+
+
+def test_the_legend_says_which_baseline_is_drawn() -> None:
+    proof = recorded("verify-3")["proofs"][0]
+    stored = {**proof["baseline"], "nodes": ["node1", "node2", "node3"]}
+    plot = sweep_plot({**proof, "baseline": stored})
+    assert plot is not None and plot.series[0].name == (
+        f"baseline busbw ({stored['recorded']}, node1, node2, node3)")
+    # apply recorded this run as the first baseline: the legend says it is the run itself
+    plot = sweep_plot({**proof, "baseline_note": "bandwidth baseline recorded in x (the first)"})
+    assert plot is not None
+    assert plot.series[0].name == "baseline busbw: this run, recorded as the baseline"

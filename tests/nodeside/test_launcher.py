@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from nodeprov.job.diagnose import diagnose
+
 LAUNCHER = resources.files("nodeprov.nodeside").joinpath("launcher.py").read_text()
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 JOB = "echo up; exec sleep 300"  # the job: says it runs, then runs until stopped
@@ -33,12 +35,14 @@ def launcher(*args: str) -> list[str]:
 
 
 def start_argv(state: Path, run_id: str, *command: str, quiet: float = 0, deadline: float = 0,
-               env_file: str = "", script_at: int = 0, netns: int | None = None) -> list[str]:
+               env_file: str = "", script_at: int = 0, netns: int | None = None,
+               workdir: str = "") -> list[str]:
     """The start step as nodeprov sends it, in a new network namespace or that of ``netns``."""
     space = (["nsenter", f"--net=/proc/{netns}/ns/net", "--"] if netns else
              ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "netns"])
     return [*space, *launcher("start", str(state), run_id, "TOKEN", str(quiet), str(deadline),
-                              str(state.parent), env_file, str(script_at), "--", *command)]
+                              workdir or str(state.parent), env_file, str(script_at), "--",
+                              *command)]
 
 
 def step(name: str, state: Path, run_id: str, *rest: str) -> dict[str, object]:
@@ -217,6 +221,22 @@ def test_the_deadline_stops_a_hung_job_and_a_stopped_run_never_starts(
     late = subprocess.run(start_argv(state, run, "touch", str(tmp_path / "ran")), timeout=30,
                           check=False)
     assert late.returncode == 125 and not (tmp_path / "ran").exists()
+
+
+def test_a_missing_chdir_folder_is_named_not_the_command(state: Path, tmp_path: Path) -> None:
+    # the issue: `nodeprov run INV --chdir /nonexistent -- train.py` said "venv: torch is
+    # missing from the node's venv", from the launcher's "torchrun: No such file or directory"
+    run = run_id(tmp_path)
+    step("prepare", state, run)
+    missing = tmp_path / "nonexistent"
+    done = subprocess.run(start_argv(state, run, str(TORCHRUN), "train.py",
+                                     workdir=str(missing)),
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 127
+    assert done.stderr.splitlines()[-1] == f"--chdir {missing}: No such file or directory"
+    found = diagnose(done.stderr, "node1")
+    assert found is not None and (found.item, found.cause) == (
+        "job", "the folder --chdir names is not on the node")
 
 
 def test_the_stop_step_stops_processes_in_their_own_sessions_and_tidies_up(

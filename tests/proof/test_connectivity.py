@@ -162,6 +162,21 @@ def test_a_large_broken_matrix_says_it_in_a_line_and_a_small_break_in_a_small_ta
     table = one.table()
     assert not isinstance(table, str) and [c.header for c in table.columns] == ["from \\ to",
                                                                                 "n64"]
+    assert table.caption == "63 other nodes: every check between them passed"
+
+
+def test_a_small_matrix_shows_every_node_and_no_markup_on_a_console_without_it() -> None:
+    # run's console prints node text with markup off: the cells said `[red]rdzv[/]` there, and
+    # the nodes no failure involved were left out
+    matrix = Matrix(NODES, (*(Check(s, t, "rdzv", "ok", f"{t}:29500") for s in NODES
+                              for t in NODES if (s, t) != ("node1", "node3")),
+                            Check("node1", "node3", "rdzv", "timeout", "node3:29500")))
+    console = Console(width=100, file=io.StringIO(), record=True, markup=False)
+    console.print(matrix.table())
+    text = console.export_text()
+    assert "[red]" not in text and "[/]" not in text
+    assert "│ node1     │ ok    │ ok    │ rdzv  │" in text
+    assert "│ node2     │ ok    │ ok    │ ok    │" in text
 
 
 def test_a_connection_that_timed_out_is_tried_once_more(monkeypatch: pytest.MonkeyPatch) -> None:

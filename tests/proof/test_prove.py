@@ -41,6 +41,10 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout + result.stderr
 
 
+def last_line(out: str) -> str:
+    return out.strip().splitlines()[-1]
+
+
 def test_apply_ends_with_a_passing_job_and_records_the_baseline(cluster: Testbed,
                                                                 tmp_path: Path) -> None:
     inventory = str(cluster.inventory_path)
@@ -59,18 +63,26 @@ def test_apply_ends_with_a_passing_job_and_records_the_baseline(cluster: Testbed
     assert [row["wrong"] for row in sizes] == [0] * len(sizes)
     assert sizes[-1]["bytes"] == 1 << 20 and sizes[-1]["busbw_bytes_per_s"] > 0
     assert proof["baseline"]["nnodes"] == 3
-    assert "PASS: 3 nodes, 3 ranks (gloo)" in out
+    assert proof["baseline"]["nodes"] == ["node1", "node2", "node3"]
+    assert proof["baseline_note"] == ("bandwidth baseline recorded in "
+                                      "inventory.nodeprov-baseline.json (the first)")
+    assert last_line(out).startswith("PASS: 3 hosts ok, ") and report["verdict"] == last_line(out)
+    assert "; job: 3 nodes, 3 ranks (gloo): " in last_line(out)
     # each node's veth says 10000 Mb/s: the slowest link, under the sweep's table and in JSON
     assert proof["link"]["bytes_per_s"] == 10000 * 1e6 / 8 and proof["link"]["interface"]
     assert "slowest link into the node subnet: " in out and ", 10 Gb/s" in out
-    baseline = json.loads(cluster.dir.joinpath("inventory.nodeprov-baseline.json").read_text())
+    recorded = cluster.dir.joinpath("inventory.nodeprov-baseline.json").read_text()
+    baseline = json.loads(recorded)
     assert baseline["nnodes"] == 3 and baseline["backend"] == "gloo"
+    assert baseline["torch"].startswith("2.13.0") and baseline["link_bytes_per_s"] == 1.25e9
 
     code, out = invoke("apply", inventory, "--json", str(tmp_path / "second.json"))
     second = json.loads((tmp_path / "second.json").read_text())
     assert code == 0 and "3 hosts, 0 tasks changed, 0 hosts failed" in out
     assert all(host["round_trips"] == 1 for host in second["hosts"].values())
-    assert second["proofs"][0]["ok"]
+    assert second["proofs"][0]["ok"] and second["proofs"][0]["baseline_note"] is None
+    # kept, not followed: the second run's figures did not replace the first's
+    assert cluster.dir.joinpath("inventory.nodeprov-baseline.json").read_text() == recorded
     for node in cluster.nodes:
         left = cluster.exec(node, "sh", "-c", "pgrep -af '[t]orchrun|[a]llreduce' || true").stdout
         assert left.strip() == "", f"{node} still runs: {left}"
@@ -80,7 +92,7 @@ def test_verify_proves_again_and_flags_a_bandwidth_drop(cluster: Testbed) -> Non
     inventory = str(cluster.inventory_path)
     code, out = invoke("verify", inventory)
     assert code == 0, out
-    assert "PASS: 3 nodes" in out
+    assert last_line(out).startswith("PASS: ") and "; job: 3 nodes, 3 ranks" in last_line(out)
 
     baseline = cluster.dir / "inventory.nodeprov-baseline.json"
     recorded = baseline.read_text()
@@ -89,9 +101,19 @@ def test_verify_proves_again_and_flags_a_bandwidth_drop(cluster: Testbed) -> Non
         row["busbw_gbps"] *= 1000
     baseline.write_text(json.dumps(inflated))
     try:
-        code, out = invoke("verify", inventory, "--json", "-")
+        code, out = invoke("verify", inventory)
         assert code == 1
         assert "busbw at 1 MiB fell to" in out and "more than the allowed 90%" in out
+        # the issue: FAILED busbw ..., then a PASS line, exit 1
+        assert last_line(out).startswith("FAIL: ") and "PASS" not in out
+        # apply keeps the baseline a slower run fell below, and fails saying so
+        code, out = invoke("apply", inventory, "--tags", "job")
+        assert code == 1 and "the baseline is kept: `nodeprov apply --rebaseline`" in out
+        assert last_line(out).startswith("FAIL: ")
+        assert json.loads(baseline.read_text()) == inflated
+        code, out = invoke("apply", inventory, "--tags", "job", "--rebaseline")
+        assert code == 0 and "(--rebaseline)" in out, out
+        assert json.loads(baseline.read_text())["sizes"] != inflated["sizes"]
     finally:
         baseline.write_text(recorded)
 

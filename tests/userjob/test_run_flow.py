@@ -132,6 +132,9 @@ def test_a_rank_that_raises_is_named_and_the_others_are_stopped(
     assert failure.tail.endswith("[rank1]:[rank1]: ValueError: rank 1 fails on purpose at step 2")
     assert {n: (r.exit_code, r.stopped) for n, r in outcome.nodes.items()} == {
         "node1": (143, True), "node2": (1, False), "node3": (143, True)}
+    # the last line and the JSON's verdict count the one node that failed, not those stopped
+    closing = f"FAIL: 1 of 3 nodes failed (node2), as said above (logs: {outcome.log_dir})"
+    assert outcome.closing_line() == closing and outcome.to_json()["verdict"] == closing
     assert no_matrix == []  # a script's own error is no network question
 
 
@@ -327,7 +330,8 @@ def test_a_script_that_requires_local_rank_is_named_once_for_every_node(tmp_path
     assert line.endswith("error: the following arguments are required: --local_rank")
     assert outcome.exit_code == 1
     assert outcome.closing_line() == (  # the terminal's last line, after that one
-        f"FAIL: 3 of 3 nodes failed, as said above (logs: {outcome.log_dir})")
+        f"FAIL: 3 of 3 nodes failed (node1, node2, node3), as said above (logs: "
+        f"{outcome.log_dir})")
 
 
 def test_at_the_deadline_the_tail_is_where_a_rank_was_not_torchruns_own_trace(
