@@ -67,6 +67,7 @@ def facts_report(names: Sequence[str], facts: Mapping[str, Facts], errors: Mappi
 
     hosts = {name: {"status": status(name),
                     "error": errors.get(name),
-                    "facts": facts[name].summary() if name in facts else None}
+                    "facts": facts[name].summary() if name in facts else None,
+                    **({"fabric": facts[name].rdma.as_json()} if name in facts else {})}
              for name in names}
     return jsonreport.document("facts", not errors, hosts=hosts)
