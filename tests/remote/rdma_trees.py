@@ -36,12 +36,12 @@ def ibstat_ports(text: str) -> dict[tuple[str, int], dict[str, str]]:
         elif (match := re.match(r"\s+(State|Physical state|Rate|Link layer): (.+)", line)
               ) and (device, port) in ports:
             key, value = match.groups()
-            name, text = {"State": ("state", STATES.get(value)),
+            name, sysfs = {"State": ("state", STATES.get(value)),
                           "Physical state": ("phys_state", PHYS_STATES.get(value)),
                           # ibstat drops the kernel's "(4X HDR)" after the rate
                           "Rate": ("rate", f"{value} Gb/sec"),
                           "Link layer": ("link_layer", value)}[key]
-            ports[(device, port)][name] = text or value
+            ports[(device, port)][name] = sysfs or value
     return ports
 
 
