@@ -113,13 +113,19 @@ section rdma_devices; [ -z "$rdma" ] || for dev in /sys/class/infiniband/*; do
   nets=; for net in "$dev"/device/net/*; do [ ! -e "$net" ] || nets="$nets${nets:+,}${net##*/}"; done
   printf '%s %s %s\n' "${dev##*/}" "${nets:--}" "${pci:--}"
 done
-# "PATH rw|ro|none" for what the job opens: present is not enough, its user must open it
-section rdma_char_devices; [ -z "$rdma" ] || for path in /dev/infiniband /dev/infiniband/*; do
-  if [ ! -e "$path" ]; then printf '%s absent\n' "$path"
-  elif [ -d "$path" ]; then continue
-  elif [ -r "$path" ] && [ -w "$path" ]; then printf '%s rw\n' "$path"
-  else printf '%s denied\n' "$path"; fi
-done
+# "PATH rw|denied" for what the job opens (present is not enough: its user must open it), or
+# "/dev/infiniband absent|empty" (a container without the device list)
+section rdma_char_devices; if [ -z "$rdma" ]; then :
+elif [ ! -d /dev/infiniband ]; then echo "/dev/infiniband absent"
+else
+  state=empty
+  for path in /dev/infiniband/*; do
+    [ -e "$path" ] || continue
+    state=
+    if [ -r "$path" ] && [ -w "$path" ]; then printf '%s rw\n' "$path"; else printf '%s denied\n' "$path"; fi
+  done
+  [ -z "$state" ] || echo "/dev/infiniband empty"
+fi
 # the verbs library, libfabric and NCCL's network plugins as the job's loader finds them
 section rdma_libraries; if [ -n "$rdma" ]; then
   ldconfig -p 2>/dev/null | while IFS= read -r line; do

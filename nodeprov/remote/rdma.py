@@ -59,7 +59,7 @@ class RdmaFacts:
     ports: tuple[RdmaPort, ...] = ()
     netdevs: Mapping[str, tuple[str, ...]] | None = None  # device -> its netdevs
     pci_paths: Mapping[str, tuple[str, ...]] | None = None  # device -> slots, root first
-    char_devices: tuple[tuple[str, str], ...] = ()  # (path, rw|denied|absent)
+    char_devices: tuple[tuple[str, str], ...] = ()  # (path, rw|denied|absent|empty)
     libraries: tuple[str, ...] = ()
     memlock_kib: int | None = None  # None: unlimited
     memlock_known: bool = False

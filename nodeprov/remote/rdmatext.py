@@ -26,7 +26,7 @@ _GID = re.compile(r"[0-9a-f]{4}(?::[0-9a-f]{4}){7}")
 _GID_TYPE = re.compile(r"(?:IB/RoCE v1|RoCE v2)?")
 _LIBRARY = re.compile(r"/[A-Za-z0-9_.+/-]{0,255}/(?:libibverbs\.so|libfabric\.so|libnccl-net)"
                       r"[A-Za-z0-9_.+-]{0,64}")
-_CHAR_DEVICE = re.compile(r"/dev/infiniband(?:/[A-Za-z0-9_]{1,32})? (?:rw|denied|absent)")
+_CHAR_DEVICE = re.compile(r"/dev/infiniband(?:/[A-Za-z0-9_]{1,32} (?:rw|denied)| absent| empty)")
 _ACS = re.compile(r"\s+ACSCtl:\s+((?:[A-Za-z]{1,16}[+-]\s?){1,12})")
 _MODULE_FILE = re.compile(r"/[A-Za-z0-9_.+/-]{1,255}")
 PEER_MEMORY = ("nvidia_peermem", "nv_peer_mem")
@@ -91,7 +91,8 @@ def parse_devices(text: str) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]
 
 
 def parse_char_devices(text: str) -> tuple[tuple[str, str], ...]:
-    """``PATH rw|denied|absent`` lines: what the job's user may open under /dev/infiniband."""
+    """``PATH rw|denied`` lines, or ``/dev/infiniband absent|empty``: what the job's user may
+    open under /dev/infiniband."""
     return tuple((line.split(" ")[0], line.split(" ")[1]) for line in text.splitlines()
                  if _CHAR_DEVICE.fullmatch(line))
 

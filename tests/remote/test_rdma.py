@@ -85,6 +85,14 @@ def test_lines_out_of_pattern_are_left_out() -> None:
                                        ) == (("/dev/infiniband", "absent"),)
 
 
+def test_what_the_login_may_open_under_dev_infiniband() -> None:
+    said = ("/dev/infiniband/uverbs0 rw\n/dev/infiniband/rdma_cm denied\n"
+            "/dev/infiniband/* absent\n/dev/infiniband empty\n/dev/infiniband rw\n")
+    assert rdmatext.parse_char_devices(said) == (
+        ("/dev/infiniband/uverbs0", "rw"), ("/dev/infiniband/rdma_cm", "denied"),
+        ("/dev/infiniband", "empty"))
+
+
 def test_a_node_without_rdma_says_so() -> None:
     rdma = read_rdma({"rdma_memlock": "64\n", "mtus": "eth0 1500\n"})
     assert not rdma.present and rdma.summary() == {"fast interconnect": "no fast interconnect"}
