@@ -40,7 +40,7 @@ def node_causes(fabric: Facts, gdr: bool | None, has_gpu: bool = True) -> list[C
         found.append(cause("no-gdr-module", "no peer-memory module loaded (nvidia_peermem, "
                            "nv_peer_mem)" + (f"; installed: {', '.join(installed)}"
                                              if installed else "; none installed")))
-    found += [cause("acs", f"bridge {bridge['bridge']} above the NICs: ACSCtl: "
+    found += [cause("acs", f"bridge {bridge['bridge']} above a NIC or GPU: ACSCtl: "
                            f"{bridge['acsctl']}")
               for bridge in fabric["acs"] if any(flag in bridge["acsctl"].split()
                                                   for flag in _REDIRECTS)][:1]

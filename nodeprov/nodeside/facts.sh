@@ -113,6 +113,11 @@ section rdma_devices; [ -z "$rdma" ] || for dev in /sys/class/infiniband/*; do
   nets=; for net in "$dev"/device/net/*; do [ ! -e "$net" ] || nets="$nets${nets:+,}${net##*/}"; done
   printf '%s %s %s\n' "${dev##*/}" "${nets:--}" "${pci:--}"
 done
+# each NVIDIA GPU's PCI path: ACS matters on the bridges above it as above its NIC
+section rdma_gpu_paths; [ -z "$rdma" ] || for dev in /sys/bus/pci/devices/*; do
+  { read -r vendor < "$dev/vendor"; read -r class < "$dev/class"; } 2>/dev/null || continue
+  case $vendor:$class in 0x10de:0x0300?? | 0x10de:0x0302??) (cd -P "$dev" 2>/dev/null && pwd) ;; esac
+done
 # "PATH rw|denied" for what the job opens (present is not enough: its user must open it), or
 # "/dev/infiniband absent|empty" (a container without the device list)
 section rdma_char_devices; if [ -z "$rdma" ]; then :

@@ -58,14 +58,13 @@ class RdmaFacts:
 
     ports: tuple[RdmaPort, ...] = ()
     netdevs: Mapping[str, tuple[str, ...]] | None = None  # device -> its netdevs
-    pci_paths: Mapping[str, tuple[str, ...]] | None = None  # device -> slots, root first
     char_devices: tuple[tuple[str, str], ...] = ()  # (path, rw|denied|absent|empty)
     libraries: tuple[str, ...] = ()
     memlock_kib: int | None = None  # None: unlimited
     memlock_known: bool = False
     modules_loaded: tuple[str, ...] = ()
     peer_memory_installed: tuple[str, ...] = ()
-    acs: Mapping[str, str] | None = None  # bridge slot -> ACSCtl, on the NICs' paths
+    acs: Mapping[str, str] | None = None  # bridge slot -> ACSCtl, above the NICs and GPUs
     acs_unread: str | None = None  # why ACS could not be read
     topology: tuple[tuple[str, str, str], ...] = ()  # (GPU, nearest NIC, relation)
     mtus: Mapping[str, int] | None = None  # every interface's MTU
@@ -92,7 +91,7 @@ class RdmaFacts:
                     if self.peer_memory_installed else "")),
                 "acs": self.acs_unread or (", ".join(
                     f"{slot} {flags}" for slot, flags in (self.acs or {}).items())
-                    or "no ACS capability on the NICs' bridges"),
+                    or "no ACS capability on the NICs' and GPUs' bridges"),
                 "gpu-nic": ", ".join(f"{gpu} {nic} {relation}" for gpu, nic, relation
                                      in self.topology) or "-",
             }
@@ -150,13 +149,13 @@ def read_rdma(sections: Mapping[str, str]) -> RdmaFacts:
         tuple(Gid(*entry) for entry in gids.get((device, number), [])))
         for (device, number), found in sorted(values.items()))
     loaded, installed = rdmatext.parse_modules(text("rdma_modules"))
-    acs, acs_unread = _acs(text("rdma_acs"), {name: slots for name, (_, slots)
-                                              in devices.items()})
+    paths = [slots for _, slots in devices.values()] + [
+        rdmatext.pci_slots(line) for line in text("rdma_gpu_paths").splitlines()]
+    acs, acs_unread = _acs(text("rdma_acs"), paths)
     memlock = text("rdma_memlock").strip()
     return RdmaFacts(
         ports=ports,
         netdevs={name: netdevs for name, (netdevs, _) in devices.items()},
-        pci_paths={name: slots for name, (_, slots) in devices.items()},
         char_devices=rdmatext.parse_char_devices(text("rdma_char_devices")),
         libraries=rdmatext.parse_libraries(text("rdma_libraries")),
         memlock_kib=rdmatext.parse_memlock(memlock) if memlock else None,
@@ -167,14 +166,15 @@ def read_rdma(sections: Mapping[str, str]) -> RdmaFacts:
         mtus=mtus, nccl=nccl)
 
 
-def _acs(text: str, paths: Mapping[str, tuple[str, ...]]) -> tuple[dict[str, str], str | None]:
-    """ACSCtl of the bridges above each NIC (its path but itself), or why it is unknown."""
+def _acs(text: str, paths: list[tuple[str, ...]]) -> tuple[dict[str, str], str | None]:
+    """ACSCtl of the bridges above each NIC and GPU (a path but its last slot), or why it is
+    unknown."""
     if text.strip() == "lspci absent":
         return {}, "not read: lspci is not installed (pciutils)"
     if not text.strip():
         return {}, "not read: lspci printed nothing"
     acs, denied = rdmatext.parse_acs(text)
-    bridges = list(dict.fromkeys(slot for slots in paths.values() for slot in slots[:-1]))
+    bridges = list(dict.fromkeys(slot for slots in paths for slot in slots[:-1]))
     if any(slot in denied for slot in bridges):
         return {}, "not read: lspci shows PCI capabilities to root only"
     return {slot: acs[slot] for slot in bridges if slot in acs}, None

@@ -81,13 +81,21 @@ def parse_devices(text: str) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]
     devices = {}
     for line in text.splitlines():
         parts = line.split(" ")
-        if len(parts) != 3 or not DEVICE.fullmatch(parts[0]):
-            continue
-        netdevs = tuple(name for name in parts[1].split(",") if _interface(name))
-        path = parts[2].split("/")
-        slots = tuple(part for part in path if SLOT.fullmatch(part))
-        devices[parts[0]] = (netdevs, slots if parts[2].startswith("/sys/devices/") else ())
+        if len(parts) == 3 and DEVICE.fullmatch(parts[0]):
+            netdevs = tuple(name for name in parts[1].split(",") if _interface(name))
+            devices[parts[0]] = (netdevs, pci_slots(parts[2]))
     return devices
+
+
+def pci_slots(path: str) -> tuple[str, ...]:
+    """The slots of a resolved sysfs device path, root first; () for anything else.
+
+    >>> pci_slots("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0")
+    ('0000:00:01.0', '0000:01:00.0')
+    """
+    if not path.startswith("/sys/devices/pci"):
+        return ()
+    return tuple(part for part in path.split("/") if SLOT.fullmatch(part))
 
 
 def parse_char_devices(text: str) -> tuple[tuple[str, str], ...]:

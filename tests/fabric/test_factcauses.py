@@ -66,7 +66,7 @@ def test_each_fact_names_its_cause() -> None:
     evidence = {cause.code: cause.evidence for cause in found}
     assert evidence["memlock"] == "ulimit -l in the job's login: 64 KiB, not unlimited"
     assert evidence["no-gdr-module"].endswith("installed: nvidia_peermem")
-    assert evidence["acs"].startswith("bridge 0000:17:01.0 above the NICs: ACSCtl: SrcValid+")
+    assert evidence["acs"].startswith("bridge 0000:17:01.0 above a NIC or GPU: ACSCtl: SrcValid+")
     assert evidence["numa-placement"] == ("GPU0's nearest NIC NIC0 is SYS (across the CPUs' "
                                           "interconnect)")
 
@@ -147,3 +147,16 @@ def test_fabric_facts_refuses_another_commands_report(tmp_path: Path) -> None:
                                       "--facts", str(path)])
     assert result.exit_code == 2 and "--facts takes the file `nodeprov facts --json`" in (
         result.stderr)
+
+
+def test_acs_above_a_gpu_counts_and_without_root_it_is_not_read() -> None:
+    above_gpu = fabric(rdma_acs=ACS_ON, rdma_devices="mlx5_0 - /sys/devices/pci0000:5d/"
+                       "0000:5d:02.0/0000:5e:00.0\n",
+                       rdma_gpu_paths="/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0\n")
+    assert codes(node_causes(above_gpu, gdr=None)) == ["acs"]
+    # lspci run by a user prints this in place of every capability (pciutils' lspci -vvv)
+    hidden = fabric(rdma_acs="0000:17:01.0 PCI bridge: written for the test\n"
+                             "\tCapabilities: <access denied>\n",
+                    rdma_gpu_paths="/sys/devices/pci0000:17/0000:17:01.0/0000:18:00.0\n")
+    assert hidden["acs_unread"] == "not read: lspci shows PCI capabilities to root only"
+    assert node_causes(hidden, gdr=None) == []
