@@ -1,6 +1,7 @@
 """``nodeprov fabric LOG...``: registered on the app by ``cli/__init__.py``::
 
     nodeprov fabric node1.log node2.log --json fabric.json
+    nodeprov fabric train.log --facts facts.json
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ def fabric_command(
         "pasted file; ranks of many nodes mixed.", metavar="LOG...", show_default=False,
         readable=False)],
     json_path: JsonOpt = None,
+    facts: Annotated[Path | None, typer.Option(
+        "--facts", help="The nodes' facts (`nodeprov facts --json FILE`): name the causes a log "
+        "cannot prove (a port down, memlock, no peer-memory module, ACS, MTU, RoCE GID, "
+        "NUMA).", metavar="REPORT", show_default=False)] = None,
 ) -> None:
     """Say which network NCCL took on each node (IB, RoCE, EFA, Socket), its devices,
     GPUDirect RDMA and the intra-node path, and why a path is slower than the nodes have.
@@ -27,5 +32,5 @@ def fabric_command(
     from nodeprov.commands.fabric import run_fabric
 
     with exit_on_error():
-        code = run_fabric(logs, json_path)
+        code = run_fabric(logs, json_path, facts)
     raise typer.Exit(code)

@@ -2,6 +2,7 @@
 has, and why a path is slower than the nodes have (docs/fabric.md)::
 
     code = run_fabric([Path("train.log")], json_path=None)   # 0, 3 (slower path) or 2
+    code = run_fabric(logs, None, facts_path=Path("facts.json"))  # with nodeprov facts --json
 
 Reads the files only; connects to nothing.
 """
@@ -13,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov import jsonreport
-from nodeprov.errors import EXIT_OK, EXIT_SLOWER_PATH
+from nodeprov.errors import EXIT_OK, EXIT_SLOWER_PATH, InputError
 from nodeprov.fabric import read_logs
 from nodeprov.fabric.causes import NEEDS_FACTS
+from nodeprov.fabric.factcauses import with_facts
 from nodeprov.fabric.verdict import FabricReport, NodeFabric
+from nodeprov.htmlreport.source import read_report
 from nodeprov.util.validate import printable
 
 SAYS = {
@@ -27,13 +30,21 @@ SAYS = {
 }
 
 
-def run_fabric(paths: Sequence[Path], json_path: str | None) -> int:
+def run_fabric(paths: Sequence[Path], json_path: str | None,
+               facts_path: Path | None = None) -> int:
     report = read_logs(paths)
+    if facts_path is not None:
+        facts = read_report(facts_path)
+        if facts["command"] != "facts":
+            raise InputError(f"a report of `nodeprov {facts['command']}`; --facts takes "
+                             "the file `nodeprov facts --json` wrote", source=str(facts_path),
+                             field="command")
+        report = with_facts(report, facts["hosts"])
     code = EXIT_SLOWER_PATH if report.verdict == "slower-path" else EXIT_OK
     if json_path:
         jsonreport.write_report(fabric_json(report, ok=code == EXIT_OK), json_path)
     if json_path != "-":
-        print("\n".join(fabric_text(report)))
+        print("\n".join(fabric_text(report, facts_read=facts_path is not None)))
     return code
 
 
@@ -52,7 +63,7 @@ def fabric_json(report: FabricReport, ok: bool) -> dict[str, Any]:
         for node in report.nodes])
 
 
-def fabric_text(report: FabricReport) -> list[str]:
+def fabric_text(report: FabricReport, facts_read: bool = False) -> list[str]:
     """What a person reads: a line per node, a line per cause and its repair, what the log
     could not tell, the verdict. Log text is escaped: a log is untrusted input."""
     lines: list[str] = []
@@ -62,8 +73,10 @@ def fabric_text(report: FabricReport) -> list[str]:
             lines += [printable(f"  {found.code}: {found.evidence}"),
                       f"    repair: {found.repair}"]
         lines += [f"  could not tell {what}" for what in node.unknown]
-    lines += [f"not read from a log (they need the nodes' facts): {', '.join(NEEDS_FACTS)}",
-              f"verdict: {report.verdict}: {SAYS[report.verdict]}"]
+    if not facts_read:
+        lines.append("not read from a log (they need the nodes' facts, --facts): "
+                     f"{', '.join(NEEDS_FACTS)}")
+    lines += [f"verdict: {report.verdict}: {SAYS[report.verdict]}"]
     return lines
 
 

@@ -72,7 +72,8 @@ def facts_report(names: Sequence[str], facts: Mapping[str, Facts], errors: Mappi
 
     hosts = {name: {"status": status(name),
                     "error": errors.get(name),
-                    "facts": facts[name].summary() if name in facts else None}
+                    "facts": facts[name].summary() if name in facts else None,
+                    **({"fabric": facts[name].rdma.as_json()} if name in facts else {})}
              for name in names}
     missing = [name for name in names if name not in facts]
     line = verdict([Part(f"{len(missing)} of {len(names)} hosts: no facts: {', '.join(missing)}",

@@ -45,6 +45,14 @@ REPAIRS = {
                            "(nodeprov's nccl_env task persists it)",
     "transport-mismatch": "make every node take the same fabric: this node's other causes say "
                           "why it did not",
+    "port-down": "bring the port up: a cable or switch port if the link is down; a subnet "
+                 "manager (opensm, or the switch's) if the link is up but not Active",
+    "acs": "turn PCIe ACS off on the GPU-NIC bridges (BIOS, or setpci as NCCL's "
+           "troubleshooting page shows); it sends GPUDirect traffic through the CPU",
+    "mtu-mismatch": "give every node's RDMA ports the same MTU (the netdev's mtu for RoCE, "
+                    "the IPoIB and switch MTU for IB): RDMA runs at the smallest or fails",
+    "numa-placement": "put each rank on the GPU nearest its NIC (or add a NIC on that CPU): "
+                      "a GPU whose nearest NIC is SYS sends across the CPUs' interconnect",
     "fabric-errors": "the link drops work: check both ends' ports (ibstat, perfquery error "
                      "counters), the cable and the switch",
 }

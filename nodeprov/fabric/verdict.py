@@ -63,7 +63,7 @@ def read_fabric(ranks: Mapping[tuple[str, int, int], RankLog]) -> FabricReport:
         by_host.setdefault(log.host, []).append(log)
     nodes = [_node(host, logs) for host, logs in by_host.items()]
     _mismatch(nodes)
-    return FabricReport(nodes, _verdict(nodes))
+    return FabricReport(nodes, verdict_of(nodes))
 
 
 def _node(host: str, logs: list[RankLog]) -> NodeFabric:
@@ -112,7 +112,8 @@ def _mismatch(nodes: list[NodeFabric]) -> None:
             node.causes.append(cause("transport-mismatch", node.evidence))
 
 
-def _verdict(nodes: list[NodeFabric]) -> str:
+def verdict_of(nodes: list[NodeFabric]) -> str:
+    """The verdict of the nodes as their causes now stand."""
     if any(found.code != "no-fast-fabric" for node in nodes for found in node.causes):
         return "slower-path"
     known = [node.network for node in nodes if node.network != "unknown"]

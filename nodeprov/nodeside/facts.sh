@@ -85,4 +85,99 @@ done
 # ROCm >= 7.x native packages keep it under core/
 section rocm_version; show /opt/rocm/.info/version 2>/dev/null || show /opt/rocm/core/.info/version 2>/dev/null
 section amd_smi; command -v amd-smi >/dev/null 2>&1 && timeout 20 amd-smi version 2>&1
+# -- fast fabric (issue #36): RDMA ports, what the job's user may use, NCCL's settings --------
+# Read as the job sees it: this login, its limits and environment. Programs start only where
+# /sys/class/infiniband lists a device, so a node without RDMA pays a few builtins.
+rdma=
+for dev in /sys/class/infiniband/*; do [ -e "$dev" ] && rdma=1 && break; done
+# "DEV PORT KEY VALUE" from each port's files; a GID as "DEV PORT gid INDEX GID TYPE NETDEV"
+# (the all-zero ones, unused, left out: a port has 128 or more)
+section rdma_ports; [ -z "$rdma" ] || for port in /sys/class/infiniband/*/ports/*; do
+  dev=${port%/ports/*}; dev=${dev##*/}; number=${port##*/}
+  for key in state phys_state link_layer rate; do
+    { read -r value < "$port/$key"; } 2>/dev/null && printf '%s %s %s %s\n' "$dev" "$number" "$key" "$value"
+  done
+  for gid in "$port"/gids/*; do
+    { read -r value < "$gid"; } 2>/dev/null || continue
+    case $value in 0000:0000:0000:0000:0000:0000:0000:0000 | fe80:0000:0000:0000:0000:0000:0000:0000) continue ;; esac
+    index=${gid##*/}; type=; ndev=
+    { read -r type < "$port/gid_attrs/types/$index"; } 2>/dev/null
+    { read -r ndev < "$port/gid_attrs/ndevs/$index"; } 2>/dev/null
+    printf '%s %s gid %s %s %s|%s\n' "$dev" "$number" "$index" "$value" "$type" "$ndev"
+  done
+done
+# "DEV NETDEV PCI-PATH": the netdev a NIC carries, and where it sits on the PCI tree (cd -P: no
+# program started)
+section rdma_devices; [ -z "$rdma" ] || for dev in /sys/class/infiniband/*; do
+  pci=$(cd -P "$dev/device" 2>/dev/null && pwd)
+  nets=; for net in "$dev"/device/net/*; do [ ! -e "$net" ] || nets="$nets${nets:+,}${net##*/}"; done
+  printf '%s %s %s\n' "${dev##*/}" "${nets:--}" "${pci:--}"
+done
+# each NVIDIA GPU's PCI path: ACS matters on the bridges above it as above its NIC
+section rdma_gpu_paths; [ -z "$rdma" ] || for dev in /sys/bus/pci/devices/*; do
+  { read -r vendor < "$dev/vendor"; read -r class < "$dev/class"; } 2>/dev/null || continue
+  case $vendor:$class in 0x10de:0x0300?? | 0x10de:0x0302??) (cd -P "$dev" 2>/dev/null && pwd) ;; esac
+done
+# "PATH rw|denied" for what the job opens (present is not enough: its user must open it), or
+# "/dev/infiniband absent|empty" (a container without the device list)
+section rdma_char_devices; if [ -z "$rdma" ]; then :
+elif [ ! -d /dev/infiniband ]; then echo "/dev/infiniband absent"
+else
+  state=empty
+  for path in /dev/infiniband/*; do
+    [ -e "$path" ] || continue
+    state=
+    if [ -r "$path" ] && [ -w "$path" ]; then printf '%s rw\n' "$path"; else printf '%s denied\n' "$path"; fi
+  done
+  [ -z "$state" ] || echo "/dev/infiniband empty"
+fi
+# the verbs library, libfabric and NCCL's network plugins as the job's loader finds them
+section rdma_libraries; if [ -n "$rdma" ]; then
+  ldconfig -p 2>/dev/null | while IFS= read -r line; do
+    case $line in *libibverbs.so*|*libfabric.so*|*libnccl-net*) printf '%s\n' "${line##*=> }" ;; esac
+  done
+  IFS_=$IFS; IFS=:
+  for dir in $LD_LIBRARY_PATH; do
+    for lib in "$dir"/libibverbs.so* "$dir"/libfabric.so* "$dir"/libnccl-net*.so; do
+      [ ! -e "$lib" ] || printf '%s\n' "$lib"
+    done
+  done
+  IFS=$IFS_
+fi
+# ulimit -l in this login: what the job's ranks get (KiB, or unlimited)
+section rdma_memlock
+# shellcheck disable=SC3045 # -l, not POSIX: dash, bash and busybox sh all have it
+ulimit -l 2>/dev/null
+# peer-memory modules loaded, and installed where none is (modinfo only then)
+section rdma_modules; if [ -n "$rdma" ]; then
+  while IFS=' ' read -r name _; do
+    case $name in nvidia_peermem | nv_peer_mem | ib_core | ib_uverbs | mlx5_ib | efa) printf 'loaded %s\n' "$name" ;; esac
+  done < /proc/modules
+  for name in nvidia_peermem nv_peer_mem; do
+    file=$(modinfo -F filename "$name" 2>/dev/null) && printf 'installed %s %s\n' "$name" "$file"
+  done
+fi
+# ACS on every bridge (lspci, where it exists): slot lines and their ACSCtl; without root lspci
+# prints "<access denied>" in place of the capabilities, so that is kept too
+section rdma_acs; if [ -n "$rdma" ]; then
+  if command -v lspci >/dev/null 2>&1; then
+    timeout 20 lspci -D -vvv 2>/dev/null | while IFS= read -r line; do
+      case $line in [0-9a-f][0-9a-f][0-9a-f][0-9a-f]:*|*ACSCtl:*|*'<access denied>'*) printf '%s\n' "$line" ;; esac
+    done
+  else echo "lspci absent"; fi
+fi
+section rdma_topology; [ -z "$rdma" ] || ! command -v nvidia-smi >/dev/null 2>&1 || gpu topo -m
+# active_mtu per port (ibv_devinfo) and every interface's MTU
+section rdma_devinfo; [ -z "$rdma" ] || ! command -v ibv_devinfo >/dev/null 2>&1 || timeout 20 ibv_devinfo 2>&1
+section mtus; for dev in /sys/class/net/*; do
+  { read -r mtu < "$dev/mtu"; } 2>/dev/null && printf '%s %s\n' "${dev##*/}" "$mtu"
+done
+# NCCL's settings where NCCL reads them (src/misc/param.cc): this login's environment first, then
+# $NCCL_CONF_FILE or else ~/.nccl.conf, then /etc/nccl.conf
+section nccl_environment; env | while IFS= read -r line; do
+  case $line in NCCL_*=*) printf '%s\n' "$line" ;; esac
+done
+section nccl_user_conf; if [ -n "${NCCL_CONF_FILE:-}" ]; then printf '# %s\n' "$NCCL_CONF_FILE"; show "$NCCL_CONF_FILE" 2>/dev/null
+else printf '# %s\n' "$HOME/.nccl.conf"; show "$HOME/.nccl.conf" 2>/dev/null; fi
+section nccl_system_conf; show /etc/nccl.conf 2>/dev/null
 true

@@ -31,6 +31,7 @@ from nodeprov.remote.factcheck import (
     checked_name,
     checked_text,
 )
+from nodeprov.remote.rdma import RdmaFacts, read_rdma
 
 FACTS_SCRIPT = resources.files("nodeprov.nodeside").joinpath("facts.sh").read_text()
 # facts.sh runs it only where nvidia-smi lacks compute_cap (drivers before 510)
@@ -74,6 +75,7 @@ class Facts:
     ufw_rules_in_var_lib: bool = False  # Fedora's and EPEL's ufw layout
     # /usr/bin/python3.X and /usr/local/bin/python3.X that run: (path, version)
     pythons: tuple[tuple[str, str], ...] = ()
+    rdma: RdmaFacts = RdmaFacts()  # the fast fabric as the job's user sees it
 
     @property
     def gpu_count(self) -> int:
@@ -112,7 +114,7 @@ class Facts:
             "ufw": "absent" if not self.ufw_installed else (
                 "active" if self.ufw_active else "inactive"),
             **({"firewalld": "active"} if self.firewalld_active else {}),
-            "gpu": gpu,
+            "gpu": gpu, **self.rdma.summary(),
         }
 
 
@@ -193,6 +195,7 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
         firewalld_active=text("firewalld") == "running",
         ufw_rules_in_var_lib="rules=/var/lib/ufw" in ufw_lines,
         pythons=parse_pythons(text("pythons")),
+        rdma=read_rdma(sections),
     )
 
 
