@@ -33,7 +33,7 @@ def test_slower_path_is_its_own_exit_code_with_causes_and_repairs() -> None:
     assert code == EXIT_SLOWER_PATH == 3
     assert "  ib-disabled: " in out and "NCCL_IB_DISABLE set by environment to 1." in out
     assert "    repair: remove NCCL_IB_DISABLE=1" in out
-    assert "not read from a log (they need the nodes' facts): port-down, acs" in out
+    assert "not read from a log (they need the nodes' facts, --facts): port-down, acs" in out
 
 
 def test_json_report_follows_the_schema(tmp_path: Path) -> None:
