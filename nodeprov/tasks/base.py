@@ -44,7 +44,7 @@ changes, apply again changes nothing, check reports nothing (tests/tasks/test_sy
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from nodeprov.errors import NodeprovError
@@ -63,7 +63,6 @@ from nodeprov.tasks.textfiles import blocks
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
     from nodeprov.remote.facts import Facts
-    from nodeprov.wheels.peers import Distribution
 
 
 # --- plans (their actions and the probes: nodeprov.remote.actions, re-exported here) -------------
@@ -99,6 +98,9 @@ class Plan:
         return not self.changes
 
 
+S = TypeVar("S")
+
+
 @dataclass(frozen=True)
 class Context:
     """What a task may look at: its host, that host's facts, and every host's facts.
@@ -110,7 +112,14 @@ class Context:
     host: Host
     facts: Facts
     cluster: Mapping[str, tuple[Host, Facts | None]]
-    distribution: Distribution | None = None  # this run's wheel seeds (nodeprov.wheels.peers)
+    # this run's state of each room with its own actions (nodeprov.engine.handlers), by type
+    states: Mapping[type, object] = field(default_factory=dict)
+
+    def state(self, kind: type[S]) -> S | None:
+        """This run's ``kind``, e.g. ``ctx.state(Distribution)``: which node seeds each wheel
+        set (None outside a run, as in a plan's unit test)."""
+        found = self.states.get(kind)
+        return found if isinstance(found, kind) else None
 
 
 class TaskFailed(NodeprovError):
