@@ -2,12 +2,13 @@
 
 A task is one module: a frozen parameter dataclass, a probe (a read-only command whose output
 shows the current state), a pure ``plan`` comparing that state with the wanted one, and a
-TaskType; one line in ``registry.py`` makes it usable in playbooks. ``block.py`` is the
-template::
+TaskType; one line in ``registry.py`` makes it usable in playbooks (docs/writing-a-task.md
+lists every file a new task touches). ``block.py`` is the template, shortened here::
 
     @dataclass(frozen=True)
     class BlockParams:                        # fields = the task's parameters in a playbook
         path: str
+        name: str = "managed"
         lines: tuple[str, ...] = ()
 
         def __post_init__(self) -> None:      # reject what can never be valid, naming the field
@@ -18,11 +19,14 @@ template::
 
     def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
         old = reader.observed_files(observed).get(params.path)
-        new = files.replace_block(old or "", "managed", params.lines)
+        whole_block(params.path, old, params.name)    # broken markers: TaskFailed, no write
+        new = blocks.replace_block(old or "", params.name, params.lines)
         if new == old:
-            return Plan.noop(f"{params.path}: block already has {len(params.lines)} lines")
-        return Plan.of(Change(f"update block in {params.path}", (Write(params.path, new),),
-                              diff=files.unified_diff(params.path, old, new)))
+            return Plan.noop(f"{params.path}: block {params.name!r} already has "
+                             f"{len(params.lines)} lines")
+        return Plan.of(Change(f"update block {params.name!r} in {params.path}",
+                              (Write(params.path, new),),
+                              diff=blocks.unified_diff(params.path, old, new)))
 
     TASK = TaskType("block", "Keep a marked block of lines in a text file", BlockParams,
                     probe, plan)
