@@ -46,9 +46,11 @@ def readme_links() -> list[str]:
 
 
 def named_paths() -> list[tuple[str, str]]:
-    """(page, path) for every repository path a page writes as code."""
+    """(page, path) for every repository path a page writes as code; a path of the task
+    template (``NAME``, writing-a-task.md) exists once per task: test_writing_a_task checks it."""
     return sorted({(page.name, path)
-                   for page in PAGES for path in CODE_PATH.findall(page.read_text())})
+                   for page in PAGES for path in CODE_PATH.findall(page.read_text())
+                   if "NAME" not in path})
 
 
 def named_modules() -> list[tuple[str, str]]:

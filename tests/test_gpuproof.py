@@ -1,6 +1,6 @@
 """scripts/gpu-proof.sh: on a CPU stand-in (an nvidia-smi replaying a recorded 2x H100 NVL node,
 the gloo backend), and the replay of every folder a GPU machine recorded under
-tests/data/gpu-proof (none until a lent GPU machine has run it: then those are checked too)."""
+tests/data/gpu-proof (one so far: an H200, driver 580.159.04)."""
 
 from __future__ import annotations
 

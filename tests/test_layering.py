@@ -4,6 +4,8 @@
   layers below it, or where ``LAYERS`` says ``only``, just the rooms named there;
 - only the CLI imports nodeprov.commands, and only inside the commands (--help stays fast);
 - no two modules import each other, however indirectly, TYPE_CHECKING imports included;
+- the engine and the shape of a task (tasks/base) know no room with its own actions (wheels/):
+  the engine runs those through the table of handlers ``tasks/registry.py`` lists;
 - every exception class nodeprov defines sits under NodeprovError (errors.py).
 """
 
@@ -48,6 +50,10 @@ LAYERS: tuple[tuple[str, int, tuple[str, ...] | None], ...] = (
     ("nodeprov.__main__", 14, ("nodeprov.cli", "nodeprov.errors")),
 )
 ROOT = "nodeprov"  # the package's __init__: its version, nothing to import
+# (importers, room they must never import, even lazily or for types)
+NEVER: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("nodeprov.engine", "nodeprov.tasks.base"), "nodeprov.wheels"),
+)
 
 
 def within(name: str, room: str) -> bool:
@@ -92,6 +98,22 @@ def test_the_layer_check_sees_a_lazy_import_from_above() -> None:
     assert {"nodeprov.tasks.base.Plan", "nodeprov.util.fanout"} <= imported(module)
     assert upward_imports([module]) == [
         "nodeprov.remote.x (layer 4) imports nodeprov.tasks.base (layer 6)"]
+
+
+def forbidden_imports(modules: list[Module]) -> list[str]:
+    """"module imports target" for each import ``NEVER`` forbids."""
+    return [f"{module.name} imports {target}"
+            for module in modules for importers, room in NEVER
+            if any(within(module.name, importer) for importer in importers)
+            for target in sorted(imported_modules(module)) if within(target, room)]
+
+
+def test_the_engine_and_the_task_shape_import_nothing_from_the_wheels() -> None:
+    wrong = forbidden_imports(list(package_modules()))
+    assert not wrong, wrong
+    tree = ast.parse("if TYPE_CHECKING:\n    from nodeprov.wheels.peers import Distribution\n")
+    module = Module("nodeprov.tasks.base", PACKAGE / "tasks" / "base.py", tree)
+    assert forbidden_imports([module]) == ["nodeprov.tasks.base imports nodeprov.wheels.peers"]
 
 
 def nodeprov_names(module: Module) -> set[str]:

@@ -96,7 +96,8 @@ def test_every_declared_dependency_is_installed_in_an_allowed_version() -> None:
 def test_no_module_is_over_300_lines() -> None:
     long = {str(module.path.relative_to(REPO)): lines for module in package_modules()
             if (lines := len(module.path.read_text().splitlines())) > MAX_LINES}
-    assert not long, long
+    assert not long, (f"{long}: split where a concept ends, not by size "
+                      "(docs/development.md, Commits and modules)")
 
 
 def test_at_most_8_modules_are_loose_at_the_package_root() -> None:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeprov.engine.handlers import ActionTable
 from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome, Reporter, TaskResult
 from nodeprov.errors import HostError, InputError, NodeprovError, Unreachable
@@ -38,9 +39,8 @@ from nodeprov.remote.facts import Facts
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.tasks.base import Context, Plan
+from nodeprov.tasks.registry import ACTION_HANDLERS
 from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
-from nodeprov.wheels.peer_exec import execute
-from nodeprov.wheels.peers import Distribution
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
     observed: dict[str, list[str | None]] = {}
     started = time.monotonic()
     stop = threading.Event()
-    distribution = Distribution()
+    handlers = ActionTable(ACTION_HANDLERS)
 
     def connect_and_gather(host: Host) -> None:
         session, result = sessions[host.name], results[host.name]
@@ -119,7 +119,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         result = results[run.host.name]
         if result.error is None:
             _apply_tasks(run, sessions[run.host.name], result, observed[run.host.name],
-                         cluster, inventory, options, reporter, stop, distribution)
+                         cluster, inventory, options, reporter, stop, handlers)
         # now, not when the caller closes: two runs must not wait on each other's other hosts
         sessions[run.host.name].unlock()
         result.duration = time.monotonic() - started
@@ -143,7 +143,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         raise_first(on_every(apply_host, runs.values(), forks=options.forks, stop=stop,
                              drop=drop))
     finally:
-        distribution.close()  # no node keeps serving wheels after the run
+        handlers.close()  # no node keeps serving wheels after the run
     probed = {name: {spec.type.name: out for spec, out in reversed(list(zip(
         runs[name].specs, outputs, strict=True))) if out is not None}
         for name, outputs in observed.items() if name in runs}
@@ -162,7 +162,7 @@ def _probe(run: _HostRun, index: int) -> Probe | None:
 def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                  observed: list[str | None], cluster: Mapping[str, tuple[Host, Facts | None]],
                  inventory: Inventory, options: RunOptions, reporter: Reporter,
-                 stop: threading.Event, distribution: Distribution) -> None:
+                 stop: threading.Event, handlers: ActionTable) -> None:
     facts = result.facts
     assert facts is not None
     check = options.check
@@ -188,7 +188,7 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                 _observe(observed, probes, outputs)
                 stale = False
             host = cluster[run.host.name][0]  # node_address read from the node where need be
-            context = Context(host, facts, cluster, distribution)
+            context = Context(host, facts, cluster, handlers.states)
             plan = spec.type.plan(context, run.params[index], observed[index] or "")
             _record_plan(task, plan)
             conflicts = plan.conflicts
@@ -197,15 +197,16 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                 # read again in the same round trip: what the changes left can warn (uv that
                 # did not run, so pip installed)
                 probes = _probes_from(run, index)
-                read = execute(session, distribution, spec.type.name,
-                               [action for change in plan.changes for action in change.actions],
-                               then_read=probes)
-                task.warnings += distribution.warnings_for(run.host.name)
+                read = handlers.execute(
+                    session, spec.type.name,
+                    [action for change in plan.changes for action in change.actions],
+                    then_read=probes)
+                task.warnings += handlers.warnings_for(run.host.name)
                 stale = read is None
                 if read is not None:
                     facts, outputs = read
                     _observe(observed, probes, outputs)
-                    after = spec.type.plan(Context(host, facts, cluster, distribution),
+                    after = spec.type.plan(Context(host, facts, cluster, handlers.states),
                                            run.params[index], observed[index] or "")
                     task.warnings += [w for w in after.warnings if w not in task.warnings]
                     conflicts = after.conflicts
@@ -221,7 +222,7 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
             task.error = (f"{run.host.name}: {spec.type.name}: internal error "
                           f"{type(error).__name__}: {error} (please report this)")
         # what the wheels' fast paths did instead (uv, a peer, the wheelhouse), failed or not
-        task.warnings[:0] = distribution.warnings_for(run.host.name)
+        task.warnings[:0] = handlers.warnings_for(run.host.name)
         task.duration = time.monotonic() - started
         result.tasks.append(task)
         reporter.task_done(run.host.name, task)

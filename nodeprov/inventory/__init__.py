@@ -13,7 +13,7 @@ One module per concern: ``ranges`` (host names), ``ini`` and ``yamlsrc`` (the fo
 ``connection`` (connection variables), ``variables`` (nodeprov's own: defaults and checks),
 ``extravars`` (-e), ``build`` (nodeprov's checks), ``sshargs`` (ssh arguments), ``patterns``,
 ``listing`` (``nodeprov inventory``), ``guard`` (hostile input), ``vaultformat``,
-``vaultsecrets`` and ``vaultlib`` (Ansible Vault), ``secrets`` (what output must not show),
+``vaultsecrets`` and ``vaultlib`` (Ansible Vault; what output must not show: util/redact.py),
 ``opening`` (an inventory with ansible.cfg, vault and the command line's options).
 """
 

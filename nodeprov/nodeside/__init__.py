@@ -11,4 +11,6 @@ with the node's own ``sh`` or system ``python3`` (``resources.files("nodeprov.no
 The rule, kept by tests/nodeside/test_nodeside.py: Python here parses as Python 3.8 (the oldest
 python3 nodeprov runs these with: ``tasks.venv.SCRIPTS_PYTHON``) and imports only its standard
 library, nothing of nodeprov; the shell scripts pass ``sh -n`` and shellcheck as POSIX sh.
+tests/nodeside/test_inline_scripts.py holds the scripts other modules keep as strings (probes,
+the batch, the locks, the install) to the same rule.
 """

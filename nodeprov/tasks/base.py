@@ -2,12 +2,13 @@
 
 A task is one module: a frozen parameter dataclass, a probe (a read-only command whose output
 shows the current state), a pure ``plan`` comparing that state with the wanted one, and a
-TaskType; one line in ``registry.py`` makes it usable in playbooks. ``block.py`` is the
-template::
+TaskType; one line in ``registry.py`` makes it usable in playbooks (docs/writing-a-task.md
+lists every file a new task touches). ``block.py`` is the template, shortened here::
 
     @dataclass(frozen=True)
     class BlockParams:                        # fields = the task's parameters in a playbook
         path: str
+        name: str = "managed"
         lines: tuple[str, ...] = ()
 
         def __post_init__(self) -> None:      # reject what can never be valid, naming the field
@@ -18,11 +19,14 @@ template::
 
     def plan(ctx: Context, params: BlockParams, observed: str) -> Plan:
         old = reader.observed_files(observed).get(params.path)
-        new = files.replace_block(old or "", "managed", params.lines)
+        whole_block(params.path, old, params.name)    # broken markers: TaskFailed, no write
+        new = blocks.replace_block(old or "", params.name, params.lines)
         if new == old:
-            return Plan.noop(f"{params.path}: block already has {len(params.lines)} lines")
-        return Plan.of(Change(f"update block in {params.path}", (Write(params.path, new),),
-                              diff=files.unified_diff(params.path, old, new)))
+            return Plan.noop(f"{params.path}: block {params.name!r} already has "
+                             f"{len(params.lines)} lines")
+        return Plan.of(Change(f"update block {params.name!r} in {params.path}",
+                              (Write(params.path, new),),
+                              diff=blocks.unified_diff(params.path, old, new)))
 
     TASK = TaskType("block", "Keep a marked block of lines in a text file", BlockParams,
                     probe, plan)
@@ -44,7 +48,7 @@ changes, apply again changes nothing, check reports nothing (tests/tasks/test_sy
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from nodeprov.errors import NodeprovError
@@ -63,7 +67,6 @@ from nodeprov.tasks.textfiles import blocks
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
     from nodeprov.remote.facts import Facts
-    from nodeprov.wheels.peers import Distribution
 
 
 # --- plans (their actions and the probes: nodeprov.remote.actions, re-exported here) -------------
@@ -111,6 +114,9 @@ class Plan:
         return not self.changes and not self.conflicts
 
 
+S = TypeVar("S")
+
+
 @dataclass(frozen=True)
 class Context:
     """What a task may look at: its host, that host's facts, and every host's facts.
@@ -122,7 +128,14 @@ class Context:
     host: Host
     facts: Facts
     cluster: Mapping[str, tuple[Host, Facts | None]]
-    distribution: Distribution | None = None  # this run's wheel seeds (nodeprov.wheels.peers)
+    # this run's state of each room with its own actions (nodeprov.engine.handlers), by type
+    states: Mapping[type, object] = field(default_factory=dict)
+
+    def state(self, kind: type[S]) -> S | None:
+        """This run's ``kind``, e.g. ``ctx.state(Distribution)``: which node seeds each wheel
+        set (None outside a run, as in a plan's unit test)."""
+        found = self.states.get(kind)
+        return found if isinstance(found, kind) else None
 
 
 class TaskFailed(NodeprovError):

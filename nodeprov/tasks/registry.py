@@ -1,11 +1,15 @@
-"""The task registry: one line per task type. Adding a task is one module, one line here."""
+"""The task registry: one line per task type, and the handler of each room whose own actions
+the engine cannot run alone (``nodeprov.remote.handlers``). docs/writing-a-task.md lists what
+else a new task touches."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from nodeprov.remote.handlers import AnyHandler
 from nodeprov.tasks import block, firewall, hosts, ipv6, nccl_env, sysctl, torch, venv
 from nodeprov.tasks.base import TaskType
+from nodeprov.wheels import handler as wheels
 
 REGISTRY: dict[str, TaskType[Any]] = {
     task.name: task
@@ -20,3 +24,5 @@ REGISTRY: dict[str, TaskType[Any]] = {
         torch.TASK,
     )
 }
+
+ACTION_HANDLERS: tuple[AnyHandler, ...] = (wheels.HANDLER,)

@@ -32,7 +32,7 @@ from nodeprov.tasks.base import Action, Change, Context, Plan, Probe, Run, TaskF
 from nodeprov.util import validate
 from nodeprov.wheels import installer
 from nodeprov.wheels.installer import UvState, create_venv, parse_uv_line, uv_for
-from nodeprov.wheels.peers import plan_copy
+from nodeprov.wheels.peers import Distribution, plan_copy
 from nodeprov.wheels.sources import Sources
 
 # argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: whether uv is
@@ -212,11 +212,12 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
         why += f" (installing {package} for ensurepip)"
     if state.version is not None:
         actions.append(Run(("rm", "-rf", "--", path)))
+    distribution = ctx.state(Distribution)
     copy, why_not = uv_for(state.uv, ctx.facts.arch, python, params.sources,
-                           ctx.distribution.here if ctx.distribution else None)
+                           distribution.here if distribution else None)
     pip = "pip put in by uv" if why_not is None else f"pip put in by ensurepip ({why_not})"
     if copy is not None:
-        copy, words = plan_copy(ctx.distribution, ctx.host.name, ctx.facts, params.subnet, copy)
+        copy, words = plan_copy(distribution, ctx.host.name, ctx.facts, params.subnet, copy)
         actions.insert(0, copy)
         pip += f" (uv {installer.UV_VERSION} {words})"
     actions += create_venv(python, path, with_uv=why_not is None)

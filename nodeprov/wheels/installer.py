@@ -78,7 +78,7 @@ _UV_RUNS = r"""uv_runs() {
   return 1
 }
 uv_failed() {
-  printf '%s\n' "$2" > "$1.failed" && mv -f -- "$1.failed" "${1%/*}/failed" || :
+  { printf '%s\n' "$2" > "$1.failed" && mv -f -- "$1.failed" "${1%/*}/failed"; } || :
 }
 """
 # the system's CA bundle, where update-ca-certificates (update-ca-trust, ...) writes it: uv

@@ -69,7 +69,7 @@ class InstallFailed(HostError):
 
 
 def execute(session: Session, distribution: Distribution, task: str,
-            actions: Sequence[Action], *, then_read: Sequence[Probe | None] | None = None
+            actions: Sequence[Action], then_read: Sequence[Probe | None] | None = None
             ) -> tuple[Facts, list[str]] | None:
     """``session.execute``, with the wheels' own actions run here."""
     host = session.host.name

@@ -50,7 +50,7 @@ if [ "${PIP_CONFIG_FILE-}" != /dev/null ]; then
   for dir in ${XDG_CONFIG_DIRS:-/etc/xdg}; do set -- "$@" "$dir/pip/pip.conf"; done
   IFS=$ifs
   set -- "$@" /etc/pip.conf
-  [ -n "${PIP_CONFIG_FILE-}" ] && [ -e "$PIP_CONFIG_FILE" ] || set -- "$@" \
+  { [ -n "${PIP_CONFIG_FILE-}" ] && [ -e "$PIP_CONFIG_FILE" ]; } || set -- "$@" \
     "${HOME-}/.pip/pip.conf" "${XDG_CONFIG_HOME:-${HOME-}/.config}/pip/pip.conf"
   set -- "$@" "$venv/pip.conf"
   [ -z "${PIP_CONFIG_FILE-}" ] || set -- "$@" "$PIP_CONFIG_FILE"

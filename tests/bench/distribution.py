@@ -132,7 +132,7 @@ def on_every_node(cluster: Testbed, distribution: Distribution,
 
         def one(name: str) -> None:
             session = sessions[name]
-            ctx = Context(session.host, facts[name], cluster_view, distribution)
+            ctx = Context(session.host, facts[name], cluster_view, {Distribution: distribution})
             execute(session, distribution, "bench", actions(ctx))
             done[name] = time.monotonic() - started
 

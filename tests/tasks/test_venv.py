@@ -108,8 +108,8 @@ def test_uv_is_fanned_out_over_the_node_subnet_like_the_wheels() -> None:
     summaries = []
     for name in ("node1", "node2"):
         host, facts = Host(name, "192.0.2.2", "192.0.2.2"), node_facts()
-        (change,) = plan(Context(host, facts, {name: (host, facts)}, distribution), params,
-                         observed(uv="no-uv glibc 2.36")).changes
+        ctx = Context(host, facts, {name: (host, facts)}, {Distribution: distribution})
+        (change,) = plan(ctx, params, observed(uv="no-uv glibc 2.36")).changes
         copy = change.actions[0]
         assert isinstance(copy, PeerUpload) and copy.address == "192.0.2.2"
         summaries.append(change.summary)

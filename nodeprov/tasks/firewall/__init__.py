@@ -64,7 +64,7 @@ GUARD_PID = f"{STATE_DIR}/ufw-guard.pid"
 # waiting to revert (one a killed run left armed), if any, then the files. `read` drops
 # cmdline's NUL separators: "sh/var/lib/nodeprov/ufw-helper.shrevert30".
 _READ_ALL = reader.READER + r"""guard=$1; shift
-pid= cmdline=
+pid='' cmdline=''
 [ ! -e "$guard" ] || read -r pid < "$guard"
 case $pid in
   '' | *[!0-9]*) pid= ;;

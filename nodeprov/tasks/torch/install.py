@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING
 from nodeprov.tasks.base import Action, Context, Run, TaskFailed
 from nodeprov.variants.choose import wheel_spec
 from nodeprov.wheels import installer, pipconfig, wheelhouse
-from nodeprov.wheels.peers import PeerDownload, PeerUpload, plan_copy, plan_download
+from nodeprov.wheels.peers import (
+    Distribution,
+    PeerDownload,
+    PeerUpload,
+    plan_copy,
+    plan_download,
+)
 from nodeprov.wheels.sources import Sources
 from nodeprov.wheels.thismachine import WheelSet
 from nodeprov.wheels.wheelhouse import platform_args, target_name
@@ -63,13 +69,13 @@ def installed_with(ctx: Context, params: TorchParams, state: TorchState
                    ) -> tuple[PeerUpload | None, str]:
     """uv's copy where the node needs it, and the plan line's words on the installer: uv, or
     pip and why."""
+    distribution = ctx.state(Distribution)
     copy, why_not = installer.uv_for(state.uv, ctx.facts.arch, ctx.facts.python_path or "python3",
-                                     params.sources,
-                                     ctx.distribution.here if ctx.distribution else None)
+                                     params.sources, distribution.here if distribution else None)
     if copy is not None and not ctx.facts.python_path:
         copy = None  # nothing could unpack it: uv's first install on this node waits
     if copy is not None:
-        copy = plan_copy(ctx.distribution, ctx.host.name, ctx.facts, params.subnet, copy)[0]
+        copy = plan_copy(distribution, ctx.host.name, ctx.facts, params.subnet, copy)[0]
     return copy, (f"with uv {installer.UV_VERSION}" if why_not is None
                   else f"with pip ({why_not})")
 
@@ -95,7 +101,7 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
             local = local_dir(params, variant, python, state, ctx)
             copy = PeerUpload(local, wheels_dir, key=f"{local}\0{key}", fill=wanted,
                               optional=f"the node installs from {where} itself")
-            upload, wheels_from = plan_copy(ctx.distribution, ctx.host.name, ctx.facts,
+            upload, wheels_from = plan_copy(ctx.state(Distribution), ctx.host.name, ctx.facts,
                                             params.subnet, copy)
             prepare = [upload]
             source, fix = f"this machine's wheelhouse, else {where}", FIX_HERE
@@ -107,7 +113,7 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
                  *wanted.specs),
                 hint=f"could the node not reach {where}? {FIX_NODE}", key=key,
                 remote_path=wheels_dir, wanted=wanted)
-            fetched, wheels_from = plan_download(ctx.distribution, ctx.host.name, ctx.facts,
+            fetched, wheels_from = plan_download(ctx.state(Distribution), ctx.host.name, ctx.facts,
                                                  params.subnet, download)
             make_dir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", wheels_dir))
             prepare = [make_dir, fetched]

@@ -284,7 +284,7 @@ def test_once_uv_could_not_be_had_this_run_the_plans_say_pip_and_why(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     distribution = Distribution()
     cluster = {"node1": facts("node1")}
-    ctx = dataclasses.replace(context("node1", cluster), distribution=distribution)
+    ctx = dataclasses.replace(context("node1", cluster), states={Distribution: distribution})
     mirror = params(index_url=f"file://{tmp_path}/no-index/simple")
     (change,) = plan(ctx, mirror, observed(uv="no-uv glibc 2.36")).changes
     (copy,) = [a for a in change.actions if isinstance(a, PeerUpload)]
@@ -433,7 +433,8 @@ def test_wheelhouse_plans_name_one_seed_and_the_others_fetch_from_it(
     distribution = Distribution()
     cluster = {name: facts(name) for name in ("node1", "node2")}
     wanted = params(wheelhouse=True, subnet="192.0.2.0/24")  # the recorded eth0's subnet
-    plans = {name: plan(dataclasses.replace(context(name, cluster), distribution=distribution),
+    seeds: dict[type, object] = {Distribution: distribution}
+    plans = {name: plan(dataclasses.replace(context(name, cluster), states=seeds),
                         wanted, observed()) for name in cluster}
     assert ", uploaded from this machine) with uv" in plans["node1"].changes[0].summary
     assert (", from node1 over the node subnet) with uv" in plans["node2"].changes[0].summary)
@@ -443,7 +444,7 @@ def test_wheelhouse_plans_name_one_seed_and_the_others_fetch_from_it(
     assert uploads[0].key == uploads[1].key  # one wheel set
     other = params(wheelhouse=True, subnet="192.0.2.0/24", packages=["six"])
     assert "uploaded from this machine" in plan(dataclasses.replace(
-        context("node2", cluster), distribution=distribution), other,
+        context("node2", cluster), states=seeds), other,
         observed()).changes[0].summary  # another wheel set: node2 seeds it
 
 
@@ -451,7 +452,8 @@ def test_download_once_plans_one_node_downloading_for_all_from_the_nodes_sources
     distribution = Distribution()
     cluster = {name: facts(name) for name in ("node1", "node2")}
     wanted = params(download_once=True, subnet="192.0.2.0/24", index_url="https://mirror/simple")
-    plans = {name: plan(dataclasses.replace(context(name, cluster), distribution=distribution),
+    seeds: dict[type, object] = {Distribution: distribution}
+    plans = {name: plan(dataclasses.replace(context(name, cluster), states=seeds),
                         wanted, observed()) for name in cluster}
     assert ("from https://mirror/simple (downloaded by the node itself, for the other nodes "
             "too) with uv") in plans["node1"].changes[0].summary
