@@ -39,7 +39,7 @@ RESERVED = frozenset({"localhost", "localhost.localdomain", "localhost4",
 @dataclass(frozen=True)
 class Entry:
     """One node's line: its address and names (FQDN first, so ``hostname -f`` answers it), and
-    which of them the node reported (lowercased)."""
+    which of them only the node reported (lowercased; never its inventory name)."""
 
     address: str
     names: tuple[str, ...]
@@ -95,9 +95,12 @@ def cluster_names(ctx: Context, previous: Sequence[str], domain: str) -> Cluster
         offers.append(_Offer(name, address, tuple(kept)))
     contested, why = _contested(offers, _inventory_names(ctx), ctx.host.name)
     refused = refused or why
+    # the inventory name is the admin's word even where the node reports it too: it always
+    # displaces a line mapping it elsewhere, and is never left out for one
     entries = tuple(Entry(offer.address, _unique([*(n for n, _ in offer.names
                                                     if n.lower() not in contested), offer.host]),
-                          frozenset(n.lower() for n, _ in offer.names), offer.host)
+                          frozenset(n.lower() for n, _ in offer.names) - {offer.host.lower()},
+                          offer.host)
                     for offer in offers)
     return ClusterNames(entries, tuple(warnings), refused)
 

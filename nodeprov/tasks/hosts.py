@@ -9,8 +9,9 @@ answering it), its hostname and its inventory name; what a node reports is liste
 redirects no one (``tasks.hostnames``). A line elsewhere that maps an inventory name to another
 address (Debian's ``127.0.1.1 node1``, which makes gloo bind to loopback), or on a node its own
 hostname, is commented out with ``# nodeprov: `` (to revert, remove that prefix and the line
-nodeprov added under it with the other names), or kept with a warning when ``fix_conflicts`` is
-false; a line mapping another node's own hostname elsewhere is kept, and that name left out.
+nodeprov added under it with the other names); when ``fix_conflicts`` is false it is kept and
+the task fails naming it by line (a conflict: glibc answers the first match). A line mapping
+another node's own hostname elsewhere is kept, and that name left out.
 
 Where cloud-init's ``manage_etc_hosts`` would rewrite the file at every boot, a drop-in
 (CLOUD_DROPIN) turns that off: the file then stays as nodeprov and the user wrote it.
@@ -19,6 +20,7 @@ Where cloud-init's ``manage_etc_hosts`` would rewrite the file at every boot, a 
 from __future__ import annotations
 
 import ipaddress
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -94,10 +96,8 @@ def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
         changes.append(Change(f"{params.path}: {'; '.join(what) or 'rewrite'}",
                               (Write(params.path, new),),
                               diff=blocks.unified_diff(params.path, old, new)))
-    if not params.fix_conflicts:
-        warnings += [f"{params.path}: {line.strip()!r} maps a node name to another address "
-                     "(kept: hosts_fix_conflicts is false); names may resolve there"
-                     for line in conflicts]
+    # kept lines, numbered as the file will be once the block is written
+    kept = [] if params.fix_conflicts else conflict_lines(new, displacing, params.path)
     notes = [f"{params.path} lists the {len(entries)} nodes"
              + ("" if conflicts else " and maps no node name elsewhere")]
     if params.path == DEFAULT_PATH:
@@ -106,8 +106,8 @@ def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
         notes += [cloud_note] if cloud_note else []
         warnings += cloud_warnings
     if changes:
-        return Plan.of(*changes, warnings=warnings)
-    return Plan.noop(*notes, warnings=warnings)
+        return Plan.of(*changes, warnings=warnings, conflicts=kept)
+    return Plan.noop(*notes, warnings=warnings, conflicts=kept)
 
 
 # --- lines outside the block ---------------------------------------------------------------------
@@ -121,7 +121,7 @@ def _unshadowed(ctx: Context, entries: Sequence[Entry], text: str, path: str
               if entry.host != ctx.host.name for name in entry.names
               if name.lower() in entry.reported}
     shadowed: dict[str, str] = {}
-    for line, fields in _outside_block(text):
+    for _number, line, fields in _outside_block(text):
         for name in fields[1:]:
             target = wanted.get(name.lower())
             if target and not _same_address(fields[0], target[0]):
@@ -138,12 +138,13 @@ def _unshadowed(ctx: Context, entries: Sequence[Entry], text: str, path: str
     return listed, warnings
 
 
-def _outside_block(text: str) -> Iterator[tuple[str, list[str]]]:
-    """Each line outside the block, with its fields (a comment cut off)."""
+def _outside_block(text: str) -> Iterator[tuple[int, str, list[str]]]:
+    """Each line outside the block: its number (from 1, as sed counts), the line, its fields
+    (a comment cut off)."""
     block = blocks.find_block(text, BLOCK)
     for index, line in enumerate(blocks.split_lines(text, keepends=True)):
         if block is None or not block[0] <= index <= block[1]:
-            yield line, line.split("#", 1)[0].split()
+            yield index + 1, line, line.split("#", 1)[0].split()
 
 
 def comment_out_conflicts(text: str, entries: Sequence[Line], *,
@@ -157,8 +158,7 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
     for index, line in enumerate(blocks.split_lines(text, keepends=True)):
         inside = block is not None and block[0] <= index <= block[1]
         fields = [] if inside else line.split("#", 1)[0].split()
-        clashing = [name for name in fields[1:] if name.lower() in wanted
-                    and not _same_address(fields[0], wanted[name.lower()])]
+        clashing = _clashing(fields, wanted)
         if not clashing:
             kept.append(line)
             continue
@@ -173,6 +173,32 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
         if others:
             kept.append(" ".join([fields[0], *others]) + ending)
     return "".join(kept), conflicts
+
+
+def conflict_lines(text: str, entries: Sequence[Line], path: str) -> list[str]:
+    """What the user must remove where ``hosts_fix_conflicts`` is false: each line outside the
+    block that maps a node name to another address (glibc answers the first match), by number.
+
+        >>> conflict_lines("10.1.2.77 node1\\n", [("10.0.0.1", ("node1",))], "/etc/hosts")[0][:56]
+        "/etc/hosts:1 '10.1.2.77 node1' maps node1 to 10.1.2.77, "
+    """
+    wanted = {name.lower(): address for address, names in entries for name in names}
+    found = []
+    for number, line, fields in _outside_block(text):
+        clashing = _clashing(fields, wanted)
+        if clashing:
+            found.append(f"{path}:{number} {line.strip()!r} maps {', '.join(clashing)} to "
+                         f"{fields[0]}, not {wanted[clashing[0].lower()]}: remove that line "
+                         f"(sed -i '{number}d' {shlex.quote(path)}), or set "
+                         "hosts_fix_conflicts: true")
+    return found
+
+
+def _clashing(fields: Sequence[str], wanted: Mapping[str, str]) -> list[str]:
+    """The names on a line's ``fields`` that ``wanted`` (lowercased name: address) puts at
+    another address."""
+    return [name for name in fields[1:] if name.lower() in wanted
+            and not _same_address(fields[0], wanted[name.lower()])]
 
 
 def _same_address(first: str, second: str) -> bool:

@@ -125,16 +125,41 @@ def test_missing_file_is_created() -> None:
     assert block(run(None)) == BLOCK_LINES
 
 
-def test_conflicts_kept_with_a_warning_when_not_fixing() -> None:
+def test_conflicts_kept_when_not_fixing_are_what_the_user_must_remove_by_line() -> None:
     old = (DATA / "hosts-debian.txt").read_text()
     result = run(old, params=HostsParams(fix_conflicts=False, domain="cluster.local"))
     assert [change.summary for change in result.changes] == ["/etc/hosts: list 3 nodes"]
     assert written(result) == blocks.replace_block(old, "hosts", BLOCK_LINES)
     kept = run(written(result), params=HostsParams(fix_conflicts=False, domain="cluster.local"))
-    assert kept.in_sync and kept.notes == ("/etc/hosts lists the 3 nodes",)
-    assert kept.warnings == result.warnings == (
-        "/etc/hosts: '127.0.1.1\\tnode1.cluster.local\\tnode1' maps a node name to another "
-        "address (kept: hosts_fix_conflicts is false); names may resolve there",)
+    assert not kept.changes and not kept.in_sync and kept.warnings == ()
+    assert kept.conflicts == result.conflicts == (
+        "/etc/hosts:2 '127.0.1.1\\tnode1.cluster.local\\tnode1' maps node1.cluster.local, node1 "
+        "to 127.0.1.1, not 10.0.0.11: remove that line (sed -i '2d' /etc/hosts), or set "
+        "hosts_fix_conflicts: true",)
+    removed = subprocess.run(["sed", "2d"], input=written(result), capture_output=True,
+                             text=True, check=True).stdout
+    assert run(removed, params=HostsParams(fix_conflicts=False, domain="cluster.local")).in_sync
+
+
+SAME_NAMES = [("node1", "10.0.0.11", "node1", "node1"), ("node2", "10.0.0.12", "node2", "node2"),
+              ("node3", "10.0.0.13", "node3", "node3")]
+SAME_BLOCK = blocks.replace_block("127.0.0.1 localhost\n", "hosts", [
+    "10.0.0.11 node1", "10.0.0.12 node2", "10.0.0.13 node3"])
+
+
+@pytest.mark.parametrize("stale", [
+    SAME_BLOCK + "10.1.2.77 node1\n",  # after the block, as #32 appended it
+    SAME_BLOCK.replace("localhost\n", "localhost\n10.1.2.77 node1\n")])  # and before it
+def test_a_stale_line_for_a_node_whose_hostname_is_its_inventory_name_is_commented_out(
+        stale: str) -> None:
+    """#32: a node's own hostname equal to its inventory name was taken for a reported name,
+    so the stale line stayed and the block got '10.0.0.11 ' with no name at all."""
+    result = run(stale, ctx=context("node2", SAME_NAMES))
+    assert [change.summary for change in result.changes] == [
+        "/etc/hosts: comment out '10.1.2.77 node1'"]
+    assert written(result) == stale.replace("10.1.2.77 node1", "# nodeprov: 10.1.2.77 node1")
+    assert all(len(line.split()) > 1 for line in block(result)) and not result.warnings
+    assert run(written(result), ctx=context("node2", SAME_NAMES)).in_sync
 
 
 def test_every_node_gets_the_same_block() -> None:
