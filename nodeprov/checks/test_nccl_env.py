@@ -38,8 +38,7 @@ def socket_interfaces(value: str, names: Sequence[str]) -> list[str]:
 
 def wanted_variables(ifname: str, extra: Mapping[str, str], path: str) -> dict[str, str]:
     """{name: value} as ``path``'s reader takes the lines the nccl_env task writes there."""
-    lines = nccl_env.wanted_blocks(ifname, extra)[path]
-    return {name: value for _number, name, value in nccl_env.PARSERS[path]("\n".join(lines))}
+    return nccl_env.block_values(path, nccl_env.wanted_blocks(ifname, extra)[path])
 
 
 @pytest.fixture()
