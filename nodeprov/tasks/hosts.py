@@ -97,7 +97,9 @@ def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
                               (Write(params.path, new),),
                               diff=blocks.unified_diff(params.path, old, new)))
     # kept lines, numbered as the file will be once the block is written
-    kept = [] if params.fix_conflicts else conflict_lines(new, displacing, params.path)
+    kept, later = ([], []) if params.fix_conflicts else conflict_lines(new, displacing,
+                                                                      params.path)
+    warnings += later
     notes = [f"{params.path} lists the {len(entries)} nodes"
              + ("" if conflicts else " and maps no node name elsewhere")]
     if params.path == DEFAULT_PATH:
@@ -175,23 +177,33 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
     return "".join(kept), conflicts
 
 
-def conflict_lines(text: str, entries: Sequence[Line], path: str) -> list[str]:
-    """What the user must remove where ``hosts_fix_conflicts`` is false: each line outside the
-    block that maps a node name to another address (glibc answers the first match), by number.
+def conflict_lines(text: str, entries: Sequence[Line], path: str
+                   ) -> tuple[list[str], list[str]]:
+    """Where ``hosts_fix_conflicts`` is false, the lines outside the block that map a node name
+    to another address: those before the block, which glibc answers first, are what the user
+    must remove (by number); those after it, warnings (getaddrinfo lists their address after
+    ours). ``text`` holds the block.
 
-        >>> conflict_lines("10.1.2.77 node1\\n", [("10.0.0.1", ("node1",))], "/etc/hosts")[0][:56]
-        "/etc/hosts:1 '10.1.2.77 node1' maps node1 to 10.1.2.77, "
+        >>> first, later = conflict_lines("10.1.2.77 node1\\n", [("10.0.0.1", ("node1",))], "/h")
+        >>> first[0][:48], later
+        ("/h:1 '10.1.2.77 node1' maps node1 to 10.1.2.77, ", [])
     """
     wanted = {name.lower(): address for address, names in entries for name in names}
-    found = []
+    block = blocks.find_block(text, BLOCK)
+    first, later = [], []
     for number, line, fields in _outside_block(text):
         clashing = _clashing(fields, wanted)
-        if clashing:
-            found.append(f"{path}:{number} {line.strip()!r} maps {', '.join(clashing)} to "
-                         f"{fields[0]}, not {wanted[clashing[0].lower()]}: remove that line "
-                         f"(sed -i '{number}d' {shlex.quote(path)}), or set "
-                         "hosts_fix_conflicts: true")
-    return found
+        if not clashing:
+            continue
+        said = (f"{path}:{number} {line.strip()!r} maps {', '.join(clashing)} to {fields[0]}, "
+                f"not {wanted[clashing[0].lower()]}")
+        if block is None or number - 1 < block[0]:
+            first.append(f"{said}: remove that line (sed -i '{number}d' {shlex.quote(path)}), "
+                         "or set hosts_fix_conflicts: true")
+        else:
+            later.append(f"{said} (kept: hosts_fix_conflicts is false; glibc answers the "
+                         "block's line first, getaddrinfo lists this address after it)")
+    return first, later
 
 
 def _clashing(fields: Sequence[str], wanted: Mapping[str, str]) -> list[str]:
