@@ -1,0 +1,112 @@
+"""Drift corpus, hosts (#32 items 1-4): what OS updates and quick fixes do to /etc/hosts and
+the hostname, on one shared 3-node testbed. Each: verify names it (node, item, cause), the
+printed repair run as printed, verify exits 0, and glibc on the node answers as the job needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nodeprov.testbed.cluster import Testbed
+from tests.checks.drift.names_env_kit import (
+    apply,
+    drift_lines,
+    first_address,
+    run_repairs,
+    shared_cluster,
+    subnet_address,
+    verify,
+)
+
+pytestmark = pytest.mark.integration
+
+Cluster = tuple[Testbed, Path]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from shared_cluster(tmp_path_factory)
+
+
+@pytest.fixture()
+def clean(cluster: Cluster) -> Cluster:
+    """The cluster, verify clean before the test wrecks it (each test repairs what it did)."""
+    code, lines = verify(*cluster)
+    assert code == 0, lines
+    return cluster
+
+
+def names_resolve_on_node2(bed: Testbed) -> bool:
+    """glibc on node2 answers each node's name with its subnet address first."""
+    return all(first_address(bed, "node2", node) == subnet_address(bed, node)
+               for node in ("node1", "node2", "node3"))
+
+
+# (the wreck on node2, as sh; the start of its plan's drift line)
+HOSTS_WRECKS = {
+    "stale line after the block": ("echo '10.1.2.77 node1' >> /etc/hosts",
+                                   "node2 hosts: plan: /etc/hosts: comment out '10.1.2.77 node1'"),
+    "stale line before the block": ("sed -i '1i 10.1.2.77 node1' /etc/hosts",
+                                    "node2 hosts: plan: /etc/hosts: comment out '10.1.2.77 "
+                                    "node1'"),
+    # cloud-init's Debian template (hosts.debian.tmpl): 127.0.1.1 {{fqdn}} {{hostname}}
+    "Debian's 127.0.1.1 line back": ("sed -i '1i 127.0.1.1 node2' /etc/hosts",
+                                     "node2 hosts: plan: /etc/hosts: comment out '127.0.1.1 "
+                                     "node2'"),
+    "rewritten /etc/hosts": ("printf '127.0.0.1 localhost\\n' > /etc/hosts",
+                             "node2 hosts: plan: /etc/hosts: list 3 nodes"),
+}
+
+
+@pytest.mark.parametrize("wreck", HOSTS_WRECKS)
+def test_hosts_drift_is_named_and_its_printed_repair_repairs_it(clean: Cluster,
+                                                                 wreck: str) -> None:
+    bed, playbook = clean
+    command, named = HOSTS_WRECKS[wreck]
+    assert bed.exec("node2", "sh", "-c", command).returncode == 0
+    lines = drift_lines(bed, playbook)
+    assert any(line.startswith(named) for line in lines), lines
+    assert all(line.startswith("node2 hosts: ") for line in lines), lines
+    run_repairs(bed, lines)
+    assert verify(bed, playbook)[0] == 0
+    assert names_resolve_on_node2(bed)
+
+
+def test_a_kept_stale_line_is_said_by_hand_and_its_sed_repairs_it(clean: Cluster) -> None:
+    bed, playbook = clean
+    keep = ("-e", "hosts_fix_conflicts=false")
+    # before the block: glibc answers it first
+    assert bed.exec("node2", "sed", "-i", "1i 10.1.2.77 node1", "/etc/hosts").returncode == 0
+    lines = drift_lines(bed, playbook, *keep)
+    assert any(line.startswith("node2 hosts: by hand: /etc/hosts:") and "'10.1.2.77 node1' "
+               "maps node1 to 10.1.2.77" in line and "; repair: " not in line
+               for line in lines), lines
+    # glibc's answer, by effect, with the same by-hand cause and no apply command
+    assert any(line.startswith("node2 hosts: 'node1' resolves to 10.1.2.77") and
+               "; repair: " not in line for line in lines), lines
+    assert not names_resolve_on_node2(bed)
+    assert run_repairs(bed, lines)[0].startswith("node2: sed -i '")
+    assert verify(bed, playbook, *keep)[0] == 0
+    assert names_resolve_on_node2(bed)
+
+
+def test_a_changed_hostname_is_listed_everywhere_and_resolves_to_its_node(
+        clean: Cluster) -> None:
+    bed, playbook = clean
+    assert bed.exec("node2", "hostname", "gpu2").returncode == 0
+    try:
+        lines = drift_lines(bed, playbook)
+        for node in ("node1", "node3"):  # the name torch now advertises resolves nowhere
+            assert any(line.startswith(f"{node} hosts: plan: /etc/hosts: list 3 nodes")
+                       for line in lines), lines
+            assert any(line.startswith(f"{node} hosts: 'gpu2' resolves to nothing")
+                       for line in lines), lines
+        run_repairs(bed, lines)
+        assert verify(bed, playbook)[0] == 0
+        for node in ("node1", "node2", "node3"):
+            assert first_address(bed, node, "gpu2") == subnet_address(bed, "node2")
+    finally:
+        assert bed.exec("node2", "hostname", "node2").returncode == 0
+        assert apply(bed, playbook, "--tags", "hosts") == 0
