@@ -27,6 +27,7 @@ from nodeprov.remote.factcheck import (
     PYTHON_VERSION,
     TOOL,
     VERSIONED_PYTHON,
+    checked_answers,
     checked_interface,
     checked_name,
     checked_text,
@@ -74,6 +75,7 @@ class Facts:
     ufw_rules_in_var_lib: bool = False  # Fedora's and EPEL's ufw layout
     # /usr/bin/python3.X and /usr/local/bin/python3.X that run: (path, version)
     pythons: tuple[tuple[str, str], ...] = ()
+    hostname_in_dns: tuple[str, ...] = ()  # what DNS alone answers for the hostname
 
     @property
     def gpu_count(self) -> int:
@@ -193,6 +195,7 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
         firewalld_active=text("firewalld") == "running",
         ufw_rules_in_var_lib="rules=/var/lib/ufw" in ufw_lines,
         pythons=parse_pythons(text("pythons")),
+        hostname_in_dns=checked_answers(text("names_dns"), hostname),
     )
 
 

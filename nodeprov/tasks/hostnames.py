@@ -11,6 +11,9 @@ on every node. So a name a node reports is listed only
   such lines);
 - when no other node reports it and no inventory host is named or addressed by it: then no
   node gets it, and the task fails on each node that reported it, naming the other;
+- on the other nodes only where DNS, asked on the node itself (``Facts.hostname_in_dns``),
+  does not already answer it with another address: that is another machine's name (the
+  site's ``mirror``), which the node's own warning names, with the job's advice;
 - with dots (an FQDN) only under ``domain`` (the inventory's ``hosts_domain``).
 
     names = cluster_names(ctx, previous_block_lines, domain="cluster.local")
@@ -88,6 +91,17 @@ def cluster_names(ctx: Context, previous: Sequence[str], domain: str) -> Cluster
         else:
             offered = reported_names(facts)
         kept, problems = screened(name, offered, domain)
+        taken = {listed: other for listed, other in _named_elsewhere(facts, address, kept).items()
+                 if listed.lower() != name.lower()}  # the inventory's name is always listed
+        if taken and name == ctx.host.name:  # said once, by the node that reports it
+            warnings += [f"{name} reports the {what} {listed!r}, which DNS resolves to "
+                         f"{taken[listed]} (not {address}): listed on {name} only; a job "
+                         f"whose peers reach {name} by {listed!r} goes there: set {name}'s "
+                         f"hostname to its inventory name (hostnamectl set-hostname {name}), "
+                         "or have the job use the inventory name" for listed, what in kept
+                         if listed in taken]
+        if name != ctx.host.name:
+            kept = [(listed, what) for listed, what in kept if listed not in taken]
         if name == ctx.host.name and problems:
             hostname_problem = next((why for what, why in problems if what == "hostname"), "")
             refused = hostname_problem
@@ -182,6 +196,18 @@ def _contested(offers: Sequence[_Offer], inventory: Mapping[str, str], me: str
                 why = (f"{me} and {other} both report the {mine[2]} {mine[1]!r}: listed for "
                        "neither; give each node its own hostname (hostnamectl set-hostname)")
     return contested, why
+
+
+def _named_elsewhere(facts: Facts | None, address: str, names: Sequence[tuple[str, str]]
+                     ) -> dict[str, str]:
+    """{name: the other address} for each reported name that DNS already answers with another
+    address than the node's: another machine's name (the site's ``mirror``)."""
+    if facts is None or not facts.hostname_in_dns:
+        return {}
+    other = [answer for answer in facts.hostname_in_dns if answer != address]
+    hostname = facts.hostname.lower()
+    return {name: ", ".join(other) for name, _ in names
+            if other and address not in facts.hostname_in_dns and name.lower() == hostname}
 
 
 def _inventory_names(ctx: Context) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -459,3 +460,27 @@ def test_a_node_whose_address_only_it_can_tell_keeps_its_line_while_down() -> No
     assert block(first_run) == BLOCK_LINES[:2]
     assert first_run.warnings == ("node3 is not listed: its address in node_subnet comes from "
                                   "the node, which could not tell it (run again once it can)",)
+
+
+def test_a_hostname_dns_gives_another_machine_is_listed_on_its_node_only() -> None:
+    """#32: 'hostname mirror' on node2 put the site's mirror (served by DNS) at node2 on every
+    node; DNS, asked on node2, says 'mirror' is 10.9.9.9: only node2 lists it, for itself."""
+    cluster = dict(context("node1", [("node1", "10.0.0.11", "node1", "node1"),
+                                     ("node2", "10.0.0.12", "mirror", "mirror")]).cluster)
+    mirror = make_facts(hostname="mirror", fqdn="mirror", hostname_in_dns=("10.9.9.9",))
+    cluster["node2"] = (cluster["node2"][0], mirror)
+    on_node1 = run(None, ctx=Context(cluster["node1"][0], context().facts, cluster))
+    assert names_of(on_node1)["10.0.0.12"] == ["node2"] and on_node1.warnings == ()
+    on_node2 = run(None, ctx=Context(cluster["node2"][0], mirror, cluster))
+    assert names_of(on_node2)["10.0.0.12"] == ["mirror", "node2"]
+    assert on_node2.warnings == (
+        "node2 reports the hostname 'mirror', which DNS resolves to 10.9.9.9 (not 10.0.0.12): "
+        "listed on node2 only; a job whose peers reach node2 by 'mirror' goes there: set "
+        "node2's hostname to its inventory name (hostnamectl set-hostname node2), or have the "
+        "job use the inventory name",)
+    # DNS naming the node itself, or nothing: listed everywhere, as before
+    for answer in (("10.0.0.12",), ()):
+        cluster["node2"] = (cluster["node2"][0], dataclasses.replace(mirror,
+                                                                     hostname_in_dns=answer))
+        on_node1 = run(None, ctx=Context(cluster["node1"][0], context().facts, cluster))
+        assert names_of(on_node1)["10.0.0.12"] == ["mirror", "node2"]
