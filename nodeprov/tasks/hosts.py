@@ -20,6 +20,7 @@ Where cloud-init's ``manage_etc_hosts`` would rewrite the file at every boot, a 
 from __future__ import annotations
 
 import ipaddress
+import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -103,10 +104,11 @@ def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
     notes = [f"{params.path} lists the {len(entries)} nodes"
              + ("" if conflicts else " and maps no node name elsewhere")]
     if params.path == DEFAULT_PATH:
-        cloud_change, cloud_note, cloud_warnings = cloud_init(found)
+        cloud_change, cloud_note, cloud_warnings, cloud_conflicts = cloud_init(found)
         changes += [cloud_change] if cloud_change else []
         notes += [cloud_note] if cloud_note else []
         warnings += cloud_warnings
+        kept += cloud_conflicts
     if changes:
         return Plan.of(*changes, warnings=warnings, conflicts=kept)
     return Plan.noop(*notes, warnings=warnings, conflicts=kept)
@@ -222,30 +224,44 @@ def _same_address(first: str, second: str) -> bool:
 
 # --- cloud-init ----------------------------------------------------------------------------------
 
-def cloud_init(found: Mapping[str, str | None]) -> tuple[Change | None, str, list[str]]:
+def cloud_init(found: Mapping[str, str | None]
+               ) -> tuple[Change | None, str, list[str], list[str]]:
     """The drop-in that stops cloud-init from rewriting /etc/hosts, when it would: (change,
-    note, warnings)."""
+    note, warnings, conflicts: a later file turning it on again is the user's, by line)."""
     if found.get(CLOUD_CFG) is None:
-        return None, "", []
+        return None, "", [], []
     configs = {path: text for path, text in found.items()
                if path == CLOUD_CFG or path.startswith(f"{CLOUD_CFG_D}/")}
     setting, warnings = manage_etc_hosts(configs)
     if not _manages(setting):
         where = f" in {setting[1]}" if setting else ""
-        return None, f"cloud-init leaves /etc/hosts alone (manage_etc_hosts is off{where})", \
-            warnings
+        return (None, f"cloud-init leaves /etc/hosts alone (manage_etc_hosts is off{where})",
+                warnings, [])
     after, _ = manage_etc_hosts({**configs, CLOUD_DROPIN: CLOUD_DROPIN_TEXT})
+    conflicts = []
     if after is not None and _manages(after):
-        warnings.append(f"{after[1]} sets manage_etc_hosts: {after[0]} after {CLOUD_DROPIN}: "
-                        "cloud-init will rewrite /etc/hosts at boot; remove that setting")
+        number = _setting_line(configs.get(after[1]) or "")
+        removal = (f"remove that line (sed -i '{number}d' {shlex.quote(after[1])})" if number
+                   else "remove that setting")
+        conflicts.append(f"{after[1]}{f':{number}' if number else ''} sets manage_etc_hosts: "
+                         f"{after[0]} after {CLOUD_DROPIN}, which wins: cloud-init will rewrite "
+                         f"/etc/hosts at boot: {removal}")
     if configs.get(CLOUD_DROPIN) == CLOUD_DROPIN_TEXT:
-        return None, "", warnings
+        return None, "", warnings, conflicts
     assert setting is not None
     return (Change(f"stop cloud-init rewriting /etc/hosts at boot ({setting[1]} sets "
                    f"manage_etc_hosts: {setting[0]})", (Write(CLOUD_DROPIN, CLOUD_DROPIN_TEXT),),
                    diff=blocks.unified_diff(CLOUD_DROPIN, configs.get(CLOUD_DROPIN),
                                            CLOUD_DROPIN_TEXT)),
-            "", warnings)
+            "", warnings, conflicts)
+
+
+def _setting_line(text: str) -> int | None:
+    """The number of the line setting manage_etc_hosts at the top level of a cloud.cfg file
+    (the last: YAML keeps it), if one does in block style."""
+    found = [number for number, line in enumerate(text.split("\n"), 1)
+             if re.match(r"manage_etc_hosts\s*:", line)]
+    return found[-1] if found else None
 
 
 def manage_etc_hosts(configs: Mapping[str, str | None]

@@ -305,16 +305,22 @@ def test_every_managing_value_is_recognised(setting: str) -> None:
     assert written(result, CLOUD_DROPIN) == CLOUD_DROPIN_TEXT
 
 
-def test_later_cloud_file_overriding_the_drop_in_is_reported() -> None:
+def test_later_cloud_file_overriding_the_drop_in_is_said_by_hand_by_line() -> None:
     hosts = (DATA / "hosts-debian.expected.txt").read_text()
-    result = run(hosts, cloud={CLOUD_CFG: "manage_etc_hosts: true\n",
-                               "/etc/cloud/cloud.cfg.d/99_pve.cfg": "manage_etc_hosts: template\n",
-                               "/etc/cloud/cloud.cfg.d/10-bad.cfg": "a: [b\n"})
+    pve = "/etc/cloud/cloud.cfg.d/99_pve.cfg"
+    cloud = {CLOUD_CFG: "manage_etc_hosts: true\n", pve: "# Proxmox\nmanage_etc_hosts: template\n",
+             "/etc/cloud/cloud.cfg.d/10-bad.cfg": "a: [b\n"}
+    result = run(hosts, cloud=cloud)
     assert written(result, CLOUD_DROPIN) == CLOUD_DROPIN_TEXT
+    assert len(result.warnings) == 1
     assert result.warnings[0].startswith("/etc/cloud/cloud.cfg.d/10-bad.cfg is not valid YAML")
-    assert result.warnings[1] == (
-        f"/etc/cloud/cloud.cfg.d/99_pve.cfg sets manage_etc_hosts: template after {CLOUD_DROPIN}"
-        ": cloud-init will rewrite /etc/hosts at boot; remove that setting")
+    assert result.conflicts == (
+        f"{pve}:2 sets manage_etc_hosts: template after {CLOUD_DROPIN}, which wins: cloud-init "
+        f"will rewrite /etc/hosts at boot: remove that line (sed -i '2d' {pve})",)
+    fixed = run(hosts, cloud={**cloud, pve: "# Proxmox\n", CLOUD_DROPIN: CLOUD_DROPIN_TEXT})
+    assert not fixed.changes and not fixed.conflicts
+    flow = run(hosts, cloud={**cloud, pve: "{manage_etc_hosts: true}\n"})
+    assert flow.conflicts[0].endswith(": remove that setting")
 
 
 def test_other_path_ignores_cloud_init() -> None:

@@ -110,3 +110,32 @@ def test_a_changed_hostname_is_listed_everywhere_and_resolves_to_its_node(
     finally:
         assert bed.exec("node2", "hostname", "node2").returncode == 0
         assert apply(bed, playbook, "--tags", "hosts") == 0
+
+
+def test_cloud_init_managing_hosts_is_turned_off_and_a_later_file_said_by_hand(
+        clean: Cluster) -> None:
+    """Item 7: where cloud-init would render /etc/hosts from its template at every boot, the
+    plan says so and its repair turns manage_etc_hosts off; a later file turning it on again
+    wins over that drop-in, and is the user's to remove."""
+    bed, playbook = clean
+    assert bed.exec("node2", "sh", "-c", "mkdir -p /etc/cloud/cloud.cfg.d && "
+                    "echo 'manage_etc_hosts: true' > /etc/cloud/cloud.cfg").returncode == 0
+    try:
+        lines = drift_lines(bed, playbook)
+        assert lines[0].startswith("node2 hosts: plan: stop cloud-init rewriting /etc/hosts at "
+                                   "boot (/etc/cloud/cloud.cfg sets manage_etc_hosts: True)"), lines
+        run_repairs(bed, lines)
+        assert verify(bed, playbook)[0] == 0
+        later = "/etc/cloud/cloud.cfg.d/99_pve.cfg"
+        assert bed.exec("node2", "sh", "-c", f"printf '# pve\\nmanage_etc_hosts: template\\n' > "
+                        f"{later}").returncode == 0
+        lines = drift_lines(bed, playbook)
+        assert lines == [f"node2 hosts: by hand: {later}:2 sets manage_etc_hosts: template after "
+                         "/etc/cloud/cloud.cfg.d/99-nodeprov.cfg, which wins: cloud-init will "
+                         f"rewrite /etc/hosts at boot: remove that line (sed -i '2d' {later})"]
+        run_repairs(bed, lines)
+        assert verify(bed, playbook)[0] == 0
+        assert bed.exec("node2", "cat", "/etc/cloud/cloud.cfg.d/99-nodeprov.cfg").stdout.endswith(
+            "manage_etc_hosts: false\n")
+    finally:
+        assert bed.exec("node2", "rm", "-rf", "/etc/cloud").returncode == 0
