@@ -44,7 +44,7 @@ def test_every_nodes_names_resolve_to_its_subnet_address(
         plan = hosts.plan(context, params, observed)
     except TaskFailed:  # its own check says why; the advice below still holds
         plan = Plan()
-    wrong = [(peer, name, found) for peer, name, found in _answers(seen, context)
+    wrong = [(peer, name, found) for peer, name, found in _answers(seen, context, params.domain)
              if found[:1] != [_address(context, peer)] or any(_loopback(a) for a in found)]
     assert not wrong, _line(wrong, context, plan, drift)
 
@@ -53,15 +53,16 @@ def _address(context: Context, peer: str) -> str:
     return context.cluster[peer][0].node_address
 
 
-def _answers(seen: Fresh, context: Context) -> list[tuple[str, str, list[str]]]:
-    """(peer, name, glibc's addresses) for each peer's inventory name, hostname and FQDN,
-    getaddrinfo's answer and gethostbyname's."""
+def _answers(seen: Fresh, context: Context, domain: str) -> list[tuple[str, str, list[str]]]:
+    """(peer, name, glibc's addresses) for each peer's inventory name, hostname and, under
+    ``domain`` (where the block lists it), FQDN: getaddrinfo's answer and gethostbyname's."""
     found = []
     for peer, (host, facts) in context.cluster.items():
         if not host.node_address:
             continue  # the hosts task says it cannot list it
-        names = dict.fromkeys([peer, *((facts.hostname.split(".")[0], facts.hostname,
-                                        facts.fqdn) if facts else ())])
+        reported = (facts.hostname.split(".")[0], facts.hostname, facts.fqdn) if facts else ()
+        names = dict.fromkeys([peer, *(name for name in reported if "." not in name or (
+            domain and name.lower().endswith(f".{domain.lower()}")))])
         found += [(peer, name, answer) for name in names
                   for answer in (seen.resolved.get(name), seen.first_match.get(name))
                   if answer is not None]
