@@ -490,3 +490,17 @@ def test_a_hostname_dns_gives_another_machine_is_listed_on_its_node_only() -> No
                                                                      hostname_in_dns=answer))
         on_node1 = run(None, ctx=Context(cluster["node1"][0], context().facts, cluster))
         assert names_of(on_node1)["10.0.0.12"] == ["mirror", "node2"]
+
+
+def test_a_nodes_name_under_hosts_domain_is_the_clusters_own() -> None:
+    """node1.cluster.local (node1's name under hosts_domain) displaces a stale line on every
+    node, as node1 does, and no other node may report it."""
+    stale = SAME_BLOCK.replace("localhost\n", "localhost\n10.1.2.77 node1.cluster.local\n")
+    nodes = [("node1", "10.0.0.11", "node1", "node1.cluster.local"), *SAME_NAMES[1:]]
+    result = run(stale, ctx=context("node2", nodes))
+    assert "\n# nodeprov: 10.1.2.77 node1.cluster.local\n" in written(result)
+    assert names_of(result)["10.0.0.11"] == ["node1.cluster.local", "node1"]
+    claiming = [nodes[0], ("node2", "10.0.0.12", "node1", "node1.cluster.local"), nodes[2]]
+    with pytest.raises(TaskFailed, match="node2 reports the FQDN 'node1.cluster.local', which "
+                                         "names the inventory host node1"):
+        run(None, ctx=context("node2", claiming))
