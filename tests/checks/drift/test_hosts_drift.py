@@ -4,12 +4,13 @@ printed repair run as printed, verify exits 0, and glibc on the node answers as 
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from nodeprov.testbed.cluster import Testbed
+from nodeprov.testbed.cluster import NODE_ENV, Testbed
 from tests.checks.drift.names_env_kit import (
     apply,
     drift_lines,
@@ -139,3 +140,61 @@ def test_cloud_init_managing_hosts_is_turned_off_and_a_later_file_said_by_hand(
             "manage_etc_hosts: false\n")
     finally:
         assert bed.exec("node2", "rm", "-rf", "/etc/cloud").returncode == 0
+
+
+@pytest.fixture()
+def site_dns(clean: Cluster) -> Iterator[Cluster]:
+    """The site's DNS, serving mirror=10.9.9.9, on every node (a stand-in on 127.0.0.1)."""
+    bed, _ = clean
+    script = (Path(__file__).parent / "dns_stand_in.py").read_text()
+    servers = [subprocess.Popen(bed.exec_argv(node, ["python3", "-c", script, "mirror=10.9.9.9"]),
+                                stdout=subprocess.PIPE, text=True, env=NODE_ENV)
+               for node in bed.nodes]
+    pids = {}
+    try:
+        for node, server in zip(bed.nodes, servers, strict=True):
+            assert server.stdout is not None
+            said, _, pids[node] = server.stdout.readline().strip().partition(" ")
+            assert said == "ready"
+        assert first_address(bed, "node1", "mirror") == "10.9.9.9"
+        yield clean
+    finally:
+        for node, pid in pids.items():  # nsenter forks: the server is its child in the node
+            bed.exec(node, "kill", pid)
+        for server in servers:
+            server.kill()
+            server.wait()
+            if server.stdout is not None:
+                server.stdout.close()
+
+
+def test_a_hostname_the_sites_dns_gives_another_machine_takes_nothing_over(
+        site_dns: Cluster) -> None:
+    """#32 item 4, as the issue found it: after `hostname mirror` on node2, the site's mirror
+    stays the site's on the other nodes; node2 lists it for itself and says so once; verify
+    names the name torch would advertise and says by hand what to do."""
+    bed, playbook = site_dns
+    assert bed.exec("node2", "hostname", "mirror").returncode == 0
+    try:
+        lines = drift_lines(bed, playbook)
+        assert any(line.startswith("node2 hosts: plan: /etc/hosts: list 3 nodes")
+                   for line in lines), lines
+        for node in ("node1", "node3"):
+            assert any(line.startswith(f"{node} hosts: 'mirror' resolves to 10.9.9.9 "
+                                       f"(expected 'mirror' {subnet_address(bed, 'node2')}): "
+                                       "by hand: set node2's hostname to its inventory name "
+                                       "(hostnamectl set-hostname node2 on it)")
+                       for line in lines), lines
+        run_repairs(bed, lines)  # node2's apply: mirror listed on node2 only
+        for node in ("node1", "node3"):
+            assert first_address(bed, node, "mirror") == "10.9.9.9"
+        assert first_address(bed, "node2", "mirror") == subnet_address(bed, "node2")
+        # the advice, run: hostnamectl needs systemd, which testbed nodes lack; `hostname`
+        # sets the same kernel name
+        assert bed.exec("node2", "hostname", "node2").returncode == 0
+        run_repairs(bed, drift_lines(bed, playbook))  # node2's block drops mirror
+        assert verify(bed, playbook)[0] == 0
+        assert first_address(bed, "node2", "mirror") == "10.9.9.9"
+    finally:
+        assert bed.exec("node2", "hostname", "node2").returncode == 0
+        assert apply(bed, playbook, "--tags", "hosts") == 0
