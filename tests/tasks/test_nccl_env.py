@@ -180,3 +180,20 @@ def test_pam_env_and_nccl_conf_parsing() -> None:
                                            (8, "G", "")]
     assert envfile.parse_nccl_conf("# x=1\nNCCL_A==eth0\nNCCL_B = 2\nNCCL_C=a#b\n") == [
         (2, "NCCL_A", "=eth0"), (4, "NCCL_C", "a#b")]
+
+
+def test_a_recorded_site_script_in_profile_d_is_read_as_a_login_shell_reads_it() -> None:
+    """OLCF Frontier's NCCL variables (tests/data/shell-env), put in /etc/profile.d: its
+    NCCL_SOCKET_IFNAME=hsn0 wins in a login shell; its NCCL_DEBUG=INFO agrees with ours."""
+    script = (Path(__file__).parents[1] / "data" / "shell-env" / "export_frontier_vars.sh"
+              ).read_text()
+    assert [entry[1:] for entry in envfile.parse_profile_sh(script)][5:8] == [
+        ("NCCL_DEBUG", "INFO"), ("NCCL_SOCKET_IFNAME", "hsn0"), ("NCCL_SOCKET_FAMILY", "ipv4")]
+    result = plan_task(TASK, {"subnet": SUBNET, "extra": EXTRA},
+                       {ENVIRONMENT: ENVIRONMENT_BLOCK, NCCL_CONF: NCCL_CONF_BLOCK,
+                        "/etc/profile.d/frontier.sh": script},
+                       context=one_node(make_facts(interfaces=RECORDED.interfaces)))
+    assert result.conflicts == (
+        "/etc/profile.d/frontier.sh:8 sets NCCL_SOCKET_IFNAME='hsn0' over nodeprov's '=eth0' (a "
+        "login shell runs it after pam_env): remove that line (sed -i '8d' "
+        "/etc/profile.d/frontier.sh)",)
