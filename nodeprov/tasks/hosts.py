@@ -10,8 +10,8 @@ redirects no one (``tasks.hostnames``). A line elsewhere that maps an inventory 
 address (Debian's ``127.0.1.1 node1``, which makes gloo bind to loopback), or on a node its own
 hostname, is commented out with ``# nodeprov: `` (to revert, remove that prefix and the line
 nodeprov added under it with the other names); when ``fix_conflicts`` is false it is kept and
-the task fails naming it by line (a conflict: glibc answers the first match). A line mapping
-another node's own hostname elsewhere is kept, and that name left out.
+the task fails naming it by line (a conflict: glibc may answer it). A line mapping another
+node's own hostname elsewhere is kept, and that name left out.
 
 Where cloud-init's ``manage_etc_hosts`` would rewrite the file at every boot, a drop-in
 (CLOUD_DROPIN) turns that off: the file then stays as nodeprov and the user wrote it.
@@ -98,9 +98,7 @@ def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
                               (Write(params.path, new),),
                               diff=blocks.unified_diff(params.path, old, new)))
     # kept lines, numbered as the file will be once the block is written
-    kept, later = ([], []) if params.fix_conflicts else conflict_lines(new, displacing,
-                                                                      params.path)
-    warnings += later
+    kept = [] if params.fix_conflicts else conflict_lines(new, displacing, params.path)
     notes = [f"{params.path} lists the {len(entries)} nodes"
              + ("" if conflicts else " and maps no node name elsewhere")]
     if params.path == DEFAULT_PATH:
@@ -179,33 +177,21 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
     return "".join(kept), conflicts
 
 
-def conflict_lines(text: str, entries: Sequence[Line], path: str
-                   ) -> tuple[list[str], list[str]]:
-    """Where ``hosts_fix_conflicts`` is false, the lines outside the block that map a node name
-    to another address: those before the block, which glibc answers first, are what the user
-    must remove (by number); those after it, warnings (getaddrinfo lists their address after
-    ours). ``text`` holds the block.
+def conflict_lines(text: str, entries: Sequence[Line], path: str) -> list[str]:
+    """Where ``hosts_fix_conflicts`` is false, what the user must remove: each line outside
+    the block that maps a node name to another address, by number in ``text`` (which holds the
+    block). Before the block, gethostbyname answers it first; anywhere, getaddrinfo answers its
+    address too, sorted by RFC 6724, not by place.
 
-        >>> first, later = conflict_lines("10.1.2.77 node1\\n", [("10.0.0.1", ("node1",))], "/h")
-        >>> first[0][:48], later
-        ("/h:1 '10.1.2.77 node1' maps node1 to 10.1.2.77, ", [])
+        >>> conflict_lines("10.1.2.77 node1\\n", [("10.0.0.1", ("node1",))], "/h")[0][:48]
+        "/h:1 '10.1.2.77 node1' maps node1 to 10.1.2.77, "
     """
     wanted = {name.lower(): address for address, names in entries for name in names}
-    block = blocks.find_block(text, BLOCK)
-    first, later = [], []
-    for number, line, fields in _outside_block(text):
-        clashing = _clashing(fields, wanted)
-        if not clashing:
-            continue
-        said = (f"{path}:{number} {line.strip()!r} maps {', '.join(clashing)} to {fields[0]}, "
-                f"not {wanted[clashing[0].lower()]}")
-        if block is None or number - 1 < block[0]:
-            first.append(f"{said}: remove that line (sed -i '{number}d' {shlex.quote(path)}), "
-                         "or set hosts_fix_conflicts: true")
-        else:
-            later.append(f"{said} (kept: hosts_fix_conflicts is false; glibc answers the "
-                         "block's line first, getaddrinfo lists this address after it)")
-    return first, later
+    return [f"{path}:{number} {line.strip()!r} maps {', '.join(clashing)} to {fields[0]}, not "
+            f"{wanted[clashing[0].lower()]}: remove that line (sed -i '{number}d' "
+            f"{shlex.quote(path)}), or set hosts_fix_conflicts: true"
+            for number, line, fields in _outside_block(text)
+            for clashing in [_clashing(fields, wanted)] if clashing]
 
 
 def _clashing(fields: Sequence[str], wanted: Mapping[str, str]) -> list[str]:
