@@ -8,8 +8,8 @@ DNS, in its order; the first answer is the one a process gets).
 
     seen = read_all_fresh(["node1", "node2"], sessions, gathered)   # {"node2": "why not"}
 
-    >>> parse_fresh("A=1\\nB==eth0\\n@@T getent\\n10.0.0.2 STREAM node2\\n", "T").environment
-    {'A': '1', 'B': '=eth0'}
+    >>> parse_fresh("A=1\\nB==eth0\\n@@T name node2\\n10.0.0.2 STREAM node2\\n", "T").resolved
+    {'node2': ['10.0.0.2']}
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from nodeprov.remote.facts import Facts, split_sections
 from nodeprov.remote.session import Session
 from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
-# $1 a marker token, $2 the getent database, then the names to resolve; getent fails when
-# nothing resolves; NCCL reads $NCCL_CONF_FILE instead of ~/.nccl.conf where it is set
+# $1 a marker token, $2 the getent database, then the names to resolve (the node's own
+# hostname among them); getent fails when nothing resolves; NCCL reads $NCCL_CONF_FILE instead
+# of ~/.nccl.conf where it is set
 _SCRIPT = """token=$1 family=$2; shift 2
 mark() { printf '\\n@@%s %s\\n' "$token" "$1"; }
-env; mark getent; getent "$family" -- "$(hostname)" || true
-mark login; "${SHELL:-/bin/sh}" -lc env </dev/null 2>/dev/null || true
+env; mark login; "${SHELL:-/bin/sh}" -lc env </dev/null 2>/dev/null || true
 mark nccl_conf_user; cat -- "${NCCL_CONF_FILE:-$HOME/.nccl.conf}" 2>/dev/null
 mark nccl_conf; cat /etc/nccl.conf 2>/dev/null
 for name do
@@ -45,7 +45,6 @@ USER_NCCL_CONF = "~/.nccl.conf"
 @dataclass(frozen=True)
 class Fresh:
     environment: dict[str, str]
-    addresses: list[str]  # what the node's hostname resolves to, first the one a process gets
     login: dict[str, str] = field(default_factory=dict)  # a login shell's environment
     # name: addresses, as getaddrinfo sorts them (getent ahosts*: RFC 6724, the longest
     # prefix shared with a source address first), and as gethostbyname answers (the first
@@ -83,8 +82,7 @@ def parse_fresh(output: str, token: str) -> Fresh:
     environment = parse_env(output.partition(f"\n@@{token} ")[0])
     sections = split_sections(output, token)
     user_conf = environment.get("NCCL_CONF_FILE") or USER_NCCL_CONF
-    return Fresh(environment, _addresses(sections.get("getent", "")),
-                 parse_env(sections.get("login", "")),
+    return Fresh(environment, parse_env(sections.get("login", "")),
                  _named(sections, "name "), _named(sections, "first "),
                  tuple((path, text) for path, text in ((user_conf, sections.get(
                      "nccl_conf_user", "")), ("/etc/nccl.conf", sections.get("nccl_conf", "")))

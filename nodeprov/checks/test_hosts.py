@@ -30,13 +30,6 @@ def seen(fresh: Mapping[str, Fresh | str], node: Host, context: Context,
     return found
 
 
-def test_own_name_resolves_to_subnet_address(seen: Fresh, context: Context,
-                                             drift: Drift) -> None:
-    assert seen.addresses[:1] == [context.host.node_address], drift.line(
-        f"its hostname {context.facts.hostname} resolves to "
-        f"{', '.join(seen.addresses) or 'nothing'}", context.host.node_address)
-
-
 def test_every_nodes_names_resolve_to_its_subnet_address(
         seen: Fresh, context: Context, params: hosts.HostsParams, observed: str,
         drift: Drift) -> None:

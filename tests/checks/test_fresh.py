@@ -34,7 +34,7 @@ class FakeSession:
             FakeSession.running -= 1
         token = argv[4]
         FakeSession.names = argv[6:]
-        return SimpleNamespace(stdout=f"NCCL_SOCKET_IFNAME=eth1\n@@{token} getent\n"
+        return SimpleNamespace(stdout=f"NCCL_SOCKET_IFNAME=eth1\n@@{token} name node1\n"
                                       "10.0.0.2 STREAM node1\n")
 
 
@@ -47,7 +47,8 @@ def test_the_fresh_read_keeps_to_forks_and_keeps_each_nodes_failure() -> None:
     seen = read_all_fresh(names, sessions, gathered, forks=2)
     assert FakeSession.most == 2
     assert seen["node7"] == "node7: facts could not be read"
-    assert seen["node0"] == Fresh({"NCCL_SOCKET_IFNAME": "eth1"}, ["10.0.0.2"])
+    assert seen["node0"] == Fresh({"NCCL_SOCKET_IFNAME": "eth1"},
+                                  resolved={"node1": ["10.0.0.2"]})
     # every inventory name, and each node's hostname (what torch advertises), to resolve
     assert FakeSession.names == (*names, *(f"gpu{i}" for i in range(7)))
 
