@@ -33,6 +33,7 @@ from typing import Literal
 import pytest
 
 from nodeprov.inventory.extravars import repeatable
+from nodeprov.tasks.base import Plan
 
 # pytest's user_properties keys by which the verify plugin knows a check's node and area.
 NODE_PROPERTY = "nodeprov_node"
@@ -102,6 +103,20 @@ class Drift:
             return f"{self.node} {self.area}: by hand: {removal}"
         return (f"{self.node} {self.area}: plan: {'; '.join(changes)}; by hand: {removal}"
                 f"{REPAIR_SEPARATOR}{self.repair}")
+
+
+    def effect_line(self, found: str, expected: str, plan: Plan, by_hand: str) -> str:
+        """An effect check's drift line, its repair what would change it: apply where the task's
+        plan has changes, else what the plan says to remove, else ``by_hand`` (never an apply
+        command that changes nothing).
+
+            >>> Drift("n2", "hosts", "i.yaml", "hosts").effect_line("x", "y", Plan(), "do z")
+            'n2 hosts: x (expected y): by hand: do z'
+        """
+        if plan.changes:
+            return self.line(found, expected)
+        removal = "; ".join(plan.conflicts) or by_hand
+        return f"{self.node} {self.area}: {found} (expected {expected}): by hand: {removal}"
 
 
 def failure_message(crash: str) -> str:

@@ -7,8 +7,8 @@ A check takes ``node`` (the inventory Host it checks), ``host`` (testinfra's Hos
 of this node's area), ``fresh`` (what a new SSH session sees on each node: fresh.py) and
 ``drift`` (builds the assertion message)::
 
-    def test_own_name_resolves(fresh, node, drift):
-        assert fresh[node.name].addresses, drift.line("its hostname resolves to nothing", "...")
+    def test_node1_resolves(fresh, node, drift):
+        assert fresh[node.name].resolved["node1"], drift.line("node1 resolves to nothing", "...")
 """
 
 from __future__ import annotations

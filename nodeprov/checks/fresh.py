@@ -2,13 +2,14 @@
 torchrun's launcher would log in. One round trip per node, on the connection the checks opened
 (each command gets a session of its own from sshd, with what PAM set up when the connection
 opened: the checks' own connections are new, so that is what a new login gets now): its
-environment (/etc/environment, PAM, profiles) and what the node's own hostname resolves to
-(nsswitch).
+environment (/etc/environment, PAM), a login shell's (/etc/profile.d after pam_env), the
+nccl.conf files NCCL reads, and what glibc answers for the cluster's names (nsswitch: files,
+DNS, in its order; the first answer is the one a process gets).
 
     seen = read_all_fresh(["node1", "node2"], sessions, gathered)   # {"node2": "why not"}
 
-    >>> parse_fresh("A=1\\nB==eth0\\n@@T getent\\n10.0.0.2 STREAM node2\\n", "T").environment
-    {'A': '1', 'B': '=eth0'}
+    >>> parse_fresh("A=1\\nB==eth0\\n@@T name node2\\n10.0.0.2 STREAM node2\\n", "T").resolved
+    {'node2': ['10.0.0.2']}
 """
 
 from __future__ import annotations
@@ -16,23 +17,42 @@ from __future__ import annotations
 import ipaddress
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nodeprov.errors import HostError
-from nodeprov.remote.facts import Facts
+from nodeprov.remote.facts import Facts, split_sections
 from nodeprov.remote.session import Session
 from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
-# $1 a marker token, $2 the getent database; getent fails when nothing resolves
-_SCRIPT = 'env; printf "\\n@@%s getent\\n" "$1"; getent "$2" -- "$(hostname)" || true'
+# $1 a marker token, $2 the getent database, then the names to resolve (the node's own
+# hostname among them); getent fails when nothing resolves; NCCL reads $NCCL_CONF_FILE instead
+# of ~/.nccl.conf where it is set
+_SCRIPT = """token=$1 family=$2; shift 2
+mark() { printf '\\n@@%s %s\\n' "$token" "$1"; }
+env; mark login; "${SHELL:-/bin/sh}" -lc env </dev/null 2>/dev/null || true
+mark nccl_conf_user; cat -- "${NCCL_CONF_FILE:-$HOME/.nccl.conf}" 2>/dev/null
+mark nccl_conf; cat /etc/nccl.conf 2>/dev/null
+for name do
+  mark "name $name"; getent "$family" -- "$name" || true
+  mark "first $name"; getent hosts -- "$name" || true
+done
+"""
 # the tasks whose checks look at a new session
 AREAS = ("hosts", "nccl_env")
+USER_NCCL_CONF = "~/.nccl.conf"
 
 
 @dataclass(frozen=True)
 class Fresh:
     environment: dict[str, str]
-    addresses: list[str]  # what the node's hostname resolves to, first the one a process gets
+    login: dict[str, str] = field(default_factory=dict)  # a login shell's environment
+    # name: addresses, as getaddrinfo sorts them (getent ahosts*: RFC 6724, the longest
+    # prefix shared with a source address first), and as gethostbyname answers (the first
+    # match in /etc/hosts: getent hosts); a process may ask either way
+    resolved: dict[str, list[str]] = field(default_factory=dict)
+    first_match: dict[str, list[str]] = field(default_factory=dict)
+    # (path, text) of the files NCCL reads after the environment, in its order; absent: none
+    nccl_files: tuple[tuple[str, str], ...] = ()
 
 
 def parse_env(output: str) -> dict[str, str]:
@@ -45,24 +65,60 @@ def parse_env(output: str) -> dict[str, str]:
     return {name: value for name, sep, value in pairs if sep}
 
 
+def _addresses(getent: str) -> list[str]:
+    """The addresses ``getent ahosts*`` printed, first first, each once (a line per socket
+    type); anything that is not an address is left out (node output is not trusted)."""
+    found = []
+    for line in getent.splitlines():
+        fields = line.split()
+        try:
+            found.append(str(ipaddress.ip_address(fields[0])))
+        except (IndexError, ValueError):
+            continue
+    return list(dict.fromkeys(found))
+
+
 def parse_fresh(output: str, token: str) -> Fresh:
-    environment, _, resolved = output.partition(f"\n@@{token} getent\n")
-    return Fresh(parse_env(environment),
-                 list(dict.fromkeys(line.split()[0] for line in resolved.splitlines()
-                                    if line.strip())))
+    environment = parse_env(output.partition(f"\n@@{token} ")[0])
+    sections = split_sections(output, token)
+    user_conf = environment.get("NCCL_CONF_FILE") or USER_NCCL_CONF
+    return Fresh(environment, parse_env(sections.get("login", "")),
+                 _named(sections, "name "), _named(sections, "first "),
+                 tuple((path, text) for path, text in ((user_conf, sections.get(
+                     "nccl_conf_user", "")), ("/etc/nccl.conf", sections.get("nccl_conf", "")))
+                       if text))
 
 
-def read_fresh(session: Session, node_subnet: str) -> Fresh | str:
-    """What a new session on the session's node sees, or the error's text when it fails."""
+def _named(sections: Mapping[str, str], prefix: str) -> dict[str, list[str]]:
+    return {name.removeprefix(prefix): _addresses(text) for name, text in sections.items()
+            if name.startswith(prefix)}
+
+
+def read_fresh(session: Session, node_subnet: str, names: Sequence[str] = ()) -> Fresh | str:
+    """What a new session on the session's node sees, ``names`` resolved, or the error's text
+    when it fails."""
     subnet = ipaddress.ip_network(node_subnet)
     family = "ahostsv6" if subnet.version == 6 else "ahostsv4"
     token = secrets.token_hex(8)
     try:
-        output = session.run(("sh", "-c", _SCRIPT, "sh", token, family), task="verify",
+        output = session.run(("sh", "-c", _SCRIPT, "sh", token, family, *names), task="verify",
                              as_login=True).stdout
     except HostError as error:
         return str(error)
     return parse_fresh(output, token)
+
+
+def cluster_names(sessions: Mapping[str, Session], gathered: Mapping[str, Facts | str]
+                  ) -> list[str]:
+    """The names every node must resolve: each inventory name, and each node's hostname and
+    the FQDN it reports (what torch advertises for it), as facts checked them."""
+    names = dict.fromkeys(sessions)
+    for facts in gathered.values():
+        if not isinstance(facts, str):
+            short = facts.hostname.split(".")[0]
+            names.update(dict.fromkeys(name for name in (short, facts.hostname, facts.fqdn)
+                                       if name.lower().startswith(short.lower())))
+    return list(names)
 
 
 def read_all_fresh(names: Sequence[str], sessions: Mapping[str, Session],
@@ -70,11 +126,13 @@ def read_all_fresh(names: Sequence[str], sessions: Mapping[str, Session],
                    forks: int = DEFAULT_FORKS) -> dict[str, Fresh | str]:
     """``read_fresh`` on the named nodes, ``forks`` at once, each over its open session; a
     node whose facts could not be read keeps that reason."""
+    resolve = cluster_names(sessions, gathered)
+
     def one(name: str) -> Fresh | str:
         facts = gathered[name]
         if isinstance(facts, str):
             return facts
         session = sessions[name]
-        return read_fresh(session, session.host.vars["node_subnet"])
+        return read_fresh(session, session.host.vars["node_subnet"], resolve)
 
     return dict(zip(names, raise_first(on_every(one, names, forks=forks)), strict=True))

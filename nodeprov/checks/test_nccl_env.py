@@ -1,7 +1,9 @@
 """NCCL and gloo see the node-subnet interface: a NEW SSH session (as the login user, no sudo,
-as torchrun's launcher would open one) has the variables, and they select an interface that
-really holds a subnet address. The nccl_env task's plan checks the files it writes; whether a
-session reads them (PAM, a shell profile overriding them) only a new session can tell."""
+as torchrun's launcher would open one) has the variables, a login shell too (/etc/profile.d
+runs after pam_env), NCCL reads them from its files where the environment lacks them (the
+first assignment of ~/.nccl.conf, then of /etc/nccl.conf: NVIDIA/nccl src/misc/param.cc), and
+they select an interface that really holds a subnet address. The nccl_env task's plan checks
+the files it writes; what each reader takes from them only the node can tell."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from nodeprov.checks.fresh import Fresh
 from nodeprov.inventory import Host
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks import nccl_env
-from nodeprov.tasks.base import Context, TaskFailed
+from nodeprov.tasks.base import Context, Plan, TaskFailed
+from nodeprov.tasks.textfiles import envfile
 
 AREA = "nccl_env"
 
@@ -38,8 +41,7 @@ def socket_interfaces(value: str, names: Sequence[str]) -> list[str]:
 
 def wanted_variables(ifname: str, extra: Mapping[str, str], path: str) -> dict[str, str]:
     """{name: value} as ``path``'s reader takes the lines the nccl_env task writes there."""
-    lines = nccl_env.wanted_blocks(ifname, extra)[path]
-    return {name: value for _number, name, value in nccl_env.PARSERS[path]("\n".join(lines))}
+    return nccl_env.block_values(path, nccl_env.wanted_blocks(ifname, extra)[path])
 
 
 @pytest.fixture()
@@ -51,24 +53,32 @@ def ifname(params: nccl_env.NcclEnvParams, context: Context, drift: Drift) -> st
                     pytrace=False)
 
 
+@pytest.fixture()
+def plan(context: Context, params: nccl_env.NcclEnvParams, observed: str) -> Plan:
+    """The task's plan here: an effect's repair is apply only where it would change a file."""
+    return nccl_env.plan(context, params, observed)
+
+
 def test_new_session_has_variables(fresh: Mapping[str, Fresh | str], node: Host,
-                                   ifname: str, params: nccl_env.NcclEnvParams,
+                                   ifname: str, params: nccl_env.NcclEnvParams, plan: Plan,
                                    drift: Drift) -> None:
     seen = fresh[node.name]
     environment = seen if isinstance(seen, str) else seen.environment
     wanted = wanted_variables(ifname, params.extra, nccl_env.ENVIRONMENT)
-    expected = ", ".join(f"{name}={value}" for name, value in wanted.items())
     assert not isinstance(environment, str), drift.line(
-        f"a new SSH session failed: {environment}", expected)
-    wrong = [f"{name}={environment[name]}" if name in environment else f"{name} unset"
-             for name, value in wanted.items() if environment.get(name) != value]
-    assert not wrong, drift.line(f"a new SSH session has {', '.join(wrong)}", expected)
+        f"a new SSH session failed: {environment}", _listed(wanted))
+    wrong = _differing(environment, wanted)
+    assert not wrong, drift.effect_line(
+        f"a new SSH session has {', '.join(wrong)}", _listed(wanted), plan,
+        "another PAM file sets them (~/.pam_environment, /etc/security/pam_env.conf, "
+        "~/.ssh/environment): remove those lines")
 
 
 @pytest.mark.parametrize("variable", nccl_env.OWN_NAMES)
 def test_interface_holds_subnet_address(fresh: Mapping[str, Fresh | str],
                                         node: Host, context: Context, variable: str,
-                                        params: nccl_env.NcclEnvParams, drift: Drift) -> None:
+                                        params: nccl_env.NcclEnvParams, plan: Plan,
+                                        drift: Drift) -> None:
     seen = fresh[node.name]
     environment = seen if isinstance(seen, str) else seen.environment
     if isinstance(environment, str) or variable not in environment:
@@ -80,7 +90,55 @@ def test_interface_holds_subnet_address(fresh: Mapping[str, Fresh | str],
         [name for name in value.split(",") if name in names])
     holding = {iface.name for iface in facts.interfaces_in(params.subnet)}
     wrong = [name for name in chosen if name not in holding]
-    assert chosen and not wrong, drift.line(
+    assert chosen and not wrong, drift.effect_line(
         f"{variable}={value} selects {', '.join(chosen) or 'no interface'}"
         + (f" ({', '.join(wrong)} without an address in {params.subnet})" if wrong else ""),
-        f"{', '.join(sorted(holding)) or 'an interface'} holding an address in {params.subnet}")
+        f"{', '.join(sorted(holding)) or 'an interface'} holding an address in {params.subnet}",
+        plan, f"set nccl_socket_ifname to an interface holding an address in {params.subnet}")
+
+
+def test_login_shell_has_variables(fresh: Mapping[str, Fresh | str], node: Host, ifname: str,
+                                   params: nccl_env.NcclEnvParams, plan: Plan,
+                                   drift: Drift) -> None:
+    seen = fresh[node.name]
+    if isinstance(seen, str):
+        pytest.skip("no new session (test_new_session_has_variables says why)")
+    if not seen.login:  # a shell that prints no environment (nologin) logs no one in
+        pytest.skip(f"{node.name}: the login user's shell printed no environment")
+    wanted = wanted_variables(ifname, params.extra, nccl_env.ENVIRONMENT)
+    wrong = _differing(seen.login, wanted)
+    assert not wrong, drift.effect_line(
+        f"a login shell has {', '.join(wrong)}", _listed(wanted), plan,
+        "a file the login shell runs (/etc/profile, ~/.profile, ~/.bash_profile) sets them: "
+        "remove those lines")
+
+
+def test_nccl_reads_them_from_its_files(fresh: Mapping[str, Fresh | str], node: Host,
+                                        ifname: str, params: nccl_env.NcclEnvParams,
+                                        plan: Plan, drift: Drift) -> None:
+    seen = fresh[node.name]
+    if isinstance(seen, str):
+        pytest.skip("no new session (test_new_session_has_variables says why)")
+    wanted = wanted_variables(ifname, params.extra, nccl_env.NCCL_CONF)
+    read: dict[str, tuple[str, str]] = {}  # name: (value, path:line), the first one wins
+    for path, text in seen.nccl_files:
+        for number, name, value in envfile.parse_nccl_conf(text):
+            read.setdefault(name, (value, f"{path}:{number}"))
+    taken = {name: value for name, (value, _) in read.items()}
+    wrong = _differing(taken, wanted)
+    where = [f"{read[name][1]} (sed -i '{read[name][1].rsplit(':', 1)[1]}d' "
+             f"{read[name][1].rsplit(':', 1)[0]})"
+             for name in wanted if name in read and read[name][0] != wanted[name]]
+    assert not wrong, drift.effect_line(
+        f"NCCL reads {', '.join(wrong)} from its files", _listed(wanted), plan,
+        f"remove the line{'s' if len(where) > 1 else ''} {', '.join(where)}" if where else
+        "nccl.conf lacks them")
+
+
+def _differing(seen: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+    return [f"{name}={seen[name]}" if name in seen else f"{name} unset"
+            for name, value in wanted.items() if seen.get(name) != value]
+
+
+def _listed(wanted: Mapping[str, str]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in wanted.items())

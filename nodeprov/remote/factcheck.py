@@ -66,3 +66,21 @@ def checked_interface(name: str, addresses: tuple[str, ...]) -> None:
             ipaddress.ip_interface(address)
     except ValueError as error:
         raise ValueError(f"the node's interface {name[:40]!r}: {error}") from None
+
+
+def checked_answers(text: str, name: str) -> tuple[str, ...]:
+    """The addresses of ``NAME ADDRESS`` lines (what DNS answered for ``name``), each once;
+    a line for another name, or of anything else, is left out (the node's words).
+
+    >>> checked_answers("gpu2 10.9.9.9\\ngpu2 10.9.9.9\\nx 1.2.3.4\\ngpu2 oops\\n", "gpu2")
+    ('10.9.9.9',)
+    """
+    found = []
+    for line in text.splitlines():
+        said, _, address = line.partition(" ")
+        try:
+            if said == name:
+                found.append(str(ipaddress.ip_address(address)))
+        except ValueError:
+            continue
+    return tuple(dict.fromkeys(found))

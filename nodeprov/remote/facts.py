@@ -27,6 +27,7 @@ from nodeprov.remote.factcheck import (
     PYTHON_VERSION,
     TOOL,
     VERSIONED_PYTHON,
+    checked_answers,
     checked_interface,
     checked_name,
     checked_text,
@@ -76,6 +77,7 @@ class Facts:
     # /usr/bin/python3.X and /usr/local/bin/python3.X that run: (path, version)
     pythons: tuple[tuple[str, str], ...] = ()
     rdma: RdmaFacts = RdmaFacts()  # the fast fabric as the job's user sees it
+    hostname_in_dns: tuple[str, ...] = ()  # what DNS alone answers for the hostname
 
     @property
     def gpu_count(self) -> int:
@@ -196,6 +198,7 @@ def parse_facts(sections: Mapping[str, str]) -> Facts:
         ufw_rules_in_var_lib="rules=/var/lib/ufw" in ufw_lines,
         pythons=parse_pythons(text("pythons")),
         rdma=read_rdma(sections),
+        hostname_in_dns=checked_answers(text("names_dns"), hostname),
     )
 
 

@@ -7,10 +7,13 @@ on every node. So a name a node reports is listed only
 
 - as an RFC 1123 ASCII name that no resolver reads as an address, and not ``localhost`` & co.;
 - for that node's own address, and on the other nodes only where no line of theirs maps it
-  elsewhere (``hosts.plan``; the inventory names, and a node's own names on itself, displace
-  such lines);
+  elsewhere (``hosts.plan``; the names the inventory owns, a host's name and ``name.domain``,
+  and a node's own names on itself, displace such lines);
 - when no other node reports it and no inventory host is named or addressed by it: then no
   node gets it, and the task fails on each node that reported it, naming the other;
+- on the other nodes only where DNS, asked on the node itself (``Facts.hostname_in_dns``),
+  does not already answer it with another address: that is another machine's name (the
+  site's ``mirror``), which the node's own warning names, with the job's advice;
 - with dots (an FQDN) only under ``domain`` (the inventory's ``hosts_domain``).
 
     names = cluster_names(ctx, previous_block_lines, domain="cluster.local")
@@ -39,7 +42,7 @@ RESERVED = frozenset({"localhost", "localhost.localdomain", "localhost4",
 @dataclass(frozen=True)
 class Entry:
     """One node's line: its address and names (FQDN first, so ``hostname -f`` answers it), and
-    which of them the node reported (lowercased)."""
+    which of them only the node reported (lowercased; never its inventory name)."""
 
     address: str
     names: tuple[str, ...]
@@ -88,18 +91,42 @@ def cluster_names(ctx: Context, previous: Sequence[str], domain: str) -> Cluster
         else:
             offered = reported_names(facts)
         kept, problems = screened(name, offered, domain)
+        owned = {owned.lower() for owned in _owned_names(name, domain)}  # always listed
+        taken = {listed: other for listed, other in _named_elsewhere(facts, address, kept).items()
+                 if listed.lower() not in owned}
+        if taken and name == ctx.host.name:  # said once, by the node that reports it
+            warnings += [f"{name} reports the {what} {listed!r}, which DNS resolves to "
+                         f"{taken[listed]} (not {address}): listed on {name} only; a job "
+                         f"whose peers reach {name} by {listed!r} goes there: set {name}'s "
+                         f"hostname to its inventory name (hostnamectl set-hostname {name}), "
+                         "or have the job use the inventory name" for listed, what in kept
+                         if listed in taken]
+        if name != ctx.host.name:
+            kept = [(listed, what) for listed, what in kept if listed not in taken]
         if name == ctx.host.name and problems:
             hostname_problem = next((why for what, why in problems if what == "hostname"), "")
             refused = hostname_problem
             warnings += [why for what, why in problems if what != "hostname"]
         offers.append(_Offer(name, address, tuple(kept)))
-    contested, why = _contested(offers, _inventory_names(ctx), ctx.host.name)
+    contested, why = _contested(offers, _inventory_names(ctx, domain), ctx.host.name)
     refused = refused or why
-    entries = tuple(Entry(offer.address, _unique([*(n for n, _ in offer.names
-                                                    if n.lower() not in contested), offer.host]),
-                          frozenset(n.lower() for n, _ in offer.names), offer.host)
-                    for offer in offers)
+    entries = tuple(_entry(offer, contested, domain) for offer in offers)
     return ClusterNames(entries, tuple(warnings), refused)
+
+
+def _entry(offer: _Offer, contested: set[str], domain: str) -> Entry:
+    """An offer's line, its inventory name last. The names the inventory owns (its name, and
+    ``name.domain`` where the node reports it) are the admin's word even where the node reports
+    them: they always displace a line mapping them elsewhere, and are never left out for one."""
+    names = _unique([*(n for n, _ in offer.names if n.lower() not in contested), offer.host])
+    return Entry(offer.address, names, frozenset(n.lower() for n, _ in offer.names)
+                 - {name.lower() for name in _owned_names(offer.host, domain)}, offer.host)
+
+
+def _owned_names(host: str, domain: str) -> list[str]:
+    """The names the inventory gives a host: its inventory name, after ``host.domain`` where
+    ``domain`` is set and the name is a short one."""
+    return [f"{host}.{domain}", host] if domain and "." not in host else [host]
 
 
 def reported_names(facts: Facts) -> list[tuple[str, str]]:
@@ -181,11 +208,25 @@ def _contested(offers: Sequence[_Offer], inventory: Mapping[str, str], me: str
     return contested, why
 
 
-def _inventory_names(ctx: Context) -> dict[str, str]:
-    """Inventory host names, and ``ansible_host`` names, each to its host (lowercased)."""
+def _named_elsewhere(facts: Facts | None, address: str, names: Sequence[tuple[str, str]]
+                     ) -> dict[str, str]:
+    """{name: the other address} for each reported name that DNS already answers with another
+    address than the node's: another machine's name (the site's ``mirror``)."""
+    if facts is None or not facts.hostname_in_dns:
+        return {}
+    other = [answer for answer in facts.hostname_in_dns if answer != address]
+    hostname = facts.hostname.lower()
+    return {name: ", ".join(other) for name, _ in names
+            if other and address not in facts.hostname_in_dns and name.lower() == hostname}
+
+
+def _inventory_names(ctx: Context, domain: str) -> dict[str, str]:
+    """Inventory host names (and ``name.domain``), and ``ansible_host`` names, each to its host
+    (lowercased)."""
     owners: dict[str, str] = {}
     for name, (host, _) in ctx.cluster.items():
-        owners.setdefault(name.lower(), name)
+        owners.update(dict.fromkeys((owned.lower() for owned in _owned_names(name, domain)
+                                     if owned.lower() not in owners), name))
         if host.address and not _is_ip(host.address):
             owners.setdefault(host.address.lower(), name)
     return owners

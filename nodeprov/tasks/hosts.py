@@ -9,8 +9,9 @@ answering it), its hostname and its inventory name; what a node reports is liste
 redirects no one (``tasks.hostnames``). A line elsewhere that maps an inventory name to another
 address (Debian's ``127.0.1.1 node1``, which makes gloo bind to loopback), or on a node its own
 hostname, is commented out with ``# nodeprov: `` (to revert, remove that prefix and the line
-nodeprov added under it with the other names), or kept with a warning when ``fix_conflicts`` is
-false; a line mapping another node's own hostname elsewhere is kept, and that name left out.
+nodeprov added under it with the other names); when ``fix_conflicts`` is false it is kept and
+the task fails naming it by line (a conflict: glibc may answer it). A line mapping another
+node's own hostname elsewhere is kept, and that name left out.
 
 Where cloud-init's ``manage_etc_hosts`` would rewrite the file at every boot, a drop-in
 (CLOUD_DROPIN) turns that off: the file then stays as nodeprov and the user wrote it.
@@ -19,6 +20,8 @@ Where cloud-init's ``manage_etc_hosts`` would rewrite the file at every boot, a 
 from __future__ import annotations
 
 import ipaddress
+import re
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -94,20 +97,19 @@ def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
         changes.append(Change(f"{params.path}: {'; '.join(what) or 'rewrite'}",
                               (Write(params.path, new),),
                               diff=blocks.unified_diff(params.path, old, new)))
-    if not params.fix_conflicts:
-        warnings += [f"{params.path}: {line.strip()!r} maps a node name to another address "
-                     "(kept: hosts_fix_conflicts is false); names may resolve there"
-                     for line in conflicts]
+    # kept lines, numbered as the file will be once the block is written
+    kept = [] if params.fix_conflicts else conflict_lines(new, displacing, params.path)
     notes = [f"{params.path} lists the {len(entries)} nodes"
              + ("" if conflicts else " and maps no node name elsewhere")]
     if params.path == DEFAULT_PATH:
-        cloud_change, cloud_note, cloud_warnings = cloud_init(found)
+        cloud_change, cloud_note, cloud_warnings, cloud_conflicts = cloud_init(found)
         changes += [cloud_change] if cloud_change else []
         notes += [cloud_note] if cloud_note else []
         warnings += cloud_warnings
+        kept += cloud_conflicts
     if changes:
-        return Plan.of(*changes, warnings=warnings)
-    return Plan.noop(*notes, warnings=warnings)
+        return Plan.of(*changes, warnings=warnings, conflicts=kept)
+    return Plan.noop(*notes, warnings=warnings, conflicts=kept)
 
 
 # --- lines outside the block ---------------------------------------------------------------------
@@ -121,7 +123,7 @@ def _unshadowed(ctx: Context, entries: Sequence[Entry], text: str, path: str
               if entry.host != ctx.host.name for name in entry.names
               if name.lower() in entry.reported}
     shadowed: dict[str, str] = {}
-    for line, fields in _outside_block(text):
+    for _number, line, fields in _outside_block(text):
         for name in fields[1:]:
             target = wanted.get(name.lower())
             if target and not _same_address(fields[0], target[0]):
@@ -138,12 +140,13 @@ def _unshadowed(ctx: Context, entries: Sequence[Entry], text: str, path: str
     return listed, warnings
 
 
-def _outside_block(text: str) -> Iterator[tuple[str, list[str]]]:
-    """Each line outside the block, with its fields (a comment cut off)."""
+def _outside_block(text: str) -> Iterator[tuple[int, str, list[str]]]:
+    """Each line outside the block: its number (from 1, as sed counts), the line, its fields
+    (a comment cut off)."""
     block = blocks.find_block(text, BLOCK)
     for index, line in enumerate(blocks.split_lines(text, keepends=True)):
         if block is None or not block[0] <= index <= block[1]:
-            yield line, line.split("#", 1)[0].split()
+            yield index + 1, line, line.split("#", 1)[0].split()
 
 
 def comment_out_conflicts(text: str, entries: Sequence[Line], *,
@@ -157,8 +160,7 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
     for index, line in enumerate(blocks.split_lines(text, keepends=True)):
         inside = block is not None and block[0] <= index <= block[1]
         fields = [] if inside else line.split("#", 1)[0].split()
-        clashing = [name for name in fields[1:] if name.lower() in wanted
-                    and not _same_address(fields[0], wanted[name.lower()])]
+        clashing = _clashing(fields, wanted)
         if not clashing:
             kept.append(line)
             continue
@@ -175,6 +177,30 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
     return "".join(kept), conflicts
 
 
+def conflict_lines(text: str, entries: Sequence[Line], path: str) -> list[str]:
+    """Where ``hosts_fix_conflicts`` is false, what the user must remove: each line outside
+    the block that maps a node name to another address, by number in ``text`` (which holds the
+    block). Before the block, gethostbyname answers it first; anywhere, getaddrinfo answers its
+    address too, sorted by RFC 6724, not by place.
+
+        >>> conflict_lines("10.1.2.77 node1\\n", [("10.0.0.1", ("node1",))], "/h")[0][:48]
+        "/h:1 '10.1.2.77 node1' maps node1 to 10.1.2.77, "
+    """
+    wanted = {name.lower(): address for address, names in entries for name in names}
+    return [f"{path}:{number} {line.strip()!r} maps {', '.join(clashing)} to {fields[0]}, not "
+            f"{wanted[clashing[0].lower()]}: remove that line (sed -i '{number}d' "
+            f"{shlex.quote(path)}), or set hosts_fix_conflicts: true"
+            for number, line, fields in _outside_block(text)
+            for clashing in [_clashing(fields, wanted)] if clashing]
+
+
+def _clashing(fields: Sequence[str], wanted: Mapping[str, str]) -> list[str]:
+    """The names on a line's ``fields`` that ``wanted`` (lowercased name: address) puts at
+    another address."""
+    return [name for name in fields[1:] if name.lower() in wanted
+            and not _same_address(fields[0], wanted[name.lower()])]
+
+
 def _same_address(first: str, second: str) -> bool:
     try:
         return ipaddress.ip_address(first) == ipaddress.ip_address(second)
@@ -184,30 +210,44 @@ def _same_address(first: str, second: str) -> bool:
 
 # --- cloud-init ----------------------------------------------------------------------------------
 
-def cloud_init(found: Mapping[str, str | None]) -> tuple[Change | None, str, list[str]]:
+def cloud_init(found: Mapping[str, str | None]
+               ) -> tuple[Change | None, str, list[str], list[str]]:
     """The drop-in that stops cloud-init from rewriting /etc/hosts, when it would: (change,
-    note, warnings)."""
+    note, warnings, conflicts: a later file turning it on again is the user's, by line)."""
     if found.get(CLOUD_CFG) is None:
-        return None, "", []
+        return None, "", [], []
     configs = {path: text for path, text in found.items()
                if path == CLOUD_CFG or path.startswith(f"{CLOUD_CFG_D}/")}
     setting, warnings = manage_etc_hosts(configs)
     if not _manages(setting):
         where = f" in {setting[1]}" if setting else ""
-        return None, f"cloud-init leaves /etc/hosts alone (manage_etc_hosts is off{where})", \
-            warnings
+        return (None, f"cloud-init leaves /etc/hosts alone (manage_etc_hosts is off{where})",
+                warnings, [])
     after, _ = manage_etc_hosts({**configs, CLOUD_DROPIN: CLOUD_DROPIN_TEXT})
+    conflicts = []
     if after is not None and _manages(after):
-        warnings.append(f"{after[1]} sets manage_etc_hosts: {after[0]} after {CLOUD_DROPIN}: "
-                        "cloud-init will rewrite /etc/hosts at boot; remove that setting")
+        number = _setting_line(configs.get(after[1]) or "")
+        removal = (f"remove that line (sed -i '{number}d' {shlex.quote(after[1])})" if number
+                   else "remove that setting")
+        conflicts.append(f"{after[1]}{f':{number}' if number else ''} sets manage_etc_hosts: "
+                         f"{after[0]} after {CLOUD_DROPIN}, which wins: cloud-init will rewrite "
+                         f"/etc/hosts at boot: {removal}")
     if configs.get(CLOUD_DROPIN) == CLOUD_DROPIN_TEXT:
-        return None, "", warnings
+        return None, "", warnings, conflicts
     assert setting is not None
     return (Change(f"stop cloud-init rewriting /etc/hosts at boot ({setting[1]} sets "
                    f"manage_etc_hosts: {setting[0]})", (Write(CLOUD_DROPIN, CLOUD_DROPIN_TEXT),),
                    diff=blocks.unified_diff(CLOUD_DROPIN, configs.get(CLOUD_DROPIN),
                                            CLOUD_DROPIN_TEXT)),
-            "", warnings)
+            "", warnings, conflicts)
+
+
+def _setting_line(text: str) -> int | None:
+    """The number of the line setting manage_etc_hosts at the top level of a cloud.cfg file
+    (the last: YAML keeps it), if one does in block style."""
+    found = [number for number, line in enumerate(text.split("\n"), 1)
+             if re.match(r"manage_etc_hosts\s*:", line)]
+    return found[-1] if found else None
 
 
 def manage_etc_hosts(configs: Mapping[str, str | None]

@@ -9,10 +9,16 @@ prefix), ``GLOO_SOCKET_IFNAME=eth0`` and the ``extra`` variables go into a block
 /etc/environment, which PAM's pam_env reads for every SSH session, login shell or not; the NCCL_*
 ones also into /etc/nccl.conf, which NCCL reads whatever the environment. ``wanted_blocks`` is
 the one place that says what goes where.
+
+A user's line outside the block that its reader takes over ours (in /etc/environment one after
+the block: pam_env keeps the last; in /etc/nccl.conf one before it: NCCL keeps the first; any in
+/etc/profile.d/*.sh, which a login shell runs after pam_env) is the user's: the task fails
+naming it by line, with the ``sed`` that removes it (``Plan.conflicts``).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -41,6 +47,7 @@ BLOCK = "nccl"
 ENVIRONMENT = "/etc/environment"
 NCCL_CONF = "/etc/nccl.conf"
 OWN_NAMES = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+PROFILE_D = "/etc/profile.d/*.sh"
 # How each file reads its lines: pam_env (last assignment wins) or NCCL (first one wins).
 PARSERS = {ENVIRONMENT: envfile.parse_pam_env, NCCL_CONF: envfile.parse_nccl_conf}
 
@@ -63,7 +70,7 @@ class NcclEnvParams:
 
 
 def probe(params: NcclEnvParams) -> Probe:
-    return reader.read_many_probe(*PARSERS)
+    return reader.read_many_probe(*PARSERS, PROFILE_D)
 
 
 def plan(ctx: Context, params: NcclEnvParams, observed: str) -> Plan:
@@ -73,20 +80,28 @@ def plan(ctx: Context, params: NcclEnvParams, observed: str) -> Plan:
     in_subnet = [iface.name for iface in ctx.facts.interfaces_in(params.subnet)]
     warnings = [] if ifname in in_subnet else [
         f"{ifname} has no address in {params.subnet}: NCCL and gloo will not use the node subnet"]
-    for path, lines in wanted_blocks(ifname, params.extra).items():
+    conflicts: list[str] = []
+    wanted = wanted_blocks(ifname, params.extra)
+    for path, lines in wanted.items():
         old = found.get(path)
         whole_block(path, old, BLOCK)
         new = blocks.replace_block(old or "", BLOCK, lines)
         if new != old:
             changes.append(Change(f"{path}: set {', '.join(_names(lines))}",
                                   (Write(path, new),), diff=blocks.unified_diff(path, old, new)))
-        ours = {name: value for _number, name, value in PARSERS[path]("\n".join(lines))}
-        warnings += outside_assignments(path, new, ours)
+        conflicts += overriding(path, new, block_values(path, lines))
+    ours = block_values(ENVIRONMENT, wanted[ENVIRONMENT])
+    for path, text in sorted(found.items()):
+        if path not in PARSERS and text is not None:  # /etc/profile.d/*.sh
+            overrides, unknown = profile_overrides(path, text, ours)
+            conflicts += overrides
+            warnings += unknown
     if changes:
-        return Plan.of(*changes, warnings=warnings)
+        return Plan.of(*changes, warnings=warnings, conflicts=conflicts)
     return Plan.noop(f"{ENVIRONMENT} and {NCCL_CONF} already set "
                      f"NCCL_SOCKET_IFNAME=={ifname}, GLOO_SOCKET_IFNAME={ifname}"
-                     + "".join(f", {name}" for name in params.extra), warnings=warnings)
+                     + "".join(f", {name}" for name in params.extra), warnings=warnings,
+                     conflicts=conflicts)
 
 
 def wanted_blocks(ifname: str, extra: Mapping[str, str]) -> dict[str, list[str]]:
@@ -115,14 +130,47 @@ def socket_interface(facts: Facts, params: NcclEnvParams) -> str:
     return matching[0].name
 
 
-def outside_assignments(path: str, text: str, ours: Mapping[str, str]) -> list[str]:
-    """Warnings for lines outside our block that set one of our variables otherwise."""
+def overriding(path: str, text: str, ours: Mapping[str, str]) -> list[str]:
+    """The lines outside our block of ``path`` that its reader takes over the block's value:
+    after it in /etc/environment (pam_env keeps the last), before it in /etc/nccl.conf (NCCL
+    keeps the first); each with the ``sed`` that removes it."""
     inside = blocks.find_block(text, BLOCK)
-    return [f"{path}:{number} sets {name}={value!r} outside nodeprov's block; remove it (the "
-            f"block says {ours[name]!r})"
+    if inside is None:
+        return []
+    last_wins = path == ENVIRONMENT
+    return [_removal(path, number, name, value, ours[name],
+                     "pam_env keeps the last assignment" if last_wins else
+                     "NCCL keeps the first assignment")
             for number, name, value in PARSERS[path](text)
             if name in ours and value != ours[name]
-            and not (inside and inside[0] < number - 1 < inside[1])]
+            and (number - 1 > inside[1] if last_wins else number - 1 < inside[0])]
+
+
+def profile_overrides(path: str, text: str, ours: Mapping[str, str]
+                      ) -> tuple[list[str], list[str]]:
+    """A login shell runs /etc/profile.d/*.sh after pam_env: each line there setting one of
+    our variables otherwise, and a warning for each whose value only the shell can tell."""
+    overrides, unknown = [], []
+    for number, name, value in envfile.parse_profile_sh(text):
+        if name not in ours or value == ours[name]:
+            continue
+        if value is None:
+            unknown.append(f"{path}:{number} sets {name} in a way only running it can tell; a "
+                           f"login shell may not have the block's {ours[name]!r}")
+        else:
+            overrides.append(_removal(path, number, name, value, ours[name],
+                                      "a login shell runs it after pam_env"))
+    return overrides, unknown
+
+
+def _removal(path: str, number: int, name: str, value: str, ours: str, why: str) -> str:
+    return (f"{path}:{number} sets {name}={value!r} over nodeprov's {ours!r} ({why}): remove "
+            f"that line (sed -i '{number}d' {shlex.quote(path)})")
+
+
+def block_values(path: str, lines: list[str]) -> dict[str, str]:
+    """{name: value} of our block's ``lines`` as ``path``'s reader takes them."""
+    return {name: value for _number, name, value in PARSERS[path]("\n".join(lines))}
 
 
 def _names(lines: list[str]) -> list[str]:

@@ -89,9 +89,28 @@ def test_wanted_build_refuses_a_cuda_variant_the_release_lacks() -> None:
 
 def test_a_new_sessions_output_splits_into_environment_and_resolved_addresses() -> None:
     # getent ahostsv4's lines as glibc prints them (read on a testbed node): one per socket type
-    output = ("PATH=/usr/bin\nNCCL_SOCKET_IFNAME==eth0\n\n@@T0K getent\n"
+    output = ("PATH=/usr/bin\nNCCL_SOCKET_IFNAME==eth0\n\n@@T0K name node2\n"
               "10.0.0.12       STREAM node2\n10.0.0.12       DGRAM  \n10.0.0.12       RAW    \n")
     assert parse_fresh(output, "T0K") == Fresh(
-        {"PATH": "/usr/bin", "NCCL_SOCKET_IFNAME": "=eth0"}, ["10.0.0.12"])
-    assert parse_fresh("PATH=/usr/bin\n\n@@T0K getent\n", "T0K") == Fresh({"PATH": "/usr/bin"},
-                                                                           [])
+        {"PATH": "/usr/bin", "NCCL_SOCKET_IFNAME": "=eth0"}, resolved={"node2": ["10.0.0.12"]})
+    assert parse_fresh("PATH=/usr/bin\n\n@@T0K name node2\n", "T0K") == Fresh(
+        {"PATH": "/usr/bin"}, resolved={"node2": []})
+
+
+def test_a_new_sessions_output_gives_each_reader_and_each_names_two_answers() -> None:
+    # getent's lines as glibc 2.36 prints them (ahostsv4: one per socket type; hosts: the
+    # first match with its names); a name nothing answers prints nothing
+    output = ("NCCL_SOCKET_IFNAME==eth0\n"
+              "\n@@T0K login\nNCCL_SOCKET_IFNAME=lo\nSHLVL=1\n"
+              "\n@@T0K nccl_conf_user\nNCCL_DEBUG=INFO\n\n@@T0K nccl_conf\n"
+              "\n@@T0K name node1\n10.0.0.11       STREAM node1\n10.1.2.77       STREAM \n"
+              "\n@@T0K first node1\n10.1.2.77       node1\n\n@@T0K name gpu9\n"
+              "\n@@T0K first gpu9\n")
+    seen = parse_fresh(output, "T0K")
+    assert seen.login == {"NCCL_SOCKET_IFNAME": "lo", "SHLVL": "1"}
+    assert seen.resolved == {"node1": ["10.0.0.11", "10.1.2.77"], "gpu9": []}
+    assert seen.first_match == {"node1": ["10.1.2.77"], "gpu9": []}
+    assert seen.nccl_files == (("~/.nccl.conf", "NCCL_DEBUG=INFO\n"),)  # /etc/nccl.conf: none
+    elsewhere = parse_fresh(output.replace("==eth0\n", "==eth0\nNCCL_CONF_FILE=/srv/n.conf\n"),
+                            "T0K")
+    assert elsewhere.nccl_files == (("/srv/n.conf", "NCCL_DEBUG=INFO\n"),)

@@ -11,6 +11,7 @@ from typing import Any, cast
 from nodeprov.checks.cluster import Cluster, Opened
 from nodeprov.checks.fresh import Fresh, read_all_fresh
 from nodeprov.remote.session import Session
+from tests.tasks.kit import make_facts
 
 
 class FakeSession:
@@ -19,6 +20,7 @@ class FakeSession:
     running = 0
     most = 0
     lock = threading.Lock()
+    names: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.host = SimpleNamespace(vars={"node_subnet": "10.0.0.0/24"})
@@ -31,19 +33,24 @@ class FakeSession:
         with self.lock:
             FakeSession.running -= 1
         token = argv[4]
-        return SimpleNamespace(stdout=f"NCCL_SOCKET_IFNAME=eth1\n@@{token} getent\n"
+        FakeSession.names = argv[6:]
+        return SimpleNamespace(stdout=f"NCCL_SOCKET_IFNAME=eth1\n@@{token} name node1\n"
                                       "10.0.0.2 STREAM node1\n")
 
 
 def test_the_fresh_read_keeps_to_forks_and_keeps_each_nodes_failure() -> None:
     names = [f"node{i}" for i in range(8)]
     sessions = {name: cast(Session, FakeSession()) for name in names}
-    gathered: dict[str, Any] = {name: object() for name in names}
+    gathered: dict[str, Any] = {name: make_facts(hostname=f"gpu{name[-1]}", fqdn=f"gpu{name[-1]}")
+                                for name in names}
     gathered["node7"] = "node7: facts could not be read"
     seen = read_all_fresh(names, sessions, gathered, forks=2)
     assert FakeSession.most == 2
     assert seen["node7"] == "node7: facts could not be read"
-    assert seen["node0"] == Fresh({"NCCL_SOCKET_IFNAME": "eth1"}, ["10.0.0.2"])
+    assert seen["node0"] == Fresh({"NCCL_SOCKET_IFNAME": "eth1"},
+                                  resolved={"node1": ["10.0.0.2"]})
+    # every inventory name, and each node's hostname (what torch advertises), to resolve
+    assert FakeSession.names == (*names, *(f"gpu{i}" for i in range(7)))
 
 
 def test_the_checks_keep_to_verifys_forks_too() -> None:

@@ -188,3 +188,24 @@ def test_each_interface_has_the_speed_its_kernel_reports() -> None:
     assert {i.name: i.speed_mbps for i in facts.interfaces} == {
         "lo": None, "eth0": 25000, "ifb0": None, "ifb1": None}
     assert all(i.speed_mbps is None for i in parse_facts(sections).interfaces)  # older nodeprov
+
+
+# `getent ahosts NAME` in the layout Debian 12's glibc 2.36 getent prints (recorded here for
+# localhost; the addresses and name are changed): a line per address and socket type, the
+# name on the first only
+GETENT_AHOSTS = ("10.9.9.9        STREAM mirror\n10.9.9.9        DGRAM  \n10.9.9.9        RAW    \n"
+                 "fd00::9         STREAM \nfd00::9         DGRAM  \nfd00::9         RAW    \n")
+
+
+def test_the_hostname_is_asked_of_dns_alone(tmp_path: Path) -> None:
+    """facts.sh asks `getent -s dns ahosts HOSTNAME` (/etc/hosts left out): what DNS says the
+    node's name is, so a name of another machine is not listed at this node elsewhere."""
+    getent = tmp_path / "getent"
+    getent.write_text('#!/bin/sh\n[ "$*" = "-s dns ahosts $(cat /proc/sys/kernel/hostname)" ] '
+                      f"|| exit 2\nprintf '%s' '{GETENT_AHOSTS}'\n")
+    getent.chmod(0o755)
+    done = subprocess.run(["sh", "-c", FACTS_SCRIPT, "facts", "T"], capture_output=True,
+                          text=True, timeout=60, check=True,
+                          env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert parse_facts(split_sections(done.stdout, "T")).hostname_in_dns == ("10.9.9.9",
+                                                                             "fd00::9")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -125,16 +126,47 @@ def test_missing_file_is_created() -> None:
     assert block(run(None)) == BLOCK_LINES
 
 
-def test_conflicts_kept_with_a_warning_when_not_fixing() -> None:
+def test_conflicts_kept_when_not_fixing_are_what_the_user_must_remove_by_line() -> None:
     old = (DATA / "hosts-debian.txt").read_text()
     result = run(old, params=HostsParams(fix_conflicts=False, domain="cluster.local"))
     assert [change.summary for change in result.changes] == ["/etc/hosts: list 3 nodes"]
     assert written(result) == blocks.replace_block(old, "hosts", BLOCK_LINES)
     kept = run(written(result), params=HostsParams(fix_conflicts=False, domain="cluster.local"))
-    assert kept.in_sync and kept.notes == ("/etc/hosts lists the 3 nodes",)
-    assert kept.warnings == result.warnings == (
-        "/etc/hosts: '127.0.1.1\\tnode1.cluster.local\\tnode1' maps a node name to another "
-        "address (kept: hosts_fix_conflicts is false); names may resolve there",)
+    assert not kept.changes and not kept.in_sync and kept.warnings == ()
+    assert kept.conflicts == result.conflicts == (
+        "/etc/hosts:2 '127.0.1.1\\tnode1.cluster.local\\tnode1' maps node1.cluster.local, node1 "
+        "to 127.0.1.1, not 10.0.0.11: remove that line (sed -i '2d' /etc/hosts), or set "
+        "hosts_fix_conflicts: true",)
+    removed = subprocess.run(["sed", "2d"], input=written(result), capture_output=True,
+                             text=True, check=True).stdout
+    assert run(removed, params=HostsParams(fix_conflicts=False, domain="cluster.local")).in_sync
+
+
+SAME_NAMES = [("node1", "10.0.0.11", "node1", "node1"), ("node2", "10.0.0.12", "node2", "node2"),
+              ("node3", "10.0.0.13", "node3", "node3")]
+SAME_BLOCK = blocks.replace_block("127.0.0.1 localhost\n", "hosts", [
+    "10.0.0.11 node1", "10.0.0.12 node2", "10.0.0.13 node3"])
+
+
+@pytest.mark.parametrize("stale", [
+    SAME_BLOCK + "10.1.2.77 node1\n",  # after the block, as #32 appended it
+    SAME_BLOCK.replace("localhost\n", "localhost\n10.1.2.77 node1\n")])  # and before it
+def test_a_stale_line_for_a_node_whose_hostname_is_its_inventory_name_is_commented_out(
+        stale: str) -> None:
+    """#32: a node's own hostname equal to its inventory name was taken for a reported name,
+    so the stale line stayed and the block got '10.0.0.11 ' with no name at all."""
+    result = run(stale, ctx=context("node2", SAME_NAMES))
+    assert [change.summary for change in result.changes] == [
+        "/etc/hosts: comment out '10.1.2.77 node1'"]
+    assert written(result) == stale.replace("10.1.2.77 node1", "# nodeprov: 10.1.2.77 node1")
+    assert all(len(line.split()) > 1 for line in block(result)) and not result.warnings
+    assert run(written(result), ctx=context("node2", SAME_NAMES)).in_sync
+    kept = run(stale, ctx=context("node2", SAME_NAMES), params=HostsParams(fix_conflicts=False))
+    assert not kept.changes
+    number = 7 if stale.endswith("77 node1\n") else 2  # getaddrinfo answers it either way
+    assert kept.conflicts == (f"/etc/hosts:{number} '10.1.2.77 node1' maps node1 to 10.1.2.77, "
+                              f"not 10.0.0.11: remove that line (sed -i '{number}d' /etc/hosts), "
+                              "or set hosts_fix_conflicts: true",)
 
 
 def test_every_node_gets_the_same_block() -> None:
@@ -268,16 +300,22 @@ def test_every_managing_value_is_recognised(setting: str) -> None:
     assert written(result, CLOUD_DROPIN) == CLOUD_DROPIN_TEXT
 
 
-def test_later_cloud_file_overriding_the_drop_in_is_reported() -> None:
+def test_later_cloud_file_overriding_the_drop_in_is_said_by_hand_by_line() -> None:
     hosts = (DATA / "hosts-debian.expected.txt").read_text()
-    result = run(hosts, cloud={CLOUD_CFG: "manage_etc_hosts: true\n",
-                               "/etc/cloud/cloud.cfg.d/99_pve.cfg": "manage_etc_hosts: template\n",
-                               "/etc/cloud/cloud.cfg.d/10-bad.cfg": "a: [b\n"})
+    pve = "/etc/cloud/cloud.cfg.d/99_pve.cfg"
+    cloud = {CLOUD_CFG: "manage_etc_hosts: true\n", pve: "# Proxmox\nmanage_etc_hosts: template\n",
+             "/etc/cloud/cloud.cfg.d/10-bad.cfg": "a: [b\n"}
+    result = run(hosts, cloud=cloud)
     assert written(result, CLOUD_DROPIN) == CLOUD_DROPIN_TEXT
+    assert len(result.warnings) == 1
     assert result.warnings[0].startswith("/etc/cloud/cloud.cfg.d/10-bad.cfg is not valid YAML")
-    assert result.warnings[1] == (
-        f"/etc/cloud/cloud.cfg.d/99_pve.cfg sets manage_etc_hosts: template after {CLOUD_DROPIN}"
-        ": cloud-init will rewrite /etc/hosts at boot; remove that setting")
+    assert result.conflicts == (
+        f"{pve}:2 sets manage_etc_hosts: template after {CLOUD_DROPIN}, which wins: cloud-init "
+        f"will rewrite /etc/hosts at boot: remove that line (sed -i '2d' {pve})",)
+    fixed = run(hosts, cloud={**cloud, pve: "# Proxmox\n", CLOUD_DROPIN: CLOUD_DROPIN_TEXT})
+    assert not fixed.changes and not fixed.conflicts
+    flow = run(hosts, cloud={**cloud, pve: "{manage_etc_hosts: true}\n"})
+    assert flow.conflicts[0].endswith(": remove that setting")
 
 
 def test_other_path_ignores_cloud_init() -> None:
@@ -423,3 +461,41 @@ def test_a_node_whose_address_only_it_can_tell_keeps_its_line_while_down() -> No
     assert block(first_run) == BLOCK_LINES[:2]
     assert first_run.warnings == ("node3 is not listed: its address in node_subnet comes from "
                                   "the node, which could not tell it (run again once it can)",)
+
+
+def test_a_hostname_dns_gives_another_machine_is_listed_on_its_node_only() -> None:
+    """#32: 'hostname mirror' on node2 put the site's mirror (served by DNS) at node2 on every
+    node; DNS, asked on node2, says 'mirror' is 10.9.9.9: only node2 lists it, for itself."""
+    cluster = dict(context("node1", [("node1", "10.0.0.11", "node1", "node1"),
+                                     ("node2", "10.0.0.12", "mirror", "mirror")]).cluster)
+    mirror = make_facts(hostname="mirror", fqdn="mirror", hostname_in_dns=("10.9.9.9",))
+    cluster["node2"] = (cluster["node2"][0], mirror)
+    on_node1 = run(None, ctx=Context(cluster["node1"][0], context().facts, cluster))
+    assert names_of(on_node1)["10.0.0.12"] == ["node2"] and on_node1.warnings == ()
+    on_node2 = run(None, ctx=Context(cluster["node2"][0], mirror, cluster))
+    assert names_of(on_node2)["10.0.0.12"] == ["mirror", "node2"]
+    assert on_node2.warnings == (
+        "node2 reports the hostname 'mirror', which DNS resolves to 10.9.9.9 (not 10.0.0.12): "
+        "listed on node2 only; a job whose peers reach node2 by 'mirror' goes there: set "
+        "node2's hostname to its inventory name (hostnamectl set-hostname node2), or have the "
+        "job use the inventory name",)
+    # DNS naming the node itself, or nothing: listed everywhere, as before
+    for answer in (("10.0.0.12",), ()):
+        cluster["node2"] = (cluster["node2"][0], dataclasses.replace(mirror,
+                                                                     hostname_in_dns=answer))
+        on_node1 = run(None, ctx=Context(cluster["node1"][0], context().facts, cluster))
+        assert names_of(on_node1)["10.0.0.12"] == ["mirror", "node2"]
+
+
+def test_a_nodes_name_under_hosts_domain_is_the_clusters_own() -> None:
+    """node1.cluster.local (node1's name under hosts_domain) displaces a stale line on every
+    node, as node1 does, and no other node may report it."""
+    stale = SAME_BLOCK.replace("localhost\n", "localhost\n10.1.2.77 node1.cluster.local\n")
+    nodes = [("node1", "10.0.0.11", "node1", "node1.cluster.local"), *SAME_NAMES[1:]]
+    result = run(stale, ctx=context("node2", nodes))
+    assert "\n# nodeprov: 10.1.2.77 node1.cluster.local\n" in written(result)
+    assert names_of(result)["10.0.0.11"] == ["node1.cluster.local", "node1"]
+    claiming = [nodes[0], ("node2", "10.0.0.12", "node1", "node1.cluster.local"), nodes[2]]
+    with pytest.raises(TaskFailed, match="node2 reports the FQDN 'node1.cluster.local', which "
+                                         "names the inventory host node1"):
+        run(None, ctx=context("node2", claiming))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +54,63 @@ def test_fresh_node_gets_both_files() -> None:
         "GLOO_SOCKET_IFNAME=eth0, NCCL_DEBUG, NCCL_IB_DISABLE, TORCH_NCCL_ASYNC_ERROR_HANDLING",)
 
 
-def test_user_lines_kept_and_conflicts_reported() -> None:
+def test_user_lines_kept_and_those_their_reader_takes_over_ours_are_conflicts() -> None:
     environment = (DATA / "nccl_env-environment-user.txt").read_text()
     nccl_conf = (DATA / "nccl_env-nccl-conf-user.txt").read_text()
     result = run(environment, nccl_conf)
     assert writes(result) == {ENVIRONMENT: environment + ENVIRONMENT_BLOCK,
                               NCCL_CONF: nccl_conf + "\n" + NCCL_CONF_BLOCK}
+    # /etc/environment:3 NCCL_DEBUG=WARN comes before the block: pam_env keeps the block's
+    assert result.warnings == () and result.conflicts == (
+        f"{NCCL_CONF}:2 sets NCCL_DEBUG='VERSION' over nodeprov's 'INFO' (NCCL keeps the first "
+        f"assignment): remove that line (sed -i '2d' {NCCL_CONF})",)
+    written = run(environment + ENVIRONMENT_BLOCK, nccl_conf + "\n" + NCCL_CONF_BLOCK)
+    assert not written.changes and written.conflicts == result.conflicts
+    assert run(environment + ENVIRONMENT_BLOCK,
+               sed("2d", nccl_conf + "\n" + NCCL_CONF_BLOCK)).in_sync
+
+
+def sed(script: str, text: str) -> str:
+    """``text`` after GNU sed runs ``script`` on it, as the printed repair does."""
+    return subprocess.run(["sed", script], input=text, capture_output=True, text=True,
+                          check=True).stdout
+
+
+# #32: appended after a clean apply; NCCL reads nccl.conf's first assignment, pam_env the last
+@pytest.mark.parametrize(("environment", "nccl_conf", "conflict"), [
+    (ENVIRONMENT_BLOCK + "GLOO_SOCKET_IFNAME=lo\n", NCCL_CONF_BLOCK,
+     f"{ENVIRONMENT}:8 sets GLOO_SOCKET_IFNAME='lo' over nodeprov's 'eth0' (pam_env keeps the "
+     f"last assignment): remove that line (sed -i '8d' {ENVIRONMENT})"),
+    (ENVIRONMENT_BLOCK, "NCCL_SOCKET_IFNAME=lo\n" + NCCL_CONF_BLOCK,
+     f"{NCCL_CONF}:1 sets NCCL_SOCKET_IFNAME='lo' over nodeprov's '=eth0' (NCCL keeps the first "
+     f"assignment): remove that line (sed -i '1d' {NCCL_CONF})")])
+def test_a_variable_set_again_where_its_reader_prefers_it_is_named_by_line(
+        environment: str, nccl_conf: str, conflict: str) -> None:
+    result = run(environment, nccl_conf)
+    assert not result.changes and result.conflicts == (conflict,)
+    line = conflict.split("'")[-2]  # the sed script, as printed
+    fixed = {ENVIRONMENT: sed(line, environment) if ENVIRONMENT in conflict else environment,
+             NCCL_CONF: sed(line, nccl_conf) if NCCL_CONF in conflict else nccl_conf}
+    assert run(fixed[ENVIRONMENT], fixed[NCCL_CONF]).in_sync
+    # the other way round each reader keeps the block's value: nothing to say
+    assert run("GLOO_SOCKET_IFNAME=lo\n" + ENVIRONMENT_BLOCK,
+               NCCL_CONF_BLOCK + "NCCL_SOCKET_IFNAME=lo\n").in_sync
+
+
+def test_profile_d_lines_a_login_shell_takes_over_ours_are_named_by_line() -> None:
+    profile = ("# proxy and NCCL for interactive jobs\nexport NCCL_SOCKET_IFNAME=lo\n"
+               'GLOO_SOCKET_IFNAME="eth0"\nexport NCCL_DEBUG=$LEVEL\nNCCL_IB_DISABLE=1\n')
+    result = plan_task(TASK, {"subnet": SUBNET, "extra": EXTRA},
+                       {ENVIRONMENT: ENVIRONMENT_BLOCK, NCCL_CONF: NCCL_CONF_BLOCK,
+                        "/etc/profile.d/zz-nccl.sh": profile},
+                       context=one_node(make_facts(interfaces=RECORDED.interfaces)))
+    assert not result.changes and result.conflicts == (
+        "/etc/profile.d/zz-nccl.sh:2 sets NCCL_SOCKET_IFNAME='lo' over nodeprov's '=eth0' (a "
+        "login shell runs it after pam_env): remove that line (sed -i '2d' "
+        "/etc/profile.d/zz-nccl.sh)",)
     assert result.warnings == (
-        f"{ENVIRONMENT}:3 sets NCCL_DEBUG='WARN' outside nodeprov's block; remove it (the block "
-        "says 'INFO')",
-        f"{NCCL_CONF}:2 sets NCCL_DEBUG='VERSION' outside nodeprov's block; remove it (the block "
-        "says 'INFO')")
-    assert run(environment + ENVIRONMENT_BLOCK, nccl_conf + "\n" + NCCL_CONF_BLOCK).in_sync
+        "/etc/profile.d/zz-nccl.sh:4 sets NCCL_DEBUG in a way only running it can tell; a login "
+        "shell may not have the block's 'INFO'",)
 
 
 def test_changed_interface_rewrites_only_the_block() -> None:
@@ -134,3 +180,20 @@ def test_pam_env_and_nccl_conf_parsing() -> None:
                                            (8, "G", "")]
     assert envfile.parse_nccl_conf("# x=1\nNCCL_A==eth0\nNCCL_B = 2\nNCCL_C=a#b\n") == [
         (2, "NCCL_A", "=eth0"), (4, "NCCL_C", "a#b")]
+
+
+def test_a_recorded_site_script_in_profile_d_is_read_as_a_login_shell_reads_it() -> None:
+    """OLCF Frontier's NCCL variables (tests/data/shell-env), put in /etc/profile.d: its
+    NCCL_SOCKET_IFNAME=hsn0 wins in a login shell; its NCCL_DEBUG=INFO agrees with ours."""
+    script = (Path(__file__).parents[1] / "data" / "shell-env" / "export_frontier_vars.sh"
+              ).read_text()
+    assert [entry[1:] for entry in envfile.parse_profile_sh(script)][5:8] == [
+        ("NCCL_DEBUG", "INFO"), ("NCCL_SOCKET_IFNAME", "hsn0"), ("NCCL_SOCKET_FAMILY", "ipv4")]
+    result = plan_task(TASK, {"subnet": SUBNET, "extra": EXTRA},
+                       {ENVIRONMENT: ENVIRONMENT_BLOCK, NCCL_CONF: NCCL_CONF_BLOCK,
+                        "/etc/profile.d/frontier.sh": script},
+                       context=one_node(make_facts(interfaces=RECORDED.interfaces)))
+    assert result.conflicts == (
+        "/etc/profile.d/frontier.sh:8 sets NCCL_SOCKET_IFNAME='hsn0' over nodeprov's '=eth0' (a "
+        "login shell runs it after pam_env): remove that line (sed -i '8d' "
+        "/etc/profile.d/frontier.sh)",)

@@ -6,14 +6,19 @@
     [(2, 'A', 'x y'), (3, 'B', '1 ')]
     >>> parse_nccl_conf("NCCL_SOCKET_IFNAME==eth0\\n")
     [(1, 'NCCL_SOCKET_IFNAME', '=eth0')]
+    >>> parse_profile_sh("export A='x y'\\nB=$(cat f)\\n")
+    [(1, 'A', 'x y'), (2, 'B', None)]
 
-Each parser returns (line number, name, value) in file order; which one wins differs: pam_env
-keeps the last assignment, NCCL the first (it calls ``setenv(name, value, 0)``).
+Each parser returns (line number, name, value) in file order, lines counted at "\\n" as sed
+counts them; which one wins differs: pam_env and a shell keep the last assignment, NCCL the
+first (src/misc/param.cc: ``setEnvFile`` calls ``setenv(name, value, 0)``, after the
+environment, ~/.nccl.conf, then /etc/nccl.conf).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 
 from nodeprov.util import validate
 
@@ -45,7 +50,7 @@ def pam_env_line(name: str, value: str) -> str:
 def parse_pam_env(text: str) -> list[tuple[int, str, str]]:
     """Assignments in an /etc/environment text, unquoted the way pam_env does it."""
     found = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.split("\n"), 1):
         entry = line.lstrip(" \t")
         if entry.startswith("export "):
             entry = entry[len("export "):]
@@ -68,8 +73,30 @@ def _unquote_like_pam(body: str) -> str:
 def parse_nccl_conf(text: str) -> list[tuple[int, str, str]]:
     """Assignments in an nccl.conf text: NCCL splits each line at its first '=', nothing more."""
     found = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.split("\n"), 1):
         name, sep, value = line.partition("=")
         if sep and _NAME.match(name):
             found.append((number, name, value))
+    return found
+
+
+# `NAME=...` or `export NAME=...` at the start of a line of a shell script
+_SHELL_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def parse_profile_sh(text: str) -> list[tuple[int, str, str | None]]:
+    """Assignments at the start of a line of a shell script (/etc/profile.d/*.sh), which a
+    login shell runs: the value as the shell would take it, None where it cannot be told
+    without running the script (an expansion, more than one word)."""
+    found: list[tuple[int, str, str | None]] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        match = _SHELL_ASSIGNMENT.match(line)
+        if not match:
+            continue
+        try:
+            words = shlex.split(match[2], comments=True)
+        except ValueError:  # an unclosed quote: the value goes on past this line
+            words = []
+        plain = len(words) <= 1 and not set("$`\\;&|") & set(match[2].split("#", 1)[0])
+        found.append((number, match[1], (words[0] if words else "") if plain else None))
     return found
