@@ -26,6 +26,7 @@ SYSCTL_CONF = "/etc/sysctl.conf"
 DEBIAN_LINK = "/etc/sysctl.d/99-sysctl.conf"  # Debian: a link to /etc/sysctl.conf
 SYSCTL_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
                "/lib/sysctl.d")
+BOOT_FILES = (SYSCTL_CONF, *(f"{folder}/*.conf" for folder in SYSCTL_DIRS))  # read_many's
 # dotted form: a lowercase first part, then parts of letters, digits, _ and - (eth0, lo)
 _KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[A-Za-z0-9_-]+)+")
 
@@ -65,8 +66,7 @@ def boot_file(path: Any) -> str:
 def probe_paths(own: str, keys: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """What a task persisting ``keys`` in ``own`` reads: the live values, and every file that
     sets them at boot (read_many_probe's arguments)."""
-    boot = (own, SYSCTL_CONF, *(f"{folder}/*.conf" for folder in SYSCTL_DIRS))
-    return (*map(proc_path, keys), *boot)
+    return (*map(proc_path, keys), own, *BOOT_FILES)
 
 
 def settings(text: str) -> list[tuple[int, str, str]]:
