@@ -1,0 +1,125 @@
+"""The drift corpus's steps for the network items (firewall, IPv6, the ephemeral range, the
+subnet interface, a reboot): verify names the drift, what it printed is run as printed (the
+by-hand command on the node, the repair here), verify passes again.
+
+    code, lines = verify(bed, playbook)
+    line = named(lines, "node1", "firewall", "by hand: ufw rule '[ 1] Anywhere DENY IN ")
+    run_as_printed(bed, playbook, "node1", line)
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from nodeprov.checks import REPAIR_SEPARATOR
+from nodeprov.cli import app
+from nodeprov.testbed.cluster import Testbed
+from tests.tasks.firewall.test_firewall import CONNECT, LISTENER
+
+# The network items of the default playbook (venv and torch take minutes offline: elsewhere).
+PLAYBOOK = """\
+- name: Cluster network
+  hosts: all
+  tasks:
+    - name: IPv6
+      ipv6: {state: "{{ ipv6 }}"}
+      tags: [ipv6]
+    - name: Firewall
+      firewall: {subnet: "{{ node_subnet }}", rdzv_port: "{{ rdzv_port }}",
+                 ssh_allow_from: "{{ ssh_allow_from }}"}
+      tags: [firewall]
+    - name: Cluster names
+      hosts: {fix_conflicts: "{{ hosts_fix_conflicts }}"}
+      tags: [hosts]
+    - name: NCCL environment
+      nccl_env: {subnet: "{{ node_subnet }}", ifname: "{{ nccl_socket_ifname }}",
+                 extra: "{{ nccl_env }}"}
+      tags: [nccl_env]
+"""
+BY_HAND = "by hand: "
+# What a boot does to the network items: systemd-sysctl's files (the net.* keys: the rest is
+# the machine's own kernel, which the test nodes share), then ufw's boot service on its files.
+BOOT = ("sysctl --system --pattern '^net[.]' >/dev/null && "
+        "{ [ ! -x /lib/ufw/ufw-init ] || { /lib/ufw/ufw-init stop >/dev/null && "
+        "/lib/ufw/ufw-init start quiet; }; }")
+
+
+def verify(bed: Testbed, playbook: Path) -> tuple[int, list[str]]:
+    """``nodeprov verify``: its exit code and lines."""
+    result = CliRunner().invoke(app, ["verify", str(bed.inventory_path), "-p", str(playbook)])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, result.stdout.splitlines()
+
+
+def clean(bed: Testbed, playbook: Path) -> None:
+    """verify exits 0, every node in step."""
+    code, lines = verify(bed, playbook)
+    assert code == 0 and " 0 drifted, 0 could not run" in lines[-1], lines
+
+
+def named(lines: list[str], node: str, area: str, start: str) -> str:
+    """The one line verify printed about ``node``'s ``area``, which must start with ``start``."""
+    mine = [line for line in lines if line.startswith(f"{node} {area}: ")]
+    assert len(mine) == 1 and mine[0].startswith(f"{node} {area}: {start}"), lines
+    return mine[0]
+
+
+def run_as_printed(bed: Testbed, node: str, line: str) -> None:
+    """Run what a drift line says, as printed: each by-hand command on the node (after the last
+    ': ' of each conflict), then the repair command here."""
+    body, _, repair = line.partition(REPAIR_SEPARATOR)
+    _, found, removals = body.partition(BY_HAND)
+    for removal in removals.split("; ") if found else ():
+        command = removal.rpartition(": ")[2]
+        done = bed.exec(node, "sh", "-c", command)
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+    if repair:
+        argv = shlex.split(repair)
+        assert argv[0] == "nodeprov", repair
+        result = CliRunner().invoke(app, argv[1:])
+        assert result.exit_code == 0, result.output
+
+
+def boot(bed: Testbed, *nodes: str) -> None:
+    """What a reboot does to the network items, on each node (BOOT)."""
+    for node in nodes or bed.nodes:
+        bed.exec(node, "sh", "-c", BOOT, check=True)
+
+
+def applied(bed: Testbed, playbook: Path) -> dict[str, Any]:
+    """``nodeprov apply``'s JSON report; it must succeed."""
+    result = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook),
+                                      "--json", "-"])
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def reaches(bed: Testbed, source: str, node: str, port: int) -> bool:
+    """Whether a connection from ``source`` gets to a listener on ``node``'s ``port`` (which
+    may stay bound for up to 30 s after: ask again on another port)."""
+    with subprocess.Popen(bed.exec_argv(node, ["python3", "-c", LISTENER, str(port)]),
+                          stdout=subprocess.PIPE, text=True) as listener:
+        try:
+            assert listener.stdout is not None and listener.stdout.readline() == "ready\n"
+            return bed.exec(source, "python3", "-c", CONNECT, bed.address(node), str(port),
+                            timeout=20).returncode == 0
+        finally:
+            listener.kill()
+
+
+def kernel(bed: Testbed, node: str, key: str) -> str:
+    """A sysctl's value on the node, as the kernel has it now."""
+    return " ".join(bed.exec(node, "sysctl", "-n", key, check=True).stdout.split())
+
+
+def settle() -> None:
+    """A moment for a renamed link's routes to come back."""
+    time.sleep(1)
