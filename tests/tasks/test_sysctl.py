@@ -88,7 +88,7 @@ def test_a_conflicting_sysctl_conf_line_is_commented_out_and_a_later_file_a_conf
         "# nodeprov: net.core.somaxconn = 128\nnet.ipv4.tcp_rmem=4096 131072 7000000\n"))]
     assert result.conflicts == (
         f"/etc/sysctl.d/95-late.conf:1 sets net.core.somaxconn = 512, applied after {OURS} at "
-        "boot: the setting would not stay as asked; comment it out: sed -i '1s/^/# /' "
+        "boot, so the setting would not stay as asked: comment it out: sed -i '1s/^/# /' "
         "/etc/sysctl.d/95-late.conf",)
 
 

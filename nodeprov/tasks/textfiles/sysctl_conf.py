@@ -126,6 +126,6 @@ def overriding(found: Mapping[str, str | None], own: str, wanted: Mapping[str, s
                     and not same_value(setting, value)):
                 command = shlex.join(("sed", "-i", f"{number}s/^/# /", path))
                 conflicts.append(f"{path}:{number} sets {key} = {setting}, applied after {own} "
-                                 f"at boot: {subject} would not stay as asked; comment it out: "
+                                 f"at boot, so {subject} would not stay as asked: comment it out: "
                                  f"{command}")
     return conflicts

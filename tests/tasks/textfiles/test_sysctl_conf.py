@@ -36,5 +36,5 @@ def test_only_later_files_setting_another_value_conflict_sysctl_conf_left_to_the
              "/etc/sysctl.conf": "net.core.somaxconn = 128\n"}
     assert overriding(found, ours, {"net.core.somaxconn": "8192"}, "the setting") == [
         f"/usr/lib/sysctl.d/95-late.conf:3 sets net.core.somaxconn = 512, applied after {ours} "
-        "at boot: the setting would not stay as asked; comment it out: sed -i '3s/^/# /' "
+        "at boot, so the setting would not stay as asked: comment it out: sed -i '3s/^/# /' "
         "/usr/lib/sysctl.d/95-late.conf"]
