@@ -121,6 +121,23 @@ def kernel(bed: Testbed, node: str, key: str) -> str:
     return " ".join(bed.exec(node, "sysctl", "-n", key, check=True).stdout.split())
 
 
-def settle() -> None:
-    """A moment for a renamed link's routes to come back."""
-    time.sleep(1)
+def subnet_interface(bed: Testbed, node: str) -> str:
+    """The name of the interface holding the node's subnet address."""
+    shown = bed.exec(node, "ip", "-o", "-4", "addr", "show", "to", bed.address(node),
+                     check=True).stdout.split()
+    return shown[1]
+
+
+def login_env(bed: Testbed, node: str, name: str) -> str:
+    """A variable as a new SSH login on the node has it ("" where unset)."""
+    return bed.ssh(node, "printenv", name).stdout.strip()
+
+
+def rename_link(bed: Testbed, node: str, old: str, new: str) -> None:
+    """Rename a link of the node (down, renamed, up), then wait until SSH gets through again."""
+    bed.exec(node, "sh", "-c", 'ip link set dev "$1" down && ip link set dev "$1" name "$2" && '
+             'ip link set dev "$2" up', "rename", old, new, check=True)
+    deadline = time.monotonic() + 30
+    while bed.ssh(node, "true").returncode != 0:
+        assert time.monotonic() < deadline, f"{node}: no SSH after renaming {old} to {new}"
+        time.sleep(0.5)
