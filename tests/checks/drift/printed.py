@@ -52,23 +52,28 @@ BOOT = ("sysctl --system >/dev/null 2>&1; "
         "/lib/ufw/ufw-init start quiet; }")
 
 
-def verify(bed: Testbed, playbook: Path) -> tuple[int, list[str]]:
-    """``nodeprov verify``: its exit code and lines."""
-    result = CliRunner().invoke(app, ["verify", str(bed.inventory_path), "-p", str(playbook)])
+def verify(bed: Testbed, playbook: Path, inventory: Path | None = None
+           ) -> tuple[int, list[str]]:
+    """``nodeprov verify`` (on the cluster's inventory unless given another): its exit code and
+    lines."""
+    result = CliRunner().invoke(app, ["verify", str(inventory or bed.inventory_path), "-p",
+                                      str(playbook)])
     assert result.exit_code in (0, 1), result.output
     return result.exit_code, result.stdout.splitlines()
 
 
-def clean(bed: Testbed, playbook: Path) -> None:
+def clean(bed: Testbed, playbook: Path, inventory: Path | None = None) -> None:
     """verify exits 0, every node in step."""
-    code, lines = verify(bed, playbook)
+    code, lines = verify(bed, playbook, inventory)
     assert code == 0 and " 0 drifted, 0 could not run" in lines[-1], lines
 
 
 def named(lines: list[str], node: str, area: str, start: str) -> str:
-    """The one line verify printed about ``node``'s ``area``, which must start with ``start``."""
+    """The first line verify printed about ``node``'s ``area`` (the plan's), which must start
+    with ``start``; the lines of its checks after it must print the same repair."""
     mine = [line for line in lines if line.startswith(f"{node} {area}: ")]
-    assert len(mine) == 1 and mine[0].startswith(f"{node} {area}: {start}"), lines
+    assert mine and mine[0].startswith(f"{node} {area}: {start}"), lines
+    assert len({line.partition(REPAIR_SEPARATOR)[2] for line in mine}) == 1, mine
     return mine[0]
 
 
@@ -94,10 +99,10 @@ def boot(bed: Testbed, *nodes: str) -> None:
         bed.exec(node, "sh", "-c", BOOT, check=True)
 
 
-def applied(bed: Testbed, playbook: Path) -> dict[str, Any]:
+def applied(bed: Testbed, playbook: Path, inventory: Path | None = None) -> dict[str, Any]:
     """``nodeprov apply``'s JSON report; it must succeed."""
-    result = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook),
-                                      "--json", "-"])
+    result = CliRunner().invoke(app, ["apply", str(inventory or bed.inventory_path), "-p",
+                                      str(playbook), "--json", "-"])
     assert result.exit_code == 0, result.output
     report: dict[str, Any] = json.loads(result.stdout)
     return report
