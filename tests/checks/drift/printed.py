@@ -52,12 +52,12 @@ BOOT = ("sysctl --system >/dev/null 2>&1; "
         "/lib/ufw/ufw-init start quiet; }")
 
 
-def verify(bed: Testbed, playbook: Path, inventory: Path | None = None
+def verify(bed: Testbed, playbook: Path | None, inventory: Path | None = None
            ) -> tuple[int, list[str]]:
-    """``nodeprov verify`` (on the cluster's inventory unless given another): its exit code and
-    lines."""
-    result = CliRunner().invoke(app, ["verify", str(inventory or bed.inventory_path), "-p",
-                                      str(playbook)])
+    """``nodeprov verify`` (on the cluster's inventory unless given another; the default
+    playbook, the job included, where ``playbook`` is None): its exit code and lines."""
+    result = CliRunner().invoke(app, ["verify", str(inventory or bed.inventory_path),
+                                      *(["-p", str(playbook)] if playbook else [])])
     assert result.exit_code in (0, 1), result.output
     return result.exit_code, result.stdout.splitlines()
 
@@ -99,10 +99,13 @@ def boot(bed: Testbed, *nodes: str) -> None:
         bed.exec(node, "sh", "-c", BOOT, check=True)
 
 
-def applied(bed: Testbed, playbook: Path, inventory: Path | None = None) -> dict[str, Any]:
-    """``nodeprov apply``'s JSON report; it must succeed."""
-    result = CliRunner().invoke(app, ["apply", str(inventory or bed.inventory_path), "-p",
-                                      str(playbook), "--json", "-"])
+def applied(bed: Testbed, playbook: Path | None, inventory: Path | None = None
+            ) -> dict[str, Any]:
+    """``nodeprov apply``'s JSON report (the default playbook where ``playbook`` is None); it
+    must succeed."""
+    result = CliRunner().invoke(app, ["apply", str(inventory or bed.inventory_path),
+                                      *(["-p", str(playbook)] if playbook else []),
+                                      "--json", "-"])
     assert result.exit_code == 0, result.output
     report: dict[str, Any] = json.loads(result.stdout)
     return report
