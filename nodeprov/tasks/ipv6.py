@@ -78,7 +78,9 @@ def plan(ctx: Context, params: Ipv6Params, observed: str) -> Plan:
     changes += [ufw] if ufw else []
     if found.get(UFW_DEFAULTS) is not None:
         notes.append(f"ufw's IPV6= already says {'no' if value == '1' else 'yes'}")
-    conflicts = overriding(found, params.sysctl_file, dict.fromkeys(KEYS, value), "IPv6")
+    # a kernel without IPv6 keeps it off whatever a file says
+    conflicts = overriding(found, params.sysctl_file, dict.fromkeys(KEYS, value), "IPv6") if (
+        all(live.values())) else []
     if changes:
         return Plan.of(*changes, conflicts=conflicts)
     return Plan.noop(*notes, conflicts=conflicts)

@@ -132,7 +132,8 @@ def test_files_applied_after_ours_are_conflicts_named_with_their_line() -> None:
 
 
 def test_kernel_without_ipv6() -> None:
-    off = run(debian((None, None), {UFW_DEFAULTS: UFW_NO}))
+    off = run(debian((None, None), {UFW_DEFAULTS: UFW_NO,
+                                     "/etc/sysctl.d/zz-ipv6.conf": f"{ALL} = 0\n"}))
     assert off.in_sync and off.notes == (
         "this kernel has no IPv6 (booted with ipv6.disable=1): already off",
         "ufw's IPV6= already says no")
