@@ -7,7 +7,8 @@
 ``sysctl_file``, named to sort after the other sysctl.d files, since a reboot applies them in
 order of their names (``sysctl --system`` and systemd-sysctl alike). procps' ``sysctl --system``
 then reads /etc/sysctl.conf last, so a conflicting line there is commented out; a conflicting
-file that sorts after ours gets a warning.
+line of a file that sorts after ours (a package's or a cloud image's) is a conflict naming it and
+the ``sed`` that comments it out: turned off now, IPv6 would come back at the next boot.
 
 ufw refuses to start with ``IPV6=yes`` while IPv6 is off, so this task owns the ``IPV6=`` line
 of /etc/default/ufw (when ufw is installed) and reloads an active ufw after changing it.
@@ -37,7 +38,7 @@ from nodeprov.tasks.textfiles.sysctl_conf import (
     SYSCTL_CONF,
     boot_file,
     comment_out,
-    overriding_files,
+    overriding,
     probe_paths,
     proc_path,
 )
@@ -77,10 +78,12 @@ def plan(ctx: Context, params: Ipv6Params, observed: str) -> Plan:
     changes += [ufw] if ufw else []
     if found.get(UFW_DEFAULTS) is not None:
         notes.append(f"ufw's IPV6= already says {'no' if value == '1' else 'yes'}")
-    warnings = overriding_files(found, params.sysctl_file, dict.fromkeys(KEYS, value), "IPv6")
+    # a kernel without IPv6 keeps it off whatever a file says
+    conflicts = overriding(found, params.sysctl_file, dict.fromkeys(KEYS, value), "IPv6") if (
+        all(live.values())) else []
     if changes:
-        return Plan.of(*changes, warnings=warnings)
-    return Plan.noop(*notes, warnings=warnings)
+        return Plan.of(*changes, conflicts=conflicts)
+    return Plan.noop(*notes, conflicts=conflicts)
 
 
 def sysctl_changes(found: Mapping[str, str | None], params: Ipv6Params,

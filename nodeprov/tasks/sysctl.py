@@ -7,9 +7,10 @@
 
 The settings are persisted in ``file`` (a .conf in /etc/sysctl.d) and set live with
 ``sysctl -w``, only the keys whose live value differs. A line of /etc/sysctl.conf setting one of
-them otherwise is commented out (procps reads it last at boot: it would win); a sysctl.d file
-applied after ``file`` that does gets a warning. Write values as the kernel prints them (67108864,
-not 64M), or every run finds them changed.
+them otherwise is commented out (procps reads it last at boot: it would win); a line of a sysctl.d
+file applied after ``file`` that does is a conflict, named with the ``sed`` that comments it
+out: the task fails until it is gone, since the next boot would undo the setting. Write values
+as the kernel prints them (67108864, not 64M), or every run finds them changed.
 """
 
 from __future__ import annotations
@@ -83,11 +84,11 @@ def plan(ctx: Context, params: SysctlParams, observed: str) -> Plan:
              if not sysctl_conf.same_value(live[key] or "", value)]
     if stale:
         changes.append(Change(f"set now: {', '.join(stale)}", (Run(("sysctl", "-w", *stale)),)))
-    warnings = sysctl_conf.overriding_files(found, params.file, wanted, "the setting")
+    conflicts = sysctl_conf.overriding(found, params.file, wanted, "the setting")
     if changes:
-        return Plan.of(*changes, warnings=warnings)
+        return Plan.of(*changes, conflicts=conflicts)
     return Plan.noop(f"{len(wanted)} sysctl setting(s) already live and in {params.file}",
-                     warnings=warnings)
+                     conflicts=conflicts)
 
 
 def file_text(wanted: dict[str, str]) -> str:

@@ -36,12 +36,17 @@ from nodeprov.wheels.peers import Distribution, plan_copy
 from nodeprov.wheels.sources import Sources
 
 # argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: whether uv is
-# there (installer.UV_PROBE), "yes" when its
-# python runs (a dangling symlink after an upgrade of the system python fails -x), "yes" when
-# the folder holds anything, the lib folders that have ensurepip; then pyvenv.cfg. Shell
-# builtins only, but for the one `head` of nodeprov_read.
+# there (installer.UV_PROBE), the version its python says when run (nothing where it does not
+# run: a link left dangling by a distribution upgrade; a python3 link that now starts another
+# minor version, whose packages live in another folder), "yes" when the folder holds anything,
+# the lib folders that have ensurepip; then pyvenv.cfg. Shell builtins, the one `head` of
+# nodeprov_read, and the venv's python once (-I -S: 7.6 ms a start, measured on the test
+# machine), since only running it shows that it runs.
 _PROBE = reader.READER + installer.UV_PROBE + r"""venv=$1; shift
-if [ -x "$venv/bin/python" ]; then echo yes; else echo; fi
+ran=$("$venv/bin/python" -I -S -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' \
+  2>/dev/null) || ran=
+case $ran in *[!0-9.]*) ran= ;; esac
+printf '%s\n' "$ran"
 occupied=
 for entry in "$venv"/* "$venv"/.[!.]* "$venv"/..?*; do
   if [ -e "$entry" ] || [ -L "$entry" ]; then occupied=yes; break; fi
@@ -87,11 +92,12 @@ class VenvParams:
 
 @dataclass(frozen=True)
 class VenvState:
-    """What the probe saw: the venv's python version (None: no venv), whether it runs, whether
-    the folder holds anything, and the lib folders that have ensurepip."""
+    """What the probe saw: the venv's python version (pyvenv.cfg's; None: no venv), the version
+    its python says when run (None: it does not run), whether the folder holds anything, and
+    the lib folders that have ensurepip."""
 
     version: str | None
-    runs: bool
+    running: str | None
     occupied: bool
     ensurepip: tuple[str, ...]
     uv: UvState = UvState(False)
@@ -103,10 +109,10 @@ def probe(params: VenvParams) -> Probe:
 
 
 def parse_probe(observed: str) -> VenvState:
-    uv, runs, occupied, ensurepip, cfg = (observed.split("\n", 4) + ["", "", "", ""])[:5]
+    uv, ran, occupied, ensurepip, cfg = (observed.split("\n", 4) + ["", "", "", ""])[:5]
     return VenvState(
         version=parse_pyvenv_cfg(next(iter(reader.observed_files(cfg).values()), None) or ""),
-        runs=runs == "yes",
+        running=ran if re.fullmatch(r"\d+\.\d+\.\d+", ran) else None,
         occupied=occupied == "yes",
         ensurepip=tuple(ensurepip.split()),
         uv=parse_uv_line(uv),
@@ -194,10 +200,15 @@ def unsatisfied(specs: Sequence[str], installed: Mapping[str, str],
 def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
     state = parse_probe(observed)
     path, minimum = params.path, params.python_version
-    if state.version is not None and state.runs and at_least(state.version, minimum):
-        return Plan.noop(f"venv {path} already runs python {state.version} (>= {minimum})")
-    why = (f"rebuild venv {path}: its python {state.version} is older than {minimum}"
-           if state.version is not None and state.runs else
+    built, running = state.version, state.running
+    # a python3 link a distribution upgrade moved on: the venv's packages are in built's folder
+    moved = built is not None and running is not None and _minor(running) != _minor(built)
+    if built is not None and running is not None and not moved and at_least(built, minimum):
+        return Plan.noop(f"venv {path} already runs python {running} (>= {minimum})")
+    why = (f"rebuild venv {path}: its python now runs {running}, not the {built} it was built "
+           f"with, whose packages it no longer sees" if moved else
+           f"rebuild venv {path}: its python {built} is older than {minimum}"
+           if built is not None and running is not None else
            f"rebuild venv {path}: its python ({state.version}) no longer runs"
            if state.version is not None else f"create venv {path}")
     if state.version is None and state.occupied:
@@ -222,6 +233,11 @@ def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
         pip += f" (uv {installer.UV_VERSION} {words})"
     actions += create_venv(python, path, with_uv=why_not is None)
     return Plan.of(Change(f"{why} with {python} {version}, {pip}", tuple(actions)))
+
+
+def _minor(version: str) -> str:
+    """The minor version: 3.11.2 -> 3.11."""
+    return ".".join(version.split(".")[:2])
 
 
 def node_python(facts: Facts, minimum: str) -> tuple[str, str]:

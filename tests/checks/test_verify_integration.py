@@ -45,7 +45,7 @@ STOCK_ENVIRONMENT = 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sb
 # The wreck on node2, and the start of the drift line of the task's plan.
 SCENARIOS = {
     "firewall": (("sh", "-c", "ufw --force reset && ufw --force disable"),
-                 "node2 firewall: plan: add 3 ufw rule(s); enable ufw"),
+                 "node2 firewall: plan: add ufw rule(s): allow from any to any port 22 "),
     "hosts": (("sed", "-i", "/^# BEGIN nodeprov hosts/,/^# END nodeprov hosts/d", "/etc/hosts"),
               "node2 hosts: plan: /etc/hosts: list 3 nodes"),
     "ipv6": (("sysctl", "-w", "net.ipv6.conf.all.disable_ipv6=0"),

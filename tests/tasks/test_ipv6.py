@@ -118,21 +118,22 @@ def test_conflicting_lines_of_sysctl_conf_are_commented_out() -> None:
         "-net.ipv6.conf.lo.disable_ipv6 = 0\n"))]
 
 
-def test_files_applied_after_ours_are_reported() -> None:
+def test_files_applied_after_ours_are_conflicts_named_with_their_line() -> None:
     found = debian(("1\n", "1\n"), {
         OURS: sysctl_text("disabled", "1"), UFW_DEFAULTS: UFW_NO,
         "/etc/sysctl.d/10-ipv6.conf": f"{ALL} = 0\n",  # before ours: ours wins
-        "/etc/sysctl.d/zz-ipv6.conf": f"{ALL}=0\n",
+        "/etc/sysctl.d/zz-ipv6.conf": f"# a cloud image's\n{ALL}=0\n",
         "/etc/sysctl.d/zz-shadow.conf": "# empty, shadows the one in /usr/lib\n",
         "/usr/lib/sysctl.d/zz-shadow.conf": f"{DEFAULT}=0\n"})
     result = run(found)
-    assert result.in_sync and result.warnings == (
-        f"/etc/sysctl.d/zz-ipv6.conf sets {ALL} = 0 and is applied after {OURS} at boot: "
-        "IPv6 would not stay as asked; remove that line",)
+    assert not result.in_sync and not result.changes and result.conflicts == (
+        f"/etc/sysctl.d/zz-ipv6.conf:2 sets {ALL} = 0, applied after {OURS} at boot, so IPv6 "
+        "would not stay as asked: comment it out: sed -i '2s/^/# /' /etc/sysctl.d/zz-ipv6.conf",)
 
 
 def test_kernel_without_ipv6() -> None:
-    off = run(debian((None, None), {UFW_DEFAULTS: UFW_NO}))
+    off = run(debian((None, None), {UFW_DEFAULTS: UFW_NO,
+                                     "/etc/sysctl.d/zz-ipv6.conf": f"{ALL} = 0\n"}))
     assert off.in_sync and off.notes == (
         "this kernel has no IPv6 (booted with ipv6.disable=1): already off",
         "ufw's IPV6= already says no")

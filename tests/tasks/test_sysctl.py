@@ -78,7 +78,7 @@ def test_only_the_stale_key_is_set_live() -> None:
     assert actions(result) == [Run(("sysctl", "-w", "net.core.somaxconn=8192"))]
 
 
-def test_a_conflicting_sysctl_conf_line_is_commented_out_and_a_later_file_warned() -> None:
+def test_a_conflicting_sysctl_conf_line_is_commented_out_and_a_later_file_a_conflict() -> None:
     conf = DEBIAN_SYSCTL + "net.core.somaxconn = 128\nnet.ipv4.tcp_rmem=4096 131072 7000000\n"
     result = run(found("4096\t131072\t7000000\n", "8192\n", **{
         OURS: WANTED_FILE, "/etc/sysctl.conf": conf,
@@ -86,9 +86,10 @@ def test_a_conflicting_sysctl_conf_line_is_commented_out_and_a_later_file_warned
         "/etc/sysctl.d/95-late.conf": "net.core.somaxconn=512\n"}))
     assert actions(result) == [Write("/etc/sysctl.conf", DEBIAN_SYSCTL + (
         "# nodeprov: net.core.somaxconn = 128\nnet.ipv4.tcp_rmem=4096 131072 7000000\n"))]
-    assert result.warnings == (
-        f"/etc/sysctl.d/95-late.conf sets net.core.somaxconn = 512 and is applied after {OURS} "
-        "at boot: the setting would not stay as asked; remove that line",)
+    assert result.conflicts == (
+        f"/etc/sysctl.d/95-late.conf:1 sets net.core.somaxconn = 512, applied after {OURS} at "
+        "boot, so the setting would not stay as asked: comment it out: sed -i '1s/^/# /' "
+        "/etc/sysctl.d/95-late.conf",)
 
 
 def test_a_key_the_kernel_lacks_fails_naming_it() -> None:

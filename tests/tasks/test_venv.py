@@ -46,11 +46,13 @@ def context(facts: Facts) -> Context:
     return one_node(facts, Host("node1", "10.0.0.11", "10.0.0.11"))
 
 
-def observed(cfg: str = "", runs: bool = False, entries: str = "",
+def observed(cfg: str = "", runs: bool | str = False, entries: str = "",
              ensurepip: str = HAS_ENSUREPIP, uv: str = "uv") -> str:
-    """What the probe prints for a venv with this pyvenv.cfg ("": none), python that runs or
-    not, entries in its folder, lib folders with ensurepip, and uv's line (UV_PROBE)."""
-    return (f"{uv}\n{'yes' if runs else ''}\n{'yes' if entries else ''}\n{ensurepip}\n"
+    """What the probe prints for a venv with this pyvenv.cfg ("": none), python that runs (the
+    version it says: True for pyvenv.cfg's) or not, entries in its folder, lib folders with
+    ensurepip, and uv's line (UV_PROBE)."""
+    ran = (parse_pyvenv_cfg(cfg) or "") if runs is True else runs or ""
+    return (f"{uv}\n{ran}\n{'yes' if entries else ''}\n{ensurepip}\n"
             + reader.files_output({f"{VENV}/pyvenv.cfg": cfg or None}))
 
 
@@ -181,6 +183,14 @@ def test_old_or_broken_venv_is_rebuilt() -> None:
     broken = observed("version = 3.11.2\n", runs=False, entries="bin")
     (change,) = plan(context(node_facts()), VenvParams(VENV), broken).changes
     assert "its python (3.11.2) no longer runs" in change.summary
+    # python3 moved on by a distribution upgrade: the venv's link now starts 3.12
+    moved = observed("version = 3.11.2\n", runs="3.12.3", entries="bin")
+    (change,) = plan(context(node_facts()), VenvParams(VENV), moved).changes
+    assert change.summary.startswith(f"rebuild venv {VENV}: its python now runs 3.12.3, not the "
+                                     "3.11.2 it was built with, whose packages it no longer sees")
+    assert change.actions[0] == Run(("rm", "-rf", "--", VENV))
+    patched = observed("version = 3.11.2\n", runs="3.11.9", entries="bin")  # same folder
+    assert plan(context(node_facts()), VenvParams(VENV), patched).in_sync
 
 
 def test_a_folder_that_is_no_venv_is_left_alone() -> None:
@@ -197,7 +207,8 @@ def test_params_are_checked() -> None:
 
 def test_probe_parsing_and_versions() -> None:
     state = parse_probe(observed("version_info = 3.12.1\n", runs=True, entries="bin"))
-    assert (state.version, state.runs, state.occupied) == ("3.12.1", True, True)
+    assert (state.version, state.running, state.occupied) == ("3.12.1", "3.12.1", True)
+    assert parse_probe(observed("version = 3.12.1\n", runs="3.12.1; rm -rf /")).running is None
     assert parse_pyvenv_cfg("home = /usr/bin\n") is None
     assert at_least("3.11.2", "3.10") and at_least("3.10.0", "3.10")
     assert not at_least("3.9.18", "3.10") and at_least("3.12.0rc1", "3.12")
@@ -212,12 +223,15 @@ def test_the_probe_reads_a_venv_as_parse_probe_expects(tmp_path: Path) -> None:
         argv = probe(VenvParams(str(venv))).argv
         return parse_probe(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
 
-    assert (state().version, state().runs, state().occupied) == ("3.11.2", False, True)
+    assert (state().version, state().running, state().occupied) == ("3.11.2", None, True)
     (venv / "bin" / "python").symlink_to(sys.executable)
-    assert state().runs
+    assert state().running == ".".join(map(str, sys.version_info[:3]))
     (venv / "bin" / "python").unlink()
     (venv / "bin" / "python").symlink_to(tmp_path / "gone")  # the system python was upgraded
-    assert not state().runs
+    assert state().running is None
+    (venv / "bin" / "python").unlink()
+    (venv / "bin" / "python").symlink_to("/bin/echo")  # runs, but says no version
+    assert state().running is None
     shutil.rmtree(venv / "bin")
     (venv / "pyvenv.cfg").unlink()
     assert (state().version, state().occupied) == (None, False)

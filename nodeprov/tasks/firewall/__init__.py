@@ -46,7 +46,7 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
-from nodeprov.tasks.firewall import foreign, ufw, ufw_files
+from nodeprov.tasks.firewall import foreign, order, ports, ufw, ufw_files
 from nodeprov.tasks.firewall.guard import (
     Step,
     disarm_left_guard,
@@ -54,6 +54,7 @@ from nodeprov.tasks.firewall.guard import (
     helper_change,
 )
 from nodeprov.tasks.firewall.ufw import Rule
+from nodeprov.tasks.textfiles import sysctl_conf
 from nodeprov.util import validate
 
 SSH, NCCL, RDZV = "nodeprov: ssh", "nodeprov: nccl ephemeral", "nodeprov: rdzv"
@@ -106,7 +107,7 @@ class FirewallParams:
 
 def probe(params: FirewallParams) -> Probe:
     return Probe(("sh", "-c", _READ_ALL, "nodeprov-ufw", GUARD_PID,
-                  *reader.read_args(*ufw.FILES, REVERTED)))
+                  *reader.read_args(*ufw.FILES, REVERTED, *sysctl_conf.BOOT_FILES)))
 
 
 @dataclass(frozen=True)
@@ -171,16 +172,19 @@ def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
                 ] if seen.reverted_at and not state.active else []
     loaded = _load_files(seen, missing, others, risky, params.revert_seconds, ssh) if (
         state.installed and not state.active) else None
+    # the user's rules above ours, and a range the next boot moves: theirs to change
+    conflicts = (*(order.conflict(*found) for found in order.blocking(state.rules, wanted)),
+                 *ports.boot_conflicts(seen.texts, ctx.facts.ephemeral_port_range))
     if loaded:
-        return Plan((loaded,), tuple(notes), tuple(warnings))
+        return Plan((loaded,), tuple(notes), tuple(warnings), conflicts)
 
     changes = [_install(ctx.facts)] if not state.installed else []
     if missing:
-        changes.append(helper_change(f"add {_count_adds(missing)} ufw rule(s)",
+        changes.append(helper_change(f"add ufw rule(s): {_specs(missing)}",
                                      dict.fromkeys(ufw.add_argv(r) for r in missing),
                                      _diff("+", missing)))
     if others:
-        changes.append(helper_change(f"remove {len(others)} stale nodeprov ufw rule(s)",
+        changes.append(helper_change(f"remove stale nodeprov ufw rule(s): {_specs(others)}",
                                      [ufw.delete_argv(r) for r in others], _diff("-", others)))
     guarded = _guarded(state, risky, params.revert_seconds, ssh)
     if guarded:
@@ -189,7 +193,7 @@ def plan(ctx: Context, params: FirewallParams, observed: str) -> Plan:
         notes.append("ufw active: default deny incoming, allow outgoing")
         if seen.armed_guard:
             changes.append(disarm_left_guard(seen.armed_guard, ssh))
-    return Plan(tuple(changes), tuple(notes), tuple(warnings))
+    return Plan(tuple(changes), tuple(notes), tuple(warnings), conflicts)
 
 
 def _load_files(seen: Observed, missing: list[Rule], others: list[Rule], risky: list[Rule],
@@ -204,8 +208,8 @@ def _load_files(seen: Observed, missing: list[Rule], others: list[Rule], risky: 
         return None
     conf = texts.pop(ufw.CONF, None)
     policies = _policies(state)
-    parts = [*([f"add {_count_adds(missing)} ufw rule(s)"] if missing else []),
-             *([f"remove {len(others)} stale nodeprov ufw rule(s)"] if others else []),
+    parts = [*([f"add ufw rule(s): {_specs(missing)}"] if missing else []),
+             *([f"remove stale nodeprov ufw rule(s): {_specs(others)}"] if others else []),
              *(f"remove SSH rule {r.brief}" for r in risky), *(p for _, p, _ in policies),
              "enable ufw"]
     diff = (_diff("+", missing) + _diff("-", others) + _diff("-", risky)
@@ -250,9 +254,9 @@ def _enabling(state: ufw.State) -> str:
     return f"~ ufw: {was} -> active\n"
 
 
-def _count_adds(missing: list[Rule]) -> int:
-    """How many ``ufw allow`` commands add ``missing``: "any" adds the IPv6 twin too."""
-    return len(dict.fromkeys(ufw.add_argv(r) for r in missing))
+def _specs(rules: list[Rule]) -> str:
+    """The rules as ufw's words, once each: an IPv6 twin is added and removed with its rule."""
+    return ", ".join(dict.fromkeys(map(ufw.spec, rules)))
 
 
 def _install(facts: Facts) -> Change:

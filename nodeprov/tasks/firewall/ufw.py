@@ -144,6 +144,17 @@ def add_argv(rule: Rule) -> tuple[str, ...]:
     return (*argv, "comment", rule.comment) if rule.comment else argv
 
 
+def spec(rule: Rule) -> str:
+    """The rule in ufw's own words, as a person would type it after ``ufw``: what drift says.
+
+        >>> spec(Rule("allow", "tcp", "32768:60999", "10.0.0.0/24"))
+        'allow from 10.0.0.0/24 to any port 32768:60999 proto tcp'
+    """
+    words = [rule.action.partition("_")[0], "from", _where(rule.src), "to", _where(rule.dst)]
+    words += ["port", rule.port] if rule.port != "any" else []
+    return " ".join(words + (["proto", rule.proto] if rule.proto != "any" else []))
+
+
 def delete_argv(rule: Rule) -> tuple[str, ...]:
     """``ufw delete ...`` removing exactly ``rule`` (explicit addresses: not its twin)."""
     return _rule_argv(rule, anywhere=None, delete=True)

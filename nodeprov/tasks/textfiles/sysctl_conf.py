@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,8 +23,10 @@ from nodeprov.tasks.textfiles import blocks
 from nodeprov.util import validate
 
 SYSCTL_CONF = "/etc/sysctl.conf"
+DEBIAN_LINK = "/etc/sysctl.d/99-sysctl.conf"  # Debian: a link to /etc/sysctl.conf
 SYSCTL_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
                "/lib/sysctl.d")
+BOOT_FILES = (SYSCTL_CONF, *(f"{folder}/*.conf" for folder in SYSCTL_DIRS))  # read_many's
 # dotted form: a lowercase first part, then parts of letters, digits, _ and - (eth0, lo)
 _KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[A-Za-z0-9_-]+)+")
 
@@ -63,8 +66,7 @@ def boot_file(path: Any) -> str:
 def probe_paths(own: str, keys: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """What a task persisting ``keys`` in ``own`` reads: the live values, and every file that
     sets them at boot (read_many_probe's arguments)."""
-    boot = (own, SYSCTL_CONF, *(f"{folder}/*.conf" for folder in SYSCTL_DIRS))
-    return (*map(proc_path, keys), *boot)
+    return (*map(proc_path, keys), own, *BOOT_FILES)
 
 
 def settings(text: str) -> list[tuple[int, str, str]]:
@@ -90,20 +92,40 @@ def comment_out(text: str, wanted: Mapping[str, str]) -> str:
                    for index, line in enumerate(text.splitlines(keepends=True)))
 
 
-def overriding_files(found: Mapping[str, str | None], own: str, wanted: Mapping[str, str],
-                     subject: str) -> list[str]:
-    """Warnings for sysctl.d files applied after ``own`` at boot that set a key of ``wanted``
-    otherwise (``subject`` names what would then not stay as asked)."""
+def boot_settings(found: Mapping[str, str | None], key: str) -> list[tuple[str, int, str]]:
+    """Where the next boot sets ``key``, in the order it applies them (the last wins):
+    (path, line number, value), from the texts read at ``probe_paths``.
+
+        >>> boot_settings({"/etc/sysctl.d/99-z.conf": "x.y = 2\\n", "/etc/sysctl.conf": "x.y=3"},
+        ...               "x.y")
+        [('/etc/sysctl.d/99-z.conf', 1, '2'), ('/etc/sysctl.conf', 1, '3')]
+    """
     by_name: dict[str, str] = {}
     for folder in SYSCTL_DIRS:
         for path in sorted(p for p in found if posixpath.dirname(p) == folder):
             by_name.setdefault(posixpath.basename(path), path)
-    warnings = []
-    for name in sorted(name for name in by_name if name > posixpath.basename(own)):
-        path = by_name[name]
-        for _index, setting_key, setting in settings(found.get(path) or ""):
-            if setting_key in wanted and not same_value(setting, wanted[setting_key]):
-                warnings.append(f"{path} sets {setting_key} = {setting} and is applied after "
-                                f"{own} at boot: {subject} would not stay as asked; remove that "
-                                "line")
-    return warnings
+    paths = [by_name[name] for name in sorted(by_name)]
+    conf = found.get(SYSCTL_CONF)
+    # Debian's 99-sysctl.conf is a link to /etc/sysctl.conf: read once, as that file
+    paths = [p for p in paths if not (p == DEBIAN_LINK and found.get(p) == conf)]
+    return [(path, index + 1, setting)
+            for path in (*paths, SYSCTL_CONF)
+            for index, name, setting in settings(found.get(path) or "") if name == key]
+
+
+def overriding(found: Mapping[str, str | None], own: str, wanted: Mapping[str, str],
+               subject: str) -> list[str]:
+    """The lines of sysctl.d files the next boot applies after ``own`` that set a key of
+    ``wanted`` otherwise, each with the command that comments it out (``subject`` names what
+    would not stay as asked): Plan.conflicts, since they are not ours to edit. /etc/sysctl.conf,
+    read last, is left out: the tasks comment its lines out themselves."""
+    conflicts = []
+    for key, value in wanted.items():
+        for path, number, setting in boot_settings(found, key):
+            if (path != SYSCTL_CONF and posixpath.basename(path) > posixpath.basename(own)
+                    and not same_value(setting, value)):
+                command = shlex.join(("sed", "-i", f"{number}s/^/# /", path))
+                conflicts.append(f"{path}:{number} sets {key} = {setting}, applied after {own} "
+                                 f"at boot, so {subject} would not stay as asked: comment it out: "
+                                 f"{command}")
+    return conflicts

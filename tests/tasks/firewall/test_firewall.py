@@ -45,6 +45,9 @@ ARM, ENABLE, DISARM = (("arm", "30"), ("ufw", "--force", "enable"), ("disarm", "
 START, NEED_IP6TABLES = ("start",), ("need-ip6tables",)
 # The files ufw's command line writes, and the fast path with them
 RULE_FILES = (ufw.CONF, ufw.RULES, ufw.RULES6)
+# What a drift line says is added, in ufw's words
+ADDED = ("allow from any to any port 22 proto tcp, allow from 10.0.0.0/24 to any port "
+         "32768:60999 proto tcp, allow from 10.0.0.0/24 to any port 29500 proto tcp")
 
 
 def plan_for(case: str, *, port: int = 22, **params: Any) -> Plan:
@@ -79,8 +82,8 @@ def written(change: Change) -> dict[str, str]:
 
 def test_fresh_node_gets_ufws_files_then_loads_them_under_the_guard() -> None:
     (enable,) = plan_for("fresh", ufw_active=False).changes
-    assert enable.summary == ("add 3 ufw rule(s); enable ufw (reverted in 30s unless a new SSH "
-                              "connection works)")
+    assert enable.summary == (f"add ufw rule(s): {ADDED}; enable ufw (reverted in 30s unless a "
+                              "new SSH connection works)")
     # the rule files change nothing live while ufw is inactive; ENABLED=yes and loading them do
     assert steps(enable) == [NEED_IP6TABLES, f"write {ufw.RULES}", f"write {ufw.RULES6}", ARM,
                              f"write {ufw.CONF}", START, ConfirmNewConnection, DISARM]
@@ -91,7 +94,7 @@ def test_fresh_node_gets_ufws_files_then_loads_them_under_the_guard() -> None:
                            "~ ufw: inactive -> active\n")
     confirm = enable.actions[-2]
     assert isinstance(confirm, ConfirmNewConnection)
-    assert confirm.why == "add 3 ufw rule(s); enable ufw, SSH allowed on tcp/22 from any"
+    assert confirm.why == f"add ufw rule(s): {ADDED}; enable ufw, SSH allowed on tcp/22 from any"
 
 
 @pytest.mark.parametrize(("before", "after", "commands"), [
@@ -160,7 +163,9 @@ def test_stale_subnet_rules_of_ours_go_and_the_users_rules_stay() -> None:
     result = plan_for("stale-subnet")
     add, remove = result.changes  # ssh is unchanged and ufw active: no guard
     assert steps(add) == [NCCL, RDZV]
-    assert remove.summary == "remove 2 stale nodeprov ufw rule(s)"
+    assert remove.summary == ("remove stale nodeprov ufw rule(s): allow from 10.9.0.0/24 to any "
+                              "port 32768:60999 proto tcp, allow from 10.9.0.0/24 to any port "
+                              "29500 proto tcp")
     assert steps(remove) == [
         ("ufw", "delete", "allow", "proto", "tcp", "from", "10.9.0.0/24", "to", "0.0.0.0/0",
          "port", "32768:60999"),
@@ -233,8 +238,10 @@ def test_users_limit_rule_counts_and_a_reject_policy_is_fixed_under_the_guard() 
     result = plan_for("mixed")
     assert "ufw rule present as the user's own: limit any -> 22/tcp" in result.notes
     summaries = [c.summary for c in result.changes]
-    assert summaries[0] == "add 2 ufw rule(s)"  # nccl and rdzv only: ssh is the user's limit
-    assert summaries[1] == "remove 1 stale nodeprov ufw rule(s)"  # the "nodeprov: odd" one
+    # nccl and rdzv only: ssh is the user's limit
+    assert summaries[0] == f"add ufw rule(s): {ADDED.partition(', ')[2]}"
+    assert summaries[1] == ("remove stale nodeprov ufw rule(s): allow from 10.0.0.0/8 to any port "
+                            "5353 proto udp")  # the "nodeprov: odd" one
     guarded = result.changes[2]
     assert steps(guarded)[:2] == [ARM, ("ufw", "default", "deny", "incoming")]
     assert "~ default incoming: reject -> deny\n" in guarded.diff
@@ -245,8 +252,8 @@ def test_missing_ufw_is_installed_first_with_the_helper() -> None:
     install = result.changes[0]
     assert steps(install) == [("install", "env", "DEBIAN_FRONTEND=noninteractive", "apt-get",
                                "install", "-y", "-q", "ufw")]
-    assert [c.summary.split(" (")[0] for c in result.changes[1:]] == ["add 3 ufw rule(s)",
-                                                                      "enable ufw"]
+    assert [c.summary.split(" (")[0] for c in result.changes[1:]] == [
+        f"add ufw rule(s): {ADDED}", "enable ufw"]
     with pytest.raises(TaskFailed, match="no apt-get, dnf"):
         plan_for("fresh", ufw_installed=False, ufw_active=False, package_manager=None)
 
@@ -579,7 +586,8 @@ def test_firewall_on_the_shared_testbed(testbed: Testbed, tmp_path: Path) -> Non
         report = nodeprov(testbed, playbook, "--diff")
         assert statuses(report) == {"node1": "changed", "node2": "ok", "node3": "ok"}
         task = report["hosts"]["node1"]["tasks"][0]
-        assert task["changes"] == ["remove 1 stale nodeprov ufw rule(s)"]
+        assert task["changes"] == ["remove stale nodeprov ufw rule(s): allow from "
+                                   f"{subnet} to any port 5555 proto tcp"]
         assert task["diffs"] == [f"- allow tcp 5555 from {subnet} (nodeprov: stale)\n"]
         rules = ufw_status(testbed, "node1")
         assert "8080/tcp ALLOW IN Anywhere" in rules and not any("5555" in r for r in rules)
@@ -612,8 +620,9 @@ def test_loading_ufws_files_leaves_what_ufws_command_line_leaves(
         bed.exec("node1", *argv, check=True)
     playbook = write_playbook(tmp_path, ssh_allow_from="any")
     task = nodeprov(bed, playbook, "--limit", "node2")["hosts"]["node2"]["tasks"][0]
-    assert task["changes"] == ["add 3 ufw rule(s); enable ufw (reverted in 30s unless a new SSH "
-                               "connection works)"]
+    assert task["changes"] == [f"add ufw rule(s): {ADDED.replace('10.0.0.0/24', bed.subnet)}"
+                               .replace("32768:60999", f"{low}:{high}") + "; enable ufw "
+                               "(reverted in 30s unless a new SSH connection works)"]
     assert ufw_made(bed, "node2") == ufw_made(bed, "node1")
     assert statuses(nodeprov(bed, playbook)) == {"node1": "ok", "node2": "ok"}
 

@@ -9,7 +9,8 @@ probe=$(cd "$here/../../../.." && .venv/bin/python -c \
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-# record NAME SCRIPT: run SCRIPT (ufw commands) in a fresh namespace, save the probe's output
+# record NAME SCRIPT [COMMAND EXT]: run SCRIPT (ufw commands) in a fresh namespace, save the
+# probe's output as NAME.probe (COMMAND's as NAME.EXT)
 record() {
   mkdir -p "$scratch/$1/upper" "$scratch/$1/work"
   unshare --net --mount --fork sh -c '
@@ -20,7 +21,7 @@ record() {
     mount -t tmpfs tmpfs /var/lib
     ip link set lo up
     eval "$2" >/dev/null
-    eval "$3"' record "$scratch/$1" "$2" "$probe" > "$here/$1.probe"
+    eval "$3"' record "$scratch/$1" "$2" "${3:-$probe}" > "$here/$1.${4:-probe}"
 }
 
 ours='ufw allow proto tcp from any to any port 22 comment "nodeprov: ssh"
@@ -80,4 +81,16 @@ record logging-full "ufw logging full
 ufw default reject outgoing
 $ours
 ufw --force enable"
+# a user's deny of the subnet inserted above ours; a later sysctl file moving the range at boot
+record deny-above "$ours
+ufw --force enable
+ufw insert 1 deny from 10.0.0.0/24
+ufw insert 1 deny from 10.2.0.5 to any port 25 proto tcp"
+record deny-above "$ours
+ufw --force enable
+ufw insert 1 deny from 10.0.0.0/24
+ufw insert 1 deny from 10.2.0.5 to any port 25 proto tcp" "ufw status numbered" status
+record range-moved "$ours
+ufw --force enable
+echo 'net.ipv4.ip_local_port_range = 40000 50000' > /etc/sysctl.d/99-zz-ports.conf"
 ls -l "$here"
