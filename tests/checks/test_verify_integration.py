@@ -15,30 +15,11 @@ from typer.testing import CliRunner
 
 from nodeprov.cli import app
 from nodeprov.testbed.cluster import Testbed
+from tests.checks.drift.printed import PLAYBOOK
 from tests.conftest import MakeTestbed
 
 pytestmark = pytest.mark.integration
 
-# Everything but venv/torch, which take minutes (their checks skip: no such task here).
-PLAYBOOK = """\
-- name: Cluster network
-  hosts: all
-  tasks:
-    - name: IPv6
-      ipv6: {state: "{{ ipv6 }}"}
-      tags: [ipv6]
-    - name: Firewall
-      firewall: {subnet: "{{ node_subnet }}", rdzv_port: "{{ rdzv_port }}",
-                 ssh_allow_from: "{{ ssh_allow_from }}"}
-      tags: [firewall]
-    - name: Cluster names
-      hosts: {fix_conflicts: "{{ hosts_fix_conflicts }}"}
-      tags: [hosts]
-    - name: NCCL environment
-      nccl_env: {subnet: "{{ node_subnet }}", ifname: "{{ nccl_socket_ifname }}",
-                 extra: "{{ nccl_env }}"}
-      tags: [nccl_env]
-"""
 # Debian's /etc/environment as a base-files upgrade would leave it.
 STOCK_ENVIRONMENT = 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"\n'
 
