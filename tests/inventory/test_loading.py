@@ -61,7 +61,12 @@ ansible_ssh_common_args='-o ProxyCommand="ssh -W %h:%p jump" -o ServerAliveInter
     assert (g1.address, g1.port, g1.user, g1.become_password) == ("10.0.0.11", 2200, "ops",
                                                                    "s3cret")
     assert g1.proxy_command == "ssh -W %h:%p jump" and g1.proxy_jump is None
-    assert g2.proxy_jump == "admin@bastion.example.org:2222"
+    # ssh reads the common args' ProxyCommand before the extra args' -J: the first hop wins
+    # (ssh itself refuses -J after a ProxyCommand; nodeprov names it as not applied)
+    assert (g2.proxy_command, g2.proxy_jump) == ("ssh -W %h:%p jump", None)
+    assert any("hosts.ini:3: ansible_ssh_extra_args: -o ProxyJump=admin@bastion.example.org:2222"
+               " not applied: an earlier ProxyJump or ProxyCommand came first" in w
+               for w in warnings)
     assert any("ServerAliveInterval=5 not applied" in w for w in warnings)
 
 

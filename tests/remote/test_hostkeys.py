@@ -121,6 +121,26 @@ def test_a_missing_ssh_config_fails_the_connection_as_fabric_does(tmp_path: Path
                 SshFiles())
 
 
+@pytest.mark.parametrize(("given", "config", "gateway"), [
+    # -o ProxyCommand=none failed every host with "list index out of range"
+    ({"proxy_command": "none"}, "", False),
+    # the inventory's none keeps ssh_config's hop out, as ssh reads the command line first
+    ({"proxy_command": "none"}, "  ProxyJump root@10.0.0.9\n", False),
+    ({"proxy_jump": "none"}, "  ProxyCommand nc %h %p\n", False),
+    ({}, "  ProxyCommand nc %h %p\n", "nc 10.0.0.1 22"),
+    ({}, "  ProxyCommand none\n", False),
+    ({"proxy_command": "nc -x proxy %h %p"}, "  ProxyJump root@10.0.0.9\n",
+     "nc -x proxy %h %p"),
+])
+def test_a_hop_of_none_means_no_hop_whatever_ssh_config_says(
+        tmp_path: Path, given: dict[str, str], config: str, gateway: object) -> None:
+    (tmp_path / "ssh_config").write_text(f"Host *\n{config}")
+    node = Host(name="node1", address="10.0.0.1", node_address="10.0.0.1",
+                vars={"ssh_config_file": str(tmp_path / "ssh_config")},
+                proxy_jump=given.get("proxy_jump"), proxy_command=given.get("proxy_command"))
+    assert prepare(node, SshOptions(), SshFiles()).gateway == gateway
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("given_by", ["inventory", "ssh_config"])
 def test_a_jump_host_key_is_checked_like_the_final_hosts(
