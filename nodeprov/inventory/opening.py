@@ -72,9 +72,10 @@ def open_inventory(given: Path | None, options: AnsibleOptions, *, prompt: Promp
                    playbook_dir: Path | None = None,
                    warn: Callable[[str], None] = warn_stderr,
                    environ: Mapping[str, str] | None = None) -> Opened:
-    """Read the settings, say once what of them nodeprov does not use, ask for the passwords
-    the options and settings ask for, then load the inventory with them. ``redactor`` learns
-    every password and decrypted value as soon as it is known, errors of the loading included.
+    """Read the settings, say once those nodeprov does not use that might matter, ask for the
+    passwords the options and settings ask for, then load the inventory with them.
+    ``redactor`` learns every password and decrypted value as soon as it is known, errors of
+    the loading included.
     """
     prepared = prepare(given, options, prompt=prompt, redactor=redactor, warn=warn,
                        environ=environ, become=True)
@@ -104,10 +105,10 @@ def prepare(given: Path | None, options: AnsibleOptions, *, prompt: Prompt,
     settings = read_settings(environ, Path.cwd())
     for warning in settings.warnings:
         warn(warning)
-    if settings.not_used:
+    if settings.might_matter():
         where = settings.config_file or "the environment"
-        warn(f"{where}: not used by nodeprov (docs/ansible.md says why): "
-             f"{', '.join(settings.not_used)}")
+        warn(f"{where}: not used by nodeprov (nodeprov config lists all): "
+             f"{', '.join(settings.might_matter())}")
     path = inventory_path(given, settings, environ)
     command_line = options.command_line
     if become and (options.ask_become_pass or settings.get("become_ask_pass")):
