@@ -60,7 +60,7 @@ def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dic
                     proofs=[proof.to_json() for proof in proofs])
 
 
-def run_verify(inventory_path: Path | None, playbook_path: Path | None,
+def run_verify(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
                ansible: AnsibleOptions, redactor: Redactor, *, limit: str | None,
                accept_new_host_keys: bool, json_path: str | None, job: bool,
                html_path: str | None = None,

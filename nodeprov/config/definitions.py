@@ -18,6 +18,7 @@ from dataclasses import dataclass
 DEFAULTS = "defaults"
 BECOME = "privilege_escalation"
 SSH = "ssh_connection"
+INVENTORY = "inventory"
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,14 @@ DEFINITIONS: dict[str, Definition] = {d.name: d for d in (
           "try only the secret whose label matches a vault's id"),
     _base("ask_vault_pass", "DEFAULT_ASK_VAULT_PASS", DEFAULTS, "bool",
           "ask for the vault password (as --ask-vault-pass)"),
+    Definition("inventory_ignore_extensions", "INVENTORY_IGNORE_EXTS",
+               ((DEFAULTS, "inventory_ignore_extensions"), (INVENTORY, "ignore_extensions")),
+               ("ANSIBLE_INVENTORY_IGNORE",), "list",
+               use="files of an inventory folder not read (ends of their names)"),
+    Definition("inventory_ignore_patterns", "INVENTORY_IGNORE_PATTERNS",
+               ((DEFAULTS, "inventory_ignore_patterns"), (INVENTORY, "ignore_patterns")),
+               ("ANSIBLE_INVENTORY_IGNORE_REGEX",), "list",
+               use="files of an inventory folder not read (regular expressions)"),
     Definition("host_key_checking", "host_key_checking", ((DEFAULTS, "host_key_checking"),
                (SSH, "host_key_checking")), ("ANSIBLE_HOST_KEY_CHECKING",
                "ANSIBLE_SSH_HOST_KEY_CHECKING"), "bool", "ssh",

@@ -105,7 +105,7 @@ def test_an_inventory_password_beats_the_one_typed_for_minus_k(
         return "typed-at-K"
 
     redactor = Redactor()
-    opened = open_inventory(Path("hosts.ini"), AnsibleOptions(ask_become_pass=True),
+    opened = open_inventory([Path("hosts.ini")], AnsibleOptions(ask_become_pass=True),
                             prompt=typed, redactor=redactor, warn=lambda line: None)
     assert asked == ["BECOME password: "]
     assert {h.name: h.become_password for h in opened.inventory.hosts} == {
