@@ -59,7 +59,7 @@ def load_inventory(sources: Sources, playbook_dir: Path | None = None,
                          "[group] section in INI)", source=", ".join(map(str, paths)),
                          line=None if len(paths) > 1 or path.is_dir() else 1)
     # what the first source is for nodeprov's own relative paths and magic variables
-    hosts = build_hosts(resolved, HostTemplar(resolved, path, playbook_dir), folder_of(path),
+    hosts = build_hosts(resolved, HostTemplar(resolved, playbook_dir), folder_of(path),
                         warn, defaults)
     groups = {name: tuple(resolved.data.group_hosts(name)) for name in resolved.data.groups}
     return Inventory(path=path, hosts=hosts, groups=groups, ssh_configs=SshConfigs(),

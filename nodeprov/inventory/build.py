@@ -3,7 +3,7 @@ under every alias, below them what the command line and ansible.cfg give (``defa
 Ansible ranks them), nodeprov's variables validated, and every problem one InputError naming the
 file, the line (or the setting), the host and the variable.
 
-    hosts = build_hosts(resolved, HostTemplar(resolved, path), path, warn=print,
+    hosts = build_hosts(resolved, HostTemplar(resolved), path, warn=print,
                         defaults={"ansible_user": ("ops", "-u")})
 """
 

@@ -201,7 +201,7 @@ def test_limit_file_and_a_pattern_matching_nothing(tmp_path: Path) -> None:
 def test_templated_values_match_ansible(case: str, host: str, var: str, tmp_path: Path) -> None:
     source = CORPUS / case
     resolved = read_inventory(source)
-    ours = HostTemplar(resolved, source).value(host, var)
+    ours = HostTemplar(resolved).value(host, var)
     assert ours == templated(source, host, var, tmp_path)
 
 
@@ -227,7 +227,7 @@ def test_text_marked_unsafe_is_never_templated_as_in_ansible(var: str, tmp_path:
     if var == "from_ini":
         source = write(tmp_path, "hosts.ini", "n1\n[all:vars]\nsecret=s\n"
                        "from_ini=b'{{ secret }}'\n")
-    ours = HostTemplar(read_inventory(source), source).value("n1", var)
+    ours = HostTemplar(read_inventory(source)).value("n1", var)
     assert ours == templated(source, "n1", var, tmp_path)
     if var == "ansible_become_password":
         assert load_inventory(source).host("n1").become_password == "p{{ secret }}%{%"

@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from nodeprov.cli import app
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.inventory.opening import open_inventory
+from nodeprov.inventory.reading import read_inventory
+from nodeprov.inventory.templating import HostTemplar
 from nodeprov.util.redact import MASK, Redactor
 from tests.inventory.oracle import ansible
 from tests.inventory.test_oracle import write_tree
@@ -165,3 +167,27 @@ def hostvars_names(document: dict[str, object]) -> list[str]:
     """Every host of a --list document (hosts without vars have no hostvars entry)."""
     return [host for name, group in document.items() if name != "_meta"
             for host in group.get("hosts", [])]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("host", "var"), [
+    ("n1", "inventory_file"), ("n1", "inventory_dir"), ("n2", "inventory_file"),
+    ("n2", "inventory_dir"), ("n2", "key_path"),
+])
+def test_inventory_file_is_the_source_that_first_named_the_host(
+        host: str, var: str, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "p", {
+        "a/hosts.ini": "[gpu]\nn1\n",
+        "b/more/hosts.yml": "all:\n  hosts:\n    n1:\n    n2:\n"
+                            "      key_path: '{{ inventory_dir }}/keys/id'\n"})
+    sources = [root / "a" / "hosts.ini", root / "b"]
+    ours = _rendered(sources, host, var)
+    output = ansible("ansible", [arg for source in sources for arg in ("-i", str(source))]
+                     + [host, "-m", "debug", "-a", f"var={var}"], root)
+    assert ours == json.loads(output.split("=>", 1)[1])[var]
+
+
+def _rendered(sources: list[Path], host: str, var: str) -> object:
+    """``var`` of ``host`` as a template naming it renders (a magic variable included)."""
+    resolved = read_inventory(sources)
+    resolved.hostvars[host]["probe"] = f"{{{{ {var} }}}}"
+    return HostTemplar(resolved).value(host, "probe")
