@@ -81,7 +81,7 @@ class SshFiles:
         """Give the connection's client the recorded keys of its host, from the known_hosts
         files ``given`` (ssh arguments' UserKnownHostsFile) or its ssh_config names; returns
         the file a new key is recorded in."""
-        paths = ([Path(os.path.expanduser(path)) for path in given] if given
+        paths = (list(map(_known_hosts_path, given)) if given
                  else known_hosts_files(connection.ssh_config))
         name = _known_hosts_name(connection.host, connection.port)
         keys: dict[str, PKey] = {}
@@ -132,7 +132,13 @@ class OpenSshPolicy(MissingHostKeyPolicy):
 def known_hosts_files(ssh_config: Any) -> list[Path]:
     """The files OpenSSH would read: the ssh_config's UserKnownHostsFile, else ~/.ssh's."""
     configured = ssh_config.get("userknownhostsfile", "~/.ssh/known_hosts ~/.ssh/known_hosts2")
-    return [Path(os.path.expanduser(path)) for path in configured.split()]
+    return list(map(_known_hosts_path, configured.split()))
+
+
+def _known_hosts_path(text: str) -> Path:
+    """A UserKnownHostsFile entry: ``none`` is no file, as for ssh (a file named none in the
+    current folder was written)."""
+    return Path(os.devnull if text.lower() == "none" else os.path.expanduser(text))
 
 
 def _known_hosts_name(address: str, port: int) -> str:
