@@ -60,7 +60,7 @@ def _cluster_plan(config: pytest.Config) -> Cluster:
         extra = parse_extra_vars(extra_args)
         # verify's, else read here with ansible.cfg's settings and vault passwords
         inventory = opened.inventory if opened is not None and opened.inventory else (
-            open_inventory(Path(inventory_arg), AnsibleOptions(), prompt=getpass.getpass,
+            open_inventory([Path(inventory_arg)], AnsibleOptions(), prompt=getpass.getpass,
                            redactor=Redactor(), extra_vars=extra).inventory)
         playbook = load_playbook(Path(playbook_arg) if playbook_arg else default_playbook(),
                                  inventory, extra)

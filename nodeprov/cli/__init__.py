@@ -22,6 +22,7 @@ from nodeprov.cli.options import (
     ForksOpt,
     HtmlOpt,
     InventoryArg,
+    InventoryOpt,
     JsonOpt,
     LimitOpt,
     ListHostsOpt,
@@ -187,6 +188,7 @@ def report_command(
 @app.command("inventory")
 def inventory_command(
     inventory: InventoryArg = None,
+    inventory_option: InventoryOpt = None,
     as_list: Annotated[bool, typer.Option("--list", help="Print the resolved inventory as "
                                           "ansible-inventory --list does (JSON).")] = False,
     graph: Annotated[str | None, typer.Option(
@@ -207,7 +209,8 @@ def inventory_command(
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
-        ansible = ansible_options(vault_id=vault_id, vault_password_file=vault_password_file,
+        ansible = ansible_options(inventory_option=inventory_option, vault_id=vault_id,
+                                  vault_password_file=vault_password_file,
                                   ask_vault_pass=ask_vault_pass)
         shown = show_inventory(inventory, ansible, redactor, as_list=as_list, graph=graph,
                                host=host, extra_vars=extra_vars or (),

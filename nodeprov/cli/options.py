@@ -30,9 +30,10 @@ from nodeprov.util import reportfile
 
 COMMAND_KEY = "nodeprov.run.command"  # where AfterDashDash keeps the words after --
 
-InventoryArg = Annotated[Path | None, typer.Argument(
-    help="Inventory (Ansible INI or YAML, a directory, a script, or ansible-inventory --list "
-    "JSON). Default: ansible.cfg's inventory, else ./inventory.yaml, else $NODEPROV_INVENTORY.",
+InventoryArg = Annotated[list[Path] | None, typer.Argument(
+    help="Inventory sources (Ansible INI or YAML, a directory, a script, or ansible-inventory "
+    "--list JSON), merged in order as Ansible merges -i a -i b. Default: ansible.cfg's "
+    "inventory, else $NODEPROV_INVENTORY, else ./inventory.yaml.",
     show_default=False, readable=False)]  # readable: nodeprov says it, in one line
 PlaybookOpt = Annotated[Path | None, typer.Option(
     "--playbook", "-p", help="Playbook to run (default: the built-in site.yaml).",
@@ -92,6 +93,9 @@ ListTasksOpt = Annotated[bool, typer.Option(
 
 
 # Ansible's own options, with Ansible's names and precedence (docs/ansible.md)
+InventoryOpt = Annotated[list[Path] | None, typer.Option(
+    "--inventory", "-i", help="An inventory source, as INVENTORY (read after those). "
+    "Repeatable.", metavar="SOURCE", readable=False)]
 VaultIdOpt = Annotated[list[str] | None, typer.Option(
     "--vault-id", help="A vault identity, LABEL@SOURCE: a password file, an executable that "
     "prints the password, or prompt. Repeatable.", metavar="LABEL@SOURCE")]
@@ -146,13 +150,15 @@ ConnectTimeoutOpt = Annotated[int | None, typer.Option(
 
 # parameter: (option, default); -T is apart: run names it otherwise (takes_ansible_options)
 ANSIBLE_OPTIONS: dict[str, tuple[object, object]] = {
-    "vault_id": (VaultIdOpt, None), "vault_password_file": (VaultPasswordFileOpt, None),
+    "inventory_option": (InventoryOpt, None), "vault_id": (VaultIdOpt, None),
+    "vault_password_file": (VaultPasswordFileOpt, None),
     "ask_vault_pass": (AskVaultPassOpt, False), "ask_become_pass": (AskBecomePassOpt, False),
     "become": (BecomeOpt, False), "become_user": (BecomeUserOpt, None),
     "user": (UserOpt, None), "private_key": (PrivateKeyOpt, None)}
 
 
-def ansible_options(*, vault_id: list[str] | None = None,
+def ansible_options(*, inventory_option: list[Path] | None = None,
+                    vault_id: list[str] | None = None,
                     vault_password_file: list[Path] | None = None, ask_vault_pass: bool = False,
                     ask_become_pass: bool = False, become: bool = False,
                     become_user: str | None = None, user: str | None = None,
@@ -160,7 +166,7 @@ def ansible_options(*, vault_id: list[str] | None = None,
                     ) -> AnsibleOptions:
     """The options above, as the library takes them (paths from the current folder)."""
     return AnsibleOptions(
-        vault_ids=tuple(vault_id or ()),
+        inventories=tuple(inventory_option or ()), vault_ids=tuple(vault_id or ()),
         vault_password_files=tuple(os.path.abspath(p) for p in vault_password_file or ()),
         ask_vault_pass=ask_vault_pass, ask_become_pass=ask_become_pass,
         command_line=CommandLine(user=user, private_key=os.path.abspath(private_key)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from nodeprov.proof.prove import Proof
 
 
-def run_apply(inventory_path: Path | None, playbook_path: Path | None,
+def run_apply(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
               ansible: AnsibleOptions, redactor: Redactor, *, check: bool, diff: bool,
               limit: str | None, tags: str | None, forks: int | None,
               accept_new_host_keys: bool, json_path: str | None, verbose: bool,

@@ -28,8 +28,10 @@ def show_config(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
         lines += [f"  {name}: {setting.definition.use}{_not_applied(name, settings)}"
                   for name, setting in sorted(settings.values.items())]
     if settings.not_used:
+        said = set(settings.might_matter())
         lines += ["", "not used by nodeprov (docs/ansible.md says why):",
-                  *(f"  {entry}" for entry in settings.not_used)]
+                  *(f"  {entry}" + (" (said at the start of each command)" if entry in said
+                                    else "") for entry in settings.not_used)]
     return "\n".join(lines)
 
 

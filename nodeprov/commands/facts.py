@@ -29,9 +29,10 @@ from nodeprov.util.redact import Redactor
 from nodeprov.util.validate import printable
 
 
-def run_facts(inventory_path: Path | None, ansible: AnsibleOptions, redactor: Redactor, *,
-              limit: str | None, forks: int | None, accept_new_host_keys: bool,
-              json_path: str | None, extra_vars: Sequence[str] = ()) -> int:
+def run_facts(inventory_path: Sequence[Path] | None, ansible: AnsibleOptions,
+              redactor: Redactor, *, limit: str | None, forks: int | None,
+              accept_new_host_keys: bool, json_path: str | None,
+              extra_vars: Sequence[str] = ()) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
     opened = open_for(inventory_path, ansible, redactor, extra=parse_extra_vars(extra_vars))

@@ -12,7 +12,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -41,9 +41,9 @@ RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
 
 
-def run_command(inventory_path: Path | None, request: RunRequest, ansible: AnsibleOptions,
-                redactor: Redactor, *, limit: str | None, forks: int | None,
-                accept_new_host_keys: bool, json_path: str | None,
+def run_command(inventory_path: Sequence[Path] | None, request: RunRequest,
+                ansible: AnsibleOptions, redactor: Redactor, *, limit: str | None,
+                forks: int | None, accept_new_host_keys: bool, json_path: str | None,
                 html_path: str | None = None) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
     from nodeprov.userjob.run import run_user_job

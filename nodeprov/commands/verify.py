@@ -75,7 +75,7 @@ def _checks_part(verification: Verification) -> Part:
                 + (f", {could_not} could not run" if could_not else ""), False)
 
 
-def run_verify(inventory_path: Path | None, playbook_path: Path | None,
+def run_verify(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
                ansible: AnsibleOptions, redactor: Redactor, *, limit: str | None,
                accept_new_host_keys: bool, json_path: str | None, job: bool,
                html_path: str | None = None,

@@ -10,6 +10,7 @@ an ``ANSIBLE_REMOTE_USER`` beats; ``-e`` beats them all).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from nodeprov.config.settings import Settings
@@ -34,8 +35,9 @@ class CommandLine:
 
 @dataclass(frozen=True)
 class AnsibleOptions:
-    """The command line's Ansible options: vault, connection, become."""
+    """The command line's Ansible options: inventories, vault, connection, become."""
 
+    inventories: tuple[Path, ...] = ()  # -i, after the INVENTORY arguments
     vault_ids: tuple[str, ...] = ()  # --vault-id
     vault_password_files: tuple[str, ...] = ()  # --vault-password-file
     ask_vault_pass: bool = False  # --ask-vault-pass, -J

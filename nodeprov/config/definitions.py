@@ -3,7 +3,9 @@ Ansible reads it (INI entries, then environment variables; a later entry of each
 its type, and under which name ``ansible-config dump`` shows it. Connection settings are the
 ``ssh`` connection plugin's and ``become_user``/``become_pass`` the ``sudo`` become plugin's
 (``ansible-config dump -t connection``/``-t become``): those are the ones Ansible's ssh and sudo
-read. Every other setting of an ansible.cfg is listed as not used, never dropped in silence.
+read. Every other setting of an ansible.cfg is listed as not used by ``nodeprov config``,
+never dropped in silence; those a user could expect to matter (``might_matter``) are also
+named at the start of each command.
 
     >>> DEFINITIONS["forks"].env
     ('ANSIBLE_FORKS',)
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 DEFAULTS = "defaults"
 BECOME = "privilege_escalation"
 SSH = "ssh_connection"
+INVENTORY = "inventory"
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,14 @@ DEFINITIONS: dict[str, Definition] = {d.name: d for d in (
           "try only the secret whose label matches a vault's id"),
     _base("ask_vault_pass", "DEFAULT_ASK_VAULT_PASS", DEFAULTS, "bool",
           "ask for the vault password (as --ask-vault-pass)"),
+    Definition("inventory_ignore_extensions", "INVENTORY_IGNORE_EXTS",
+               ((DEFAULTS, "inventory_ignore_extensions"), (INVENTORY, "ignore_extensions")),
+               ("ANSIBLE_INVENTORY_IGNORE",), "list",
+               use="files of an inventory folder not read (ends of their names)"),
+    Definition("inventory_ignore_patterns", "INVENTORY_IGNORE_PATTERNS",
+               ((DEFAULTS, "inventory_ignore_patterns"), (INVENTORY, "ignore_patterns")),
+               ("ANSIBLE_INVENTORY_IGNORE_REGEX",), "list",
+               use="files of an inventory folder not read (regular expressions)"),
     Definition("host_key_checking", "host_key_checking", ((DEFAULTS, "host_key_checking"),
                (SSH, "host_key_checking")), ("ANSIBLE_HOST_KEY_CHECKING",
                "ANSIBLE_SSH_HOST_KEY_CHECKING"), "bool", "ssh",
@@ -84,3 +95,35 @@ DEFINITIONS: dict[str, Definition] = {d.name: d for d in (
 )}
 # read to find the others, never reported as not used
 CONFIG_ENV = "ANSIBLE_CONFIG"
+
+# Not used, yet a user could expect them to change what nodeprov does: named on one line at
+# the start of a command. Every other entry nodeprov does not read (roles, callbacks, fact
+# caching, pipelining, control_path, retry files, colours ...) cannot change what it does:
+# only ``nodeprov config`` lists it.
+MIGHT_MATTER_KEYS = frozenset({
+    "ask_pass", "transport", "hash_behaviour", "precedence", "vars_plugins_enabled",
+    "playbook_vars_root", "jinja2_native", "strategy", "any_errors_fatal", "executable",
+    "connection_password_file", "become", "become_method", "become_user", "become_ask_pass",
+    "become_exe", "become_flags", "sudo_user", "sudo_exe", "sudo_flags", "ask_sudo_pass",
+    "su_user", "ssh_executable", "enable_plugins"})
+MIGHT_MATTER_SECTIONS = frozenset({"paramiko_connection"})
+MIGHT_MATTER_ENV = frozenset({
+    "ANSIBLE_ASK_PASS", "ANSIBLE_TRANSPORT", "ANSIBLE_HASH_BEHAVIOUR", "ANSIBLE_PRECEDENCE",
+    "ANSIBLE_VARS_ENABLED", "ANSIBLE_PLAYBOOK_VARS_ROOT", "ANSIBLE_JINJA2_NATIVE",
+    "ANSIBLE_STRATEGY", "ANSIBLE_ANY_ERRORS_FATAL", "ANSIBLE_EXECUTABLE",
+    "ANSIBLE_CONNECTION_PASSWORD_FILE", "ANSIBLE_BECOME_EXE", "ANSIBLE_BECOME_FLAGS",
+    "ANSIBLE_SUDO_EXE", "ANSIBLE_SUDO_FLAGS", "ANSIBLE_SSH_EXECUTABLE",
+    "ANSIBLE_INVENTORY_ENABLED"})
+MIGHT_MATTER_ENV_PREFIX = "ANSIBLE_PARAMIKO_"
+
+
+def might_matter(entry: str) -> bool:
+    """Whether a not-used entry ("[section] key" or "ANSIBLE_X") could be expected to matter.
+
+    >>> might_matter("[paramiko_connection] look_for_keys"), might_matter("[defaults] library")
+    (True, False)
+    """
+    if entry.startswith("["):
+        section, _, key = entry[1:].partition("] ")
+        return section in MIGHT_MATTER_SECTIONS or key in MIGHT_MATTER_KEYS
+    return entry in MIGHT_MATTER_ENV or entry.startswith(MIGHT_MATTER_ENV_PREFIX)

@@ -1,6 +1,9 @@
 """Which ansible.cfg Ansible reads: the first that exists and can be read of
-``$ANSIBLE_CONFIG`` (a folder means its ansible.cfg), ``./ansible.cfg`` (not in a world-writable
-folder: anyone could plant one there), ``~/.ansible.cfg``, ``/etc/ansible/ansible.cfg``.
+``$ANSIBLE_CONFIG`` (a folder means its ansible.cfg), ``./ansible.cfg``, ``~/.ansible.cfg``,
+``/etc/ansible/ansible.cfg``. A file found by searching is passed over, with a warning, in a
+folder others can write (``trust``): Ansible does so for a world-writable current folder;
+nodeprov for each place searched, and for an empty ``ANSIBLE_CONFIG`` too (which Ansible
+reads as the current folder, unchecked). A file ``ANSIBLE_CONFIG`` names is read.
 
     >>> find_config_file({"ANSIBLE_CONFIG": "/nonexistent/x.cfg", "HOME": "/nonexistent"},
     ...                  Path("/nonexistent"), Path("/nonexistent/etc.cfg"))
@@ -10,39 +13,35 @@ folder: anyone could plant one there), ``~/.ansible.cfg``, ``/etc/ansible/ansibl
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from nodeprov.config.convert import expand
+from nodeprov.config.trust import writable_by_others
 
 SYSTEM_CONFIG = Path("/etc/ansible/ansible.cfg")
 
 
 def find_config_file(environ: Mapping[str, str], cwd: Path,
                      system: Path = SYSTEM_CONFIG) -> tuple[Path | None, str]:
-    """(the file, a warning): the warning says a ./ansible.cfg was passed over because the
-    folder is world-writable, as Ansible warns."""
-    candidates: list[Path] = []
-    given: Path | None = None
-    if "ANSIBLE_CONFIG" in environ:
+    """(the file, a warning): the warning names a file passed over and what to do."""
+    named: Path | None = None  # a file ANSIBLE_CONFIG names: read wherever it is
+    searched: list[Path] = []
+    if environ.get("ANSIBLE_CONFIG"):
         given = Path(os.path.normpath(cwd / expand(environ["ANSIBLE_CONFIG"], environ)))
-        given = given / "ansible.cfg" if given.is_dir() else given
-        candidates.append(given)
+        if given.is_dir():
+            searched.append(given / "ansible.cfg")
+        else:
+            named = given
+    searched += [cwd / "ansible.cfg", Path(expand("~/.ansible.cfg", environ)), system]
     warning = ""
-    try:
-        world_writable = bool(cwd.stat().st_mode & stat.S_IWOTH)
-    except OSError:
-        world_writable = False
-    if world_writable:
-        if (cwd / "ansible.cfg").exists():
-            warning = (f"{cwd}/ansible.cfg: not read: the folder is world-writable (as "
-                       "Ansible, which then ignores it); point ANSIBLE_CONFIG at it")
-    else:
-        candidates.append(cwd / "ansible.cfg")
-    candidates.append(Path(expand("~/.ansible.cfg", environ)))
-    candidates.append(system)
-    for candidate in candidates:
-        if candidate.exists() and os.access(candidate, os.R_OK):
-            return candidate, "" if candidate == given else warning
+    for candidate in ([named] if named else []) + searched:
+        if not (candidate.exists() and os.access(candidate, os.R_OK)):
+            continue
+        why = "" if candidate == named else writable_by_others(candidate)
+        if not why:
+            return candidate, warning
+        warning = warning or (f"{candidate}: not read: {why}, so anyone could have put it "
+                              "there (as Ansible passes over a world-writable folder); point "
+                              "ANSIBLE_CONFIG at the file if it is yours")
     return None, warning

@@ -6,6 +6,7 @@ default; the command line and inventory variables beat both (their owners apply 
     settings.get("forks")          # 25, or None when neither ansible.cfg nor ANSIBLE_FORKS says
     settings.origin("forks")       # '/repo/ansible.cfg' or 'env: ANSIBLE_FORKS'
     settings.not_used              # ('[defaults] roles_path', 'ANSIBLE_NOCOLOR', ...)
+    settings.might_matter()        # ('[paramiko_connection] look_for_keys', ...): say these
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.config.convert import BadValue, convert
-from nodeprov.config.definitions import CONFIG_ENV, DEFINITIONS, Definition
+from nodeprov.config.definitions import CONFIG_ENV, DEFINITIONS, Definition, might_matter
 from nodeprov.config.search import find_config_file
 from nodeprov.errors import InputError
 
@@ -47,6 +48,10 @@ class Settings:
         """The value set by the environment or ansible.cfg, else ``default``."""
         setting = self.values.get(name)
         return default if setting is None else setting.value
+
+    def might_matter(self) -> tuple[str, ...]:
+        """The entries not used that a user could expect to change what nodeprov does."""
+        return tuple(filter(might_matter, self.not_used))
 
     def origin(self, name: str) -> str:
         setting = self.values.get(name)

@@ -3,7 +3,7 @@ under every alias, below them what the command line and ansible.cfg give (``defa
 Ansible ranks them), nodeprov's variables validated, and every problem one InputError naming the
 file, the line (or the setting), the host and the variable.
 
-    hosts = build_hosts(resolved, HostTemplar(resolved, path), path, warn=print,
+    hosts = build_hosts(resolved, HostTemplar(resolved), path, warn=print,
                         defaults={"ansible_user": ("ops", "-u")})
 """
 
@@ -23,7 +23,7 @@ from nodeprov.inventory import connection
 from nodeprov.inventory.data import Origin
 from nodeprov.inventory.model import Host
 from nodeprov.inventory.resolve import Resolved
-from nodeprov.inventory.sshargs import SshArgs, first_of, parse_ssh_args
+from nodeprov.inventory.sshargs import SshArgs, first_of, hop_places, hop_text, parse_ssh_args
 from nodeprov.inventory.templating import HostTemplar
 from nodeprov.inventory.variables import PATH_VARIABLES, VARIABLES, subnet_too_wide
 from nodeprov.inventory.vaultlib import VaultError
@@ -123,7 +123,11 @@ class _HostBuilder:
         # the order of Ansible's ssh command line, where ssh takes the first value of each
         # option: ssh_args, then Ansible's own -o StrictHostKeyChecking=no (host_key_checking
         # false) and -o Port, then ssh_common_args, then ssh_extra_args
-        args, common, extra = self._ssh_args(name, values)
+        parsed = self._ssh_args(name, values)
+        for later in hop_places(parsed)[1:]:  # ssh takes the first hop it reads
+            self._warn_once(name, connection.SSH_ARGS[later], f"{hop_text(parsed[later])} not "
+                            "applied: an earlier ProxyJump or ProxyCommand came first, as in ssh")
+        args, common, extra = parsed
         ssh = first_of([args, SshArgs(port=values["ansible_port"], strict_host_keys=(
             False if not values["ansible_host_key_checking"] else None)), common, extra])
         if ssh.ssh_config_file and not values["ssh_config_file"]:
@@ -143,7 +147,7 @@ class _HostBuilder:
             port=ssh.port, user=values["ansible_user"],
             key_file=values["ansible_ssh_private_key_file"], become=values["ansible_become"],
             become_password=values["ansible_become_password"],
-            proxy_jump=ssh.jump if ssh.jump and ssh.jump.lower() != "none" else None,
+            proxy_jump=ssh.jump,
             proxy_command=ssh.proxy_command, timeout=values["ansible_timeout"],
             accept_new_host_key=ssh.strict_host_keys is False,
             known_hosts_files=ssh.known_hosts_files,

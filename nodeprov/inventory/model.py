@@ -33,7 +33,8 @@ class Host:
     become: bool = False
     become_password: str | None = field(default=None, repr=False)
     # SSH hops from the inventory (ansible_ssh_common_args / ansible_ssh_extra_args): a
-    # ProxyJump spec "[user@]host[:port][,...]" or a ProxyCommand; None: ssh_config decides
+    # ProxyJump spec "[user@]host[:port][,...]" or a ProxyCommand; "none" in either: no hop,
+    # whatever ssh_config says; None: ssh_config decides
     proxy_jump: str | None = None
     proxy_command: str | None = None
     timeout: float | None = None  # to open the connection; None: SshOptions.connect_timeout

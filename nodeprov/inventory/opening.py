@@ -3,7 +3,7 @@
 Ansible takes them from, and what the command line says, each below or above the inventory's
 own variables as in Ansible.
 
-    opened = open_inventory(None, AnsibleOptions(vault_ids=("prod@prompt",)), prompt=getpass,
+    opened = open_inventory([], AnsibleOptions(vault_ids=("prod@prompt",)), prompt=getpass,
                             redactor=redactor)   # masks each password and decrypted value
     opened.inventory.hosts, opened.forks(None)
 """
@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nodeprov.config import Settings, read_settings
 from nodeprov.config.defaults import AnsibleOptions, CommandLine, host_defaults
-from nodeprov.errors import InputError
 from nodeprov.inventory import load_inventory
+from nodeprov.inventory.finding import (
+    ignored,
+    inventory_sources,
+    project_folder,
+    refuse_if_planted,
+)
 from nodeprov.inventory.model import Inventory
 from nodeprov.inventory.reading import warn_stderr
 from nodeprov.inventory.vaultlib import Vault
@@ -28,7 +34,6 @@ from nodeprov.inventory.vaultsecrets import DEFAULT_IDENTITY, load_secrets
 from nodeprov.util.fanout import DEFAULT_FORKS
 from nodeprov.util.redact import Redactor
 
-DEFAULT_INVENTORY = Path("inventory.yaml")
 Prompt = Callable[[str], str]  # asks for a password without echo (getpass)
 
 
@@ -43,72 +48,55 @@ class Opened:
         return given or int(self.settings.get("forks", DEFAULT_FORKS))
 
 
-def inventory_path(given: Path | None, settings: Settings,
-                   environ: Mapping[str, str]) -> Path:
-    """INVENTORY if given, else ansible.cfg's (or ANSIBLE_INVENTORY's) one inventory, else
-    ./inventory.yaml if it exists, else $NODEPROV_INVENTORY."""
-    if given is not None:
-        return given
-    configured = settings.values.get("inventory")
-    if configured is not None:
-        if len(configured.value) != 1:
-            raise InputError(f"{len(configured.value)} inventories; nodeprov reads one: give "
-                             "it as INVENTORY", source=configured.origin, field=configured.entry)
-        path = Path(configured.value[0])
-        if not path.exists():
-            raise InputError(f"{path} does not exist; fix the setting or give the inventory "
-                             "as INVENTORY", source=configured.origin, field=configured.entry)
-        return path
-    if DEFAULT_INVENTORY.exists():
-        return DEFAULT_INVENTORY
-    if environ.get("NODEPROV_INVENTORY"):
-        return Path(environ["NODEPROV_INVENTORY"])
-    raise InputError("no inventory: give a path, set inventory in ansible.cfg, create "
-                     "./inventory.yaml, or set NODEPROV_INVENTORY")
-
-
-def open_inventory(given: Path | None, options: AnsibleOptions, *, prompt: Prompt,
+def open_inventory(given: Sequence[Path], options: AnsibleOptions, *, prompt: Prompt,
                    redactor: Redactor, extra_vars: Mapping[str, Any] | None = None,
                    playbook_dir: Path | None = None,
                    warn: Callable[[str], None] = warn_stderr,
                    environ: Mapping[str, str] | None = None) -> Opened:
-    """Read the settings, say once what of them nodeprov does not use, ask for the passwords
-    the options and settings ask for, then load the inventory with them. ``redactor`` learns
-    every password and decrypted value as soon as it is known, errors of the loading included.
+    """Read the settings, say once those nodeprov does not use that might matter, ask for the
+    passwords the options and settings ask for, then load the inventory with them: ``given``
+    (INVENTORY) and ``-i``, else the configured sources (``finding``), with the
+    group_vars/host_vars beside ``playbook_dir``, else beside the project's ansible.cfg.
+    ``redactor`` learns every password and decrypted value as soon as it is known, errors of
+    the loading included.
     """
     prepared = prepare(given, options, prompt=prompt, redactor=redactor, warn=warn,
                        environ=environ, become=True)
-    inventory = load_inventory(prepared.path, playbook_dir, warn, extra_vars=extra_vars,
+    inventory = load_inventory(prepared.sources, playbook_dir or prepared.project, warn,
+                               extra_vars=extra_vars,
                                defaults=host_defaults(prepared.settings, prepared.command_line),
-                               vault=prepared.vault)
+                               vault=prepared.vault, ignored=prepared.ignored)
     redactor.add(host.become_password for host in inventory.hosts if host.become_password)
     return Opened(inventory, prepared.settings, prepared.vault)
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """What reading an inventory needs: its path, the settings, the vault, the command line."""
+    """What reading an inventory needs: its sources, the settings, the vault, the command line,
+    the project's folder and the names an inventory folder's reading skips."""
 
-    path: Path
+    sources: tuple[Path, ...]
     settings: Settings
     vault: Vault
     command_line: CommandLine
+    project: Path | None
+    ignored: re.Pattern[str]
 
 
-def prepare(given: Path | None, options: AnsibleOptions, *, prompt: Prompt,
+def prepare(given: Sequence[Path], options: AnsibleOptions, *, prompt: Prompt,
             redactor: Redactor, warn: Callable[[str], None] = warn_stderr,
             environ: Mapping[str, str] | None = None, become: bool = False) -> Prepared:
-    """The settings (their warnings said), the inventory's path, the vault with its secrets
+    """The settings (their warnings said), the inventory's sources, the vault with its secrets
     and (``become``) the sudo password asked for: what ``nodeprov inventory`` needs too."""
     environ = os.environ if environ is None else environ
     settings = read_settings(environ, Path.cwd())
     for warning in settings.warnings:
         warn(warning)
-    if settings.not_used:
+    if settings.might_matter():
         where = settings.config_file or "the environment"
-        warn(f"{where}: not used by nodeprov (docs/ansible.md says why): "
-             f"{', '.join(settings.not_used)}")
-    path = inventory_path(given, settings, environ)
+        warn(f"{where}: not used by nodeprov (nodeprov config lists all): "
+             f"{', '.join(settings.might_matter())}")
+    sources = inventory_sources([*given, *options.inventories], settings, environ, warn)
     command_line = options.command_line
     if become and (options.ask_become_pass or settings.get("become_ask_pass")):
         typed = prompt("BECOME password: ")
@@ -119,7 +107,8 @@ def prepare(given: Path | None, options: AnsibleOptions, *, prompt: Prompt,
     vault = _vault(options, settings, prompt, warn, redactor)
     redactor.follow(vault.snapshot)
     redactor.add(secret.password.decode(errors="replace") for secret in vault.secrets)
-    return Prepared(path, settings, vault, command_line)
+    return Prepared(sources, settings, vault, command_line, project_folder(settings, environ),
+                    ignored(settings))
 
 
 def _vault(options: AnsibleOptions, settings: Settings, prompt: Prompt,
@@ -132,6 +121,7 @@ def _vault(options: AnsibleOptions, settings: Settings, prompt: Prompt,
         return typed
 
     identity = str(settings.get("vault_identity") or DEFAULT_IDENTITY)
+    _refuse_planted_vault_files(settings)
     configured_file = settings.get("vault_password_file")
     secrets = load_secrets(
         [*filter(None, settings.get("vault_identity_list", [])), *options.vault_ids],
@@ -140,3 +130,17 @@ def _vault(options: AnsibleOptions, settings: Settings, prompt: Prompt,
         prompt=asked, warn=warn, identity=identity)
     # no type in Ansible: any text turns it on, "False" too
     return Vault(secrets, identity=identity, id_match=bool(settings.get("vault_id_match")))
+
+
+def _refuse_planted_vault_files(settings: Settings) -> None:
+    """A password file or script the settings name must not be where others can write: a
+    script runs as this user (--vault-password-file and --vault-id are read wherever)."""
+    for name in ("vault_password_file", "vault_identity_list"):
+        setting = settings.values.get(name)
+        if setting is None:
+            continue
+        for item in [setting.value] if isinstance(setting.value, str) else setting.value:
+            source = str(item).partition("@")[2] if "@" in str(item) else str(item)
+            if source and not source.startswith("prompt"):
+                refuse_if_planted(Path(source), "give it as --vault-password-file",
+                                  setting.origin, setting.entry)

@@ -1,37 +1,61 @@
-"""An inventory read and resolved as Ansible would, before nodeprov's own checks.
+"""An inventory read and resolved as Ansible would, before nodeprov's own checks: one source or
+several (``-i a -i b``, ansible.cfg's ``inventory = a,b``), read in order into one inventory, a
+later source adding to and overriding what an earlier one said, as Ansible merges them.
 
     resolved = read_inventory(Path("inventory/hosts.ini"), vault=Vault(secrets))
+    resolved = read_inventory([Path("config/inventory"), Path("extra.yml")], Path("."))
     resolved.hostvars["node1"]    # what ansible-inventory --list shows for node1
 """
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.resolve import Resolved, resolve
-from nodeprov.inventory.source import read_source
+from nodeprov.inventory.source import DEFAULT_IGNORED, read_source
 from nodeprov.inventory.varsdirs import VarsDir
 from nodeprov.inventory.vaultlib import Vault
+
+Sources = Path | Sequence[Path]  # one inventory source, or several in the order they merge
 
 
 def warn_stderr(message: str) -> None:
     sys.stderr.write(f"nodeprov: warning: {message}\n")
 
 
-def read_inventory(path: Path, playbook_dir: Path | None = None,
+def as_sources(given: Sources) -> tuple[Path, ...]:
+    return (given,) if isinstance(given, Path) else tuple(given)
+
+
+def folder_of(source: Path) -> Path:
+    """Where a source's group_vars/ and host_vars/ are: the folder itself, or the file's."""
+    return source if source.is_dir() else source.parent
+
+
+def read_inventory(sources: Sources, playbook_dir: Path | None = None,
                    warn: Callable[[str], None] = warn_stderr, *,
-                   vault: Vault | None = None) -> Resolved:
-    """Read ``path`` (file, directory or script) with the group_vars/ and host_vars/ beside it
-    and beside the playbook, decrypting vault-encrypted files with ``vault`` (inline ``!vault``
-    values stay encrypted until used); InputError names the file and line of any problem."""
+                   vault: Vault | None = None,
+                   ignored: re.Pattern[str] = DEFAULT_IGNORED) -> Resolved:
+    """Read each source (file, directory or script; ``ignored``: the names a directory's reading
+    skips) with the group_vars/ and host_vars/ beside each, then beside ``playbook_dir`` (the
+    project's folder), decrypting vault-encrypted files with ``vault`` (inline ``!vault`` values
+    stay encrypted until used); InputError names the file and line of any problem."""
     vault = vault or Vault()
-    data = InventoryData(str(path))
-    read_source(path, data, warn, vault)
+    paths = as_sources(sources)
+    data = InventoryData(str(paths[0]))
+    for path in paths:
+        read_source(path, data, warn, vault, ignored)
     data.reconcile()
-    folder = path if path.is_dir() else path.parent
-    playbook_dirs = [VarsDir(playbook_dir, vault)] if playbook_dir is not None and (
-        playbook_dir.resolve() != folder.resolve()) else []
-    return resolve(data, [VarsDir(folder, vault)], playbook_dirs, vault)
+    # as Ansible, a folder applies once per source it holds and again as the playbook's:
+    # the last one wins; each is read once however often it applies
+    found: dict[Path, VarsDir] = {}
+
+    def vars_dir(folder: Path) -> VarsDir:
+        return found.setdefault(folder.resolve(), VarsDir(folder, vault))
+
+    playbook_dirs = [vars_dir(playbook_dir)] if playbook_dir is not None else []
+    return resolve(data, [vars_dir(folder_of(path)) for path in paths], playbook_dirs, vault)

@@ -2,20 +2,24 @@
 an executable script with a shebang runs with ``--list``; ``.yml``/``.yaml``/``.json`` (and files
 without an extension that parse as a YAML mapping) are YAML; ``.toml`` is TOML (Ansible's toml
 plugin: the YAML shape, children a list); anything else is INI. A directory
-reads every inventory file in it and in its subfolders, in name order; as Ansible, a file there
-that cannot be read is skipped with a warning (a README, a hosts.yml.example), never one that is
-a vault no given password opens. A vault-encrypted file is decrypted first (``vault``).
+reads every inventory file in it and in its subfolders, in name order, but those Ansible
+skips: hidden ones, its vars folders, names ending in ``inventory_ignore_extensions`` or
+matching ``inventory_ignore_patterns`` (``ignored``); as Ansible, a file there that cannot be
+read is skipped with a warning (a README, a hosts.yml.example), never one that is a vault no
+given password opens. A vault-encrypted file is decrypted first (``vault``).
 
     data = InventoryData()
     read_source(Path("inventory/hosts.ini"), data, warn=print, vault=Vault())
+    read_source(Path("inventory"), data, print, Vault(), ignored_names([".ini"], ["^old"]))
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,24 +38,40 @@ else:  # pragma: no cover - the tomli backport on Python 3.10
     import tomli as tomllib
 
 YAML_EXTENSIONS = (".yml", ".yaml", ".json")
-# Ansible's INVENTORY_IGNORE_EXTS and its vars folders, skipped when reading a directory
+# Ansible's INVENTORY_IGNORE_EXTS default, skipped when reading a directory
 IGNORED_EXTENSIONS = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst",
                       ".orig", ".cfg", ".retry")
-# skipped in a directory: only the top folder's group_vars/host_vars apply (varsdirs reads them)
-SKIPPED_FOLDERS = ("group_vars", "host_vars", "vars_plugins")
+# Ansible's IGNORED_ALWAYS: hidden files and its vars folders (only the top folder's
+# group_vars/host_vars apply: varsdirs reads them)
+_ALWAYS_IGNORED = (r"^\.", "^host_vars$", "^group_vars$", "^vars_plugins$")
 SCRIPT_TIMEOUT = 120.0
 
 
+def ignored_names(extensions: Sequence[str] = IGNORED_EXTENSIONS,
+                  patterns: Sequence[str] = ()) -> re.Pattern[str]:
+    """The names an inventory folder's reading skips, one expression as Ansible builds it
+    (searched anywhere in the name); ``patterns`` are regular expressions.
+
+    >>> bool(ignored_names().search("hosts.orig")), bool(ignored_names().search("hosts"))
+    (True, False)
+    """
+    return re.compile("|".join((*_ALWAYS_IGNORED, *patterns,
+                                *(f"{re.escape(end)}$" for end in extensions))))
+
+
+DEFAULT_IGNORED = ignored_names()
+
+
 def read_source(path: Path, data: InventoryData, warn: Callable[[str], None],
-                vault: Vault) -> None:
+                vault: Vault, ignored: re.Pattern[str] = DEFAULT_IGNORED) -> None:
     if path.is_dir():
-        _read_folder(path, data, warn, vault, set())
+        _read_folder(path, data, warn, vault, set(), ignored)
     else:
         _read_file(path, data, warn, vault)
 
 
 def _read_folder(path: Path, data: InventoryData, warn: Callable[[str], None], vault: Vault,
-                 seen: set[tuple[int, int]]) -> None:
+                 seen: set[tuple[int, int]], ignored: re.Pattern[str]) -> None:
     """Every member, subfolders too, each folder once (a symlink loop ends). A file that cannot
     be parsed is skipped with a warning, as in Ansible, which keeps what its lines before the
     error added; one nodeprov refuses on purpose (StricterThanAnsible) stops the run, as it
@@ -63,11 +83,10 @@ def _read_folder(path: Path, data: InventoryData, warn: Callable[[str], None], v
     seen.add((folder.st_dev, folder.st_ino))
     for entry in sorted(os.listdir(path)):
         member = path / entry
-        if entry.startswith(".") or entry in SKIPPED_FOLDERS or entry.endswith(
-                IGNORED_EXTENSIONS):
+        if ignored.search(entry):
             continue
         if member.is_dir():
-            _read_folder(member, data, warn, vault, seen)
+            _read_folder(member, data, warn, vault, seen, ignored)
             continue
         try:
             _read_file(member, data, warn, vault)

@@ -2,7 +2,8 @@
 inventory variables) mapped onto what nodeprov's SSH does: the ProxyJump and ProxyCommand hops,
 the port, the ssh_config file, and host-key checking with its known_hosts files. The rest is
 returned as written, for a warning that names it (nodeprov's SSH is paramiko, not ssh).
-As for ssh, the first value given for an option wins.
+As for ssh, the first value given for an option wins, and the first of ProxyJump and
+ProxyCommand: it keeps the other from taking effect, ``none`` (no hop at all) included.
 
     >>> parsed = parse_ssh_args("-o ControlMaster=auto -J admin@bastion:2222 -p 2200")
     >>> parsed.jump, parsed.port, parsed.not_applied
@@ -26,12 +27,13 @@ STRICT_VALUES = {"yes": True, "ask": True, "no": False, "off": False, "accept-ne
 _NAMES = {"proxyjump": "ProxyJump", "proxycommand": "ProxyCommand", "port": "Port",
           "configfile": "-F", "stricthostkeychecking": "StrictHostKeyChecking",
           "userknownhostsfile": "UserKnownHostsFile"}
+_HOPS = {"proxyjump": "proxycommand", "proxycommand": "proxyjump"}  # each keeps the other out
 
 
 @dataclass(frozen=True)
 class SshArgs:
     jump: str | None = None  # ProxyJump spec, "[user@]host[:port][,...]" ("none": no hop)
-    proxy_command: str | None = None
+    proxy_command: str | None = None  # ("none": no hop)
     port: int | None = None
     ssh_config_file: str | None = None  # -F
     # StrictHostKeyChecking: True refuses unknown keys; False trusts and records them
@@ -51,10 +53,27 @@ def first_of(parsed: Sequence[SshArgs]) -> SshArgs:
         return next((getattr(args, name) for args in parsed
                      if getattr(args, name) is not None), None)
 
-    return SshArgs(first("jump"), first("proxy_command"), first("port"),
+    hops = hop_places(parsed)
+    hop = parsed[hops[0]] if hops else SshArgs()
+    return SshArgs(hop.jump, hop.proxy_command, first("port"),
                    first("ssh_config_file"), first("strict_host_keys"),
                    first("known_hosts_files"),
                    tuple(item for args in parsed for item in args.not_applied))
+
+
+def hop_places(parsed: Sequence[SshArgs]) -> list[int]:
+    """Which of ``parsed`` give a ProxyJump or ProxyCommand: the first one's applies, as ssh
+    takes the first it reads; the others' are not applied.
+
+    >>> hop_places([parse_ssh_args("-p 2"), parse_ssh_args("-J b"), parse_ssh_args("-J c")])
+    [1, 2]
+    """
+    return [index for index, args in enumerate(parsed) if args.jump or args.proxy_command]
+
+
+def hop_text(args: SshArgs) -> str:
+    """The hop ``args`` give, as an ssh option."""
+    return f"-o ProxyJump={args.jump}" if args.jump else f"-o ProxyCommand={args.proxy_command}"
 
 
 def parse_ssh_args(text: str) -> SshArgs:
@@ -75,10 +94,13 @@ def parse_ssh_args(text: str) -> SshArgs:
             index += 1
             continue
         key, value = _option(flag, attached)
-        if key in _NAMES:
+        written = f"-o {attached}" if flag == "-o" else f"{flag} {attached}"
+        if key in _HOPS and _HOPS[key] in found:  # the other hop came first: ssh ignores this
+            not_applied.append(f"{written} ({_NAMES[_HOPS[key]]} came first)")
+        elif key in _NAMES:
             found.setdefault(key, value)
         else:
-            not_applied.append(f"-o {attached}" if flag == "-o" else f"{flag} {attached}")
+            not_applied.append(written)
         index += 1
     return _checked(found, tuple(not_applied))
 
@@ -107,11 +129,20 @@ def _checked(found: dict[str, str], not_applied: tuple[str, ...]) -> SshArgs:
                    check_jump(spec))
     files = checked("userknownhostsfile", lambda paths: tuple(
         validate.text_value(path) for path in paths.split()))
-    return SshArgs(jump=jump, proxy_command=checked("proxycommand", validate.text_value),
+    return SshArgs(jump=jump, proxy_command=checked("proxycommand", _command),
                    port=checked("port", validate.port),
                    ssh_config_file=checked("configfile", validate.text_value),
                    strict_host_keys=checked("stricthostkeychecking", _strict),
                    known_hosts_files=files, not_applied=not_applied)
+
+
+def _command(value: str) -> str:
+    """A ProxyCommand: ``none`` (no hop, in any case, as ssh reads it) or a command."""
+    if value.lower() == "none":
+        return "none"
+    if not value.strip():
+        raise ValueError("expected a command, or none")
+    return validate.text_value(value)
 
 
 def _strict(value: str) -> bool:

@@ -80,17 +80,14 @@ class _Sandbox(LimitedSandbox):
 class HostTemplar:
     """Renders inventory values per host; each (host, var) rendered once."""
 
-    def __init__(self, resolved: Resolved, inventory_path: Path,
-                 playbook_dir: Path | None = None) -> None:
+    def __init__(self, resolved: Resolved, playbook_dir: Path | None = None) -> None:
         self.resolved = resolved
         self._environment = _Sandbox()
         self._templates: dict[str, Template] = {}
         self._done: dict[tuple[str, str], Any] = {}
         self._rendering: set[tuple[str, str]] = set()
-        folder = inventory_path if inventory_path.is_dir() else inventory_path.parent
-        self._magic = {"inventory_dir": str(folder.resolve()),
-                       "inventory_file": str(inventory_path.resolve()),
-                       "playbook_dir": str((playbook_dir or Path.cwd()).resolve())}
+        self._sources: dict[str, dict[str, str]] = {}
+        self._magic = {"playbook_dir": str((playbook_dir or Path.cwd()).resolve())}
         self._groups = {name: resolved.data.group_hosts(name) for name in resolved.data.groups}
 
     def value(self, host: str, var: str) -> Any:
@@ -144,10 +141,21 @@ class HostTemplar:
         return value
 
     def magic(self, host: str) -> dict[str, Any]:
-        return {**self._magic, "inventory_hostname": host,
+        return {**self._magic, **self._source_of(host), "inventory_hostname": host,
                 "inventory_hostname_short": host.split(".")[0],
                 "group_names": self.resolved.group_names(host), "groups": self._groups,
                 "hostvars": _HostVars(self), "range": RangeBudget(), **_LOOKUPS}
+
+
+    def _source_of(self, host: str) -> dict[str, str]:
+        """inventory_file and inventory_dir as Ansible sets them: the source that first named
+        the host (a file of a folder, a script), each source's looked up once."""
+        source = self.resolved.data.hosts[host].origin.source
+        if source not in self._sources:
+            path = Path(source).resolve()
+            self._sources[source] = {"inventory_file": str(path), "inventory_dir": str(
+                path if path.is_dir() else path.parent)}
+        return self._sources[source]
 
 
 class _Vars(Mapping[str, Any]):

@@ -81,7 +81,7 @@ class SshFiles:
         """Give the connection's client the recorded keys of its host, from the known_hosts
         files ``given`` (ssh arguments' UserKnownHostsFile) or its ssh_config names; returns
         the file a new key is recorded in."""
-        paths = ([Path(os.path.expanduser(path)) for path in given] if given
+        paths = (list(map(_known_hosts_path, given)) if given
                  else known_hosts_files(connection.ssh_config))
         name = _known_hosts_name(connection.host, connection.port)
         keys: dict[str, PKey] = {}
@@ -132,7 +132,13 @@ class OpenSshPolicy(MissingHostKeyPolicy):
 def known_hosts_files(ssh_config: Any) -> list[Path]:
     """The files OpenSSH would read: the ssh_config's UserKnownHostsFile, else ~/.ssh's."""
     configured = ssh_config.get("userknownhostsfile", "~/.ssh/known_hosts ~/.ssh/known_hosts2")
-    return [Path(os.path.expanduser(path)) for path in configured.split()]
+    return list(map(_known_hosts_path, configured.split()))
+
+
+def _known_hosts_path(text: str) -> Path:
+    """A UserKnownHostsFile entry: ``none`` is no file, as for ssh (a file named none in the
+    current folder was written)."""
+    return Path(os.devnull if text.lower() == "none" else os.path.expanduser(text))
 
 
 def _known_hosts_name(address: str, port: int) -> str:
@@ -214,7 +220,12 @@ def prepare(host: Host, options: SshOptions, files: SshFiles,
     config = files.config(host.vars.get("ssh_config_file"))
     settings = config.base_ssh_config.lookup(address)
     gateway: Any = False  # False, not None: Fabric would build its unchecked chain itself
-    jump = host.proxy_jump or settings.get("proxyjump", "none")
+    # the inventory's hop (its "none" too) keeps ssh_config's out, as ssh takes the first
+    # ProxyJump or ProxyCommand it reads, and the command line before the files
+    given = host.proxy_jump or host.proxy_command
+    # (paramiko's lookup gives ProxyCommand none as None)
+    jump = host.proxy_jump or (None if given else settings.get("proxyjump")) or "none"
+    command = host.proxy_command or (None if given else settings.get("proxycommand")) or "none"
     if jump.lower() != "none":
         hop_kwargs = {key: value for key, value in connect_kwargs.items()
                       if key != "look_for_keys"}  # a hop may need its ssh_config's keys too
@@ -224,8 +235,8 @@ def prepare(host: Host, options: SshOptions, files: SshFiles,
                 config=files.config(host.vars.get("ssh_config_file")),
                 connect_timeout=max(1, round(timeout)), connect_kwargs=dict(hop_kwargs)),
                 host, options, files)
-    elif host.proxy_command or "proxycommand" in settings:
-        gateway = host.proxy_command or settings["proxycommand"]  # runs only in open()
+    elif command.lower() != "none":
+        gateway = command  # runs only in open()
     return _checked(_Connection(address, user=host.user, port=host.port, config=config,
                                 gateway=gateway, connect_timeout=max(1, round(timeout)),
                                 connect_kwargs=connect_kwargs), host, options, files)

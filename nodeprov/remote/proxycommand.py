@@ -34,6 +34,8 @@ class ProxyProcess(ProxyCommand):
 
     @classmethod
     def start(cls, command: str) -> ProxyProcess:
+        if not shlex.split(command):  # paramiko would fail with "list index out of range"
+            raise ProxyCommandFailed(command, None, "it is empty; give a command, or none")
         try:
             return cls(command)
         except OSError as error:  # no such program, not executable

@@ -85,8 +85,8 @@ def test_no_inventory_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("NODEPROV_INVENTORY", raising=False)
     result = CliRunner().invoke(app, ["facts"])
     assert result.exit_code == 2
-    assert ("no inventory: give a path, set inventory in ansible.cfg, create ./inventory.yaml, "
-            "or set NODEPROV_INVENTORY") in result.stderr
+    assert ("no inventory: give a path, set inventory in ansible.cfg, set NODEPROV_INVENTORY, "
+            "or create ./inventory.yaml") in result.stderr
 
 
 def loaded_after(statement: str, prefixes: tuple[str, ...]) -> list[str]:

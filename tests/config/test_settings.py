@@ -91,6 +91,11 @@ CASES: dict[str, Case] = {
     "world-writable-cwd": Case({"proj/ansible.cfg": "[defaults]\nforks = 5\n",
                                     "home/.ansible.cfg": "[defaults]\nforks = 6\n"},
                                world_writable=True),
+    # both sections, the later entry winning; the environment beats them
+    "inventory-ignore": _cfg("[defaults]\ninventory_ignore_extensions = .ini, '~'\n"
+                             "inventory_ignore_patterns = ^a\n[inventory]\n"
+                             "ignore_patterns = ^old, [.]skip$\n",
+                             ANSIBLE_INVENTORY_IGNORE=".bak,.tmp"),
     "env-only": Case({}, {"ANSIBLE_REMOTE_USER": "e", "ANSIBLE_TIMEOUT": "3",
                               "ANSIBLE_VAULT_PASSWORD_FILE": "~/vp"}),
 }

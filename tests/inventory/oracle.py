@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,16 @@ import pytest
 ANSIBLE_BIN = Path(sys.executable).parent
 
 
-def ansible(tool: str, args: list[str], cwd: Path) -> str:
-    """stdout of ``tool`` (ansible-inventory, ansible) run on ``args``; skips the test when
-    ansible-core (the test extra) is not installed."""
+def ansible(tool: str, args: list[str], cwd: Path,
+            environ: Mapping[str, str] | None = None) -> str:
+    """stdout of ``tool`` (ansible-inventory, ansible) run on ``args`` (``environ``: added to
+    the environment); skips the test when ansible-core (the test extra) is not installed."""
     program = ANSIBLE_BIN / tool
     if not program.exists() and shutil.which(tool) is None:
         pytest.skip("ansible-core is not installed (pip install -e '.[test]')")
     env = {**os.environ, "ANSIBLE_HOME": str(cwd / ".ansible"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_INVENTORY_UNPARSED_FAILED": "1", "ANSIBLE_LOCAL_TEMP": str(cwd / ".tmp"),
-           "ANSIBLE_DEPRECATION_WARNINGS": "0"}
+           "ANSIBLE_DEPRECATION_WARNINGS": "0", **(environ or {})}
     done = subprocess.run([str(program if program.exists() else tool), *args], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:

@@ -96,7 +96,7 @@ def test_each_host_connects_as_ansible_would(name: str, cfg: str | None, env: di
     options = AnsibleOptions(command_line=CommandLine(
         user=given.get("user"), timeout=given.get("timeout"),
         private_key=str(tmp_path / given["private_key"]) if "private_key" in given else None))
-    opened = open_inventory(Path("hosts.ini"), options, prompt=input, redactor=Redactor(),
+    opened = open_inventory([Path("hosts.ini")], options, prompt=input, redactor=Redactor(),
                             extra_vars=parse_extra_vars([given["extra"]] if "extra" in given
                                                         else []),
                             warn=lambda line: None, environ={"HOME": str(tmp_path), **env})

@@ -29,17 +29,21 @@ VAULT_PASSWORD = "Vault-Canary-9e21"  # noqa: S105 - the test's own canary
 
 
 def project(bed: Testbed, folder: Path, *, vaulted: bool) -> Path:
-    """The repository: ansible.cfg, inventory/hosts.yml, group_vars/all/vault.yml."""
+    """The repository: ansible.cfg listing two inventory sources (inventory/hosts.yml and
+    inventory/extra.yml, whose motd_line wins), the project's group_vars/all/vault.yml."""
     inventory = yaml.safe_load(bed.inventory_path.read_text())
     for name in ("ansible_user", "ansible_ssh_private_key_file", "ssh_config_file"):
         inventory["all"]["vars"].pop(name, None)
-    inventory["all"]["vars"]["motd_line"] = f"set from {folder.name}"
-    (folder / "inventory" / "group_vars" / "all").mkdir(parents=True)
+    inventory["all"]["vars"]["motd_line"] = "overridden by the second source"
+    (folder / "inventory").mkdir(parents=True)
+    (folder / "group_vars" / "all").mkdir(parents=True)
     (folder / "inventory" / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (folder / "inventory" / "extra.yml").write_text(
+        f"all:\n  vars:\n    motd_line: set from {folder.name}\n")
     (folder / "playbook.yaml").write_text(NETWORK_PLAYBOOK)
     (folder / ".vault-pass").write_text(VAULT_PASSWORD + "\n")
     (folder / "ansible.cfg").write_text(
-        f"[defaults]\ninventory = inventory/hosts.yml\nremote_user = alice\n"
+        "[defaults]\ninventory = inventory/hosts.yml,inventory/extra.yml\nremote_user = alice\n"
         f"private_key_file = {bed.layout.client_key}\nvault_password_file = .vault-pass\n"
         "forks = 2\ngathering = smart\n[privilege_escalation]\nbecome = True\n"
         "become_method = sudo\nbecome_user = root\n[ssh_connection]\n"
@@ -49,7 +53,7 @@ def project(bed: Testbed, folder: Path, *, vaulted: bool) -> Path:
         plain = folder / "plain.yml"
         plain.write_text(f"ansible_become_password: {PASSWORD}\n")
         made(["encrypt", "--vault-password-file", ".vault-pass", "--encrypt-vault-id",
-              "default", "--output", "inventory/group_vars/all/vault.yml", str(plain)], folder)
+              "default", "--output", "group_vars/all/vault.yml", str(plain)], folder)
         plain.unlink()
     return folder
 
@@ -83,13 +87,13 @@ def test_an_ansible_project_works_unchanged(make_testbed: MakeTestbed, tmp_path:
         assert blocks.block_lines(motd, "notice") == ["set from vaulted"]
     shown = output + json.dumps(report)
     assert PASSWORD not in shown and VAULT_PASSWORD not in shown
-    assert "not used by nodeprov" in output and "[defaults] gathering" in output
+    assert "not used by nodeprov" not in output  # gathering cannot change what nodeprov does
     assert "-o ControlMaster=auto -o ControlPersist=60s not applied" in output
 
     (folder / ".vault-pass").write_text("Wrong-Vault-1\n")
     code, output, _ = nodeprov(folder, "--check")
     assert code == 2, output
-    assert "inventory/group_vars/all/vault.yml: vault id 'default': wrong password" in output
+    assert "nodeprov: group_vars/all/vault.yml: vault id 'default': wrong password" in output
 
     asked = project(bed, tmp_path / "asked", vaulted=False)
     code, output, report = nodeprov(asked, "-K", stdin=PASSWORD + "\n")

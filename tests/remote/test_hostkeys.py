@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from nodeprov.remote.hostkeys import (
     SshFiles,
     UnknownHostKey,
     jump_hops,
+    known_hosts_files,
     prepare,
 )
 from nodeprov.remote.options import SshOptions
@@ -119,6 +121,39 @@ def test_a_missing_ssh_config_fails_the_connection_as_fabric_does(tmp_path: Path
     with pytest.raises(FileNotFoundError, match="no-such-config"):
         prepare(host("node1", "10.0.0.1", 22, tmp_path / "no-such-config"), SshOptions(),
                 SshFiles())
+
+
+def test_user_known_hosts_file_none_is_no_file(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # ssh's `UserKnownHostsFile none`, in ssh arguments or ssh_config, reads and writes none
+    monkeypatch.chdir(tmp_path)
+    config = SSHConfig.from_text("Host *\n  UserKnownHostsFile none\n").lookup("10.0.0.1")
+    assert known_hosts_files(config) == [Path(os.devnull)]
+    node = Host(name="node1", address="10.0.0.1", node_address="10.0.0.1",
+                vars={"ssh_config_file": os.devnull}, known_hosts_files=("none",))
+    connection = prepare(node, SshOptions(), SshFiles())
+    assert SshFiles().trust(connection, node.known_hosts_files) == Path(os.devnull)
+    assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize(("given", "config", "gateway"), [
+    # -o ProxyCommand=none failed every host with "list index out of range"
+    ({"proxy_command": "none"}, "", False),
+    # the inventory's none keeps ssh_config's hop out, as ssh reads the command line first
+    ({"proxy_command": "none"}, "  ProxyJump root@10.0.0.9\n", False),
+    ({"proxy_jump": "none"}, "  ProxyCommand nc %h %p\n", False),
+    ({}, "  ProxyCommand nc %h %p\n", "nc 10.0.0.1 22"),
+    ({}, "  ProxyCommand none\n", False),
+    ({"proxy_command": "nc -x proxy %h %p"}, "  ProxyJump root@10.0.0.9\n",
+     "nc -x proxy %h %p"),
+])
+def test_a_hop_of_none_means_no_hop_whatever_ssh_config_says(
+        tmp_path: Path, given: dict[str, str], config: str, gateway: object) -> None:
+    (tmp_path / "ssh_config").write_text(f"Host *\n{config}")
+    node = Host(name="node1", address="10.0.0.1", node_address="10.0.0.1",
+                vars={"ssh_config_file": str(tmp_path / "ssh_config")},
+                proxy_jump=given.get("proxy_jump"), proxy_command=given.get("proxy_command"))
+    assert prepare(node, SshOptions(), SshFiles()).gateway == gateway
 
 
 @pytest.mark.integration
