@@ -32,6 +32,7 @@ from nodeprov.remote.actions import Write
 from nodeprov.remote.nodelock import STATE_DIR
 from nodeprov.remote.session import Result
 from nodeprov.util.fanout import on_every_name
+from nodeprov.util.safejson import loads_object
 
 if TYPE_CHECKING:
     from nodeprov.remote.channel import Echo
@@ -168,7 +169,7 @@ def _prepare_run(session: Session, job: Job, as_login: bool) -> str:
     if made.exit_code != 0:
         raise CommandFailed(session.host.name, "job", "make the run's folder", made.exit_code,
                             made.stderr or made.stdout)
-    note = json.loads(made.stdout).get("note")
+    note = loads_object(made.stdout, what="the launcher's answer").get("note")
     if not isinstance(note, dict):
         return ""
     return (f"the run before, {note.get('run')} (since {note.get('since')}), was stopped by "
@@ -192,7 +193,7 @@ def _stop(session: Session, job: Job, as_login: bool, env_file: str) -> Stopped:
     if done.exit_code != 0:
         raise CommandFailed(session.host.name, "job", "stop the job", done.exit_code,
                             done.stderr or done.stdout)
-    found = json.loads(done.stdout)
+    found = loads_object(done.stdout, what="the stop step's answer")
     ranks = {}
     for rank, record in (found.get("ranks") or {}).items():
         try:  # the node's words: a record that is not one is left out
