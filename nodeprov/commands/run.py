@@ -169,7 +169,7 @@ def writable(folder: Path) -> Path:
     """The folder of run logs, made if missing; EnvironmentProblem (one line) if it cannot be
     written, before any node is touched."""
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)  # only its owner reads the jobs' output
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as error:
         raise EnvironmentProblem(
