@@ -10,6 +10,7 @@ The page is drawn from the JSON report alone, checked against the schema first
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,15 @@ from nodeprov.util import reportfile
 
 
 def write_html(report: Mapping[str, Any], html_path: str, source: str = "the report") -> int:
-    """The page of ``report`` at ``html_path``; its size in bytes."""
+    """The page of ``report`` at ``html_path`` (``-``: stdout, as for ``--json``); its size in
+    bytes."""
     from nodeprov.htmlreport import render_html  # lazily: Jinja2 and the schema check
 
     page = render_html(report, source)
-    reportfile.write_private(html_path, page)  # its path was checked as the CLI read it
+    if html_path == reportfile.STDOUT:
+        sys.stdout.write(page)
+    else:
+        reportfile.write_private(html_path, page)  # its path was checked as the CLI read it
     return len(page.encode("utf-8"))
 
 
@@ -43,5 +48,6 @@ def run_report(report_path: Path, html_path: str | None) -> int:
     if not html_path:
         raise InputError("nothing to write: give --html PATH for the HTML page")
     size = write_html(read_report(report_path), html_path, str(report_path))
-    print(f"{html_path}: {size / 1000:.0f} kB, from {report_path}")
+    print(f"{html_path}: {size / 1000:.0f} kB, from {report_path}",
+          file=sys.stderr if html_path == reportfile.STDOUT else sys.stdout)
     return EXIT_OK

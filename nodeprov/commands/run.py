@@ -53,7 +53,7 @@ def run_command(inventory_path: Path | None, request: RunRequest, ansible: Ansib
     hosts = inventory.limited(limit)
     as_login = {host.name: job_as_login(host) for host in hosts}
     log_root = writable(inventory.path.with_name(inventory.path.stem + RUNS_SUFFIX))
-    shown = sys.stderr if json_path == "-" else sys.stdout  # --json -: stdout is the report's
+    shown = sys.stderr if "-" in (json_path, html_path) else sys.stdout  # "-": the report's
     err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
     say = quietly(err.print)
     with signals_interrupt() as received:

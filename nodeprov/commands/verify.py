@@ -76,7 +76,8 @@ def run_verify(inventory_path: Path | None, playbook_path: Path | None,
     verification = run_checks(opened.inventory, playbook_path, limit=limit,
                               accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars,
                               forks=forks)
-    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    # a report on stdout (--json - or --html -): everything else goes to stderr
+    console = Console(stderr="-" in (json_path, html_path), highlight=False, soft_wrap=True)
     print_report(console, verification)
     proofs = _prove_again(console, opened.inventory, playbook_path,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
