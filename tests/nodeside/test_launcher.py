@@ -141,9 +141,11 @@ def test_one_job_per_node_and_the_second_is_told_whose_it_is(state: Path,
                                          netns=child.pid), capture_output=True, text=True,
                               timeout=30, check=False)
         assert busy.returncode == 75 and not (tmp_path / "ran").exists()
-        assert busy.stderr.splitlines()[-1].startswith(
-            f"another nodeprov job is running on this node (run {first} of root since ")
-        assert busy.stderr.splitlines()[-1].endswith("; its nodeprov was last heard 0 s ago)")
+        said = busy.stderr.splitlines()[-1]  # the kernel's words, then the holder's claim
+        assert said.startswith("another nodeprov job is running on this node (pid "), said
+        assert " of root (uid 0): " in said and " start " in said and f" {first} TOKEN " in said
+        assert f'; it says: "run {first} of root since ' in said, said
+        assert said.endswith('; its nodeprov was last heard 0 s ago")'), said
         # another network namespace is another node: its own rendezvous port, its own lock
         assert subprocess.run(start_argv(state, second, "true"), timeout=30).returncode == 0
         assert child.stdin is not None
@@ -172,9 +174,10 @@ def test_the_lock_stays_held_until_the_jobs_last_process_is_gone(state: Path,
             busy = subprocess.run(start_argv(state, second, "true", netns=node.pid),
                                   capture_output=True, text=True, timeout=30, check=False)
             assert busy.returncode == 75
-            assert busy.stderr.splitlines()[-1] == (
-                "another nodeprov job is running on this node (a process that does not answer: "
-                "a job whose launcher ended)")
+            said = busy.stderr.splitlines()[-1]
+            assert said.startswith("another nodeprov job is running on this node (pid "), said
+            assert said.endswith(" of root (uid 0): sleep 300; it does not answer: a job whose "
+                                 "launcher ended, or not a nodeprov launcher)"), said
             assert step("stop", state, first, "")["ranks"] == {}  # nodeprov's stop step
             assert marked(first) == []
             assert subprocess.run(start_argv(state, second, "true", netns=node.pid),
