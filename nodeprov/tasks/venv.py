@@ -36,10 +36,11 @@ from nodeprov.wheels.peers import plan_copy
 from nodeprov.wheels.sources import Sources
 
 # argv: the venv, then nodeprov_read's for its pyvenv.cfg. Prints a line each: whether uv is
-# there (installer.UV_PROBE), "yes" when its
-# python runs (a dangling symlink after an upgrade of the system python fails -x), "yes" when
-# the folder holds anything, the lib folders that have ensurepip; then pyvenv.cfg. Shell
-# builtins only, but for the one `head` of nodeprov_read.
+# there (installer.UV_PROBE), "yes" when its python runs (a dangling symlink after an upgrade
+# of the system python fails -x), "yes" when the folder holds anything, the lib folders that
+# have ensurepip, the first of the venv and its folders that is not root's or that others may
+# write (path, uid, mode); then pyvenv.cfg. Shell builtins only, but for a `stat` per folder
+# there and the one `head` of nodeprov_read.
 _PROBE = reader.READER + installer.UV_PROBE + r"""venv=$1; shift
 if [ -x "$venv/bin/python" ]; then echo yes; else echo; fi
 occupied=
@@ -52,6 +53,15 @@ for dir in /usr/lib/python3*/ensurepip /usr/local/lib/python3*/ensurepip; do
 '*) ;; *) [ ! -e "$dir/__init__.py" ] || printf '%s ' "$dir" ;; esac
 done
 echo
+dir=$venv unsafe=
+while [ -n "$dir" ] && [ -z "$unsafe" ]; do
+  if [ -e "$dir" ]; then
+    found=$(stat -L -c '%u %a' -- "$dir") || found="? ?"
+    case $found in "0 "*[2367]) unsafe="$dir $found" ;; "0 "*) ;; *) unsafe="$dir $found" ;; esac
+  fi
+  dir=${dir%/*}
+done
+echo "$unsafe"
 nodeprov_read "$@"
 """
 
@@ -95,6 +105,7 @@ class VenvState:
     occupied: bool
     ensurepip: tuple[str, ...]
     uv: UvState = UvState(False)
+    unsafe: str = ""  # "PATH UID MODE": a folder another user may change (issue #34)
 
 
 def probe(params: VenvParams) -> Probe:
@@ -103,13 +114,14 @@ def probe(params: VenvParams) -> Probe:
 
 
 def parse_probe(observed: str) -> VenvState:
-    uv, runs, occupied, ensurepip, cfg = (observed.split("\n", 4) + ["", "", "", ""])[:5]
+    uv, runs, occupied, ensurepip, unsafe, cfg = (observed.split("\n", 5) + [""] * 5)[:6]
     return VenvState(
         version=parse_pyvenv_cfg(next(iter(reader.observed_files(cfg).values()), None) or ""),
         runs=runs == "yes",
         occupied=occupied == "yes",
         ensurepip=tuple(ensurepip.split()),
         uv=parse_uv_line(uv),
+        unsafe=unsafe,
     )
 
 
@@ -194,6 +206,12 @@ def unsatisfied(specs: Sequence[str], installed: Mapping[str, str],
 def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
     state = parse_probe(observed)
     path, minimum = params.path, params.python_version
+    if state.unsafe:
+        folder, uid, mode = state.unsafe.rsplit(" ", 2)
+        raise TaskFailed(f"{folder} (uid {uid}, mode {mode}) is not root's alone: another user "
+                         f"could replace the venv {path} or its CA bundle, which root runs; "
+                         "choose a venv_path whose folders only root can change (the default "
+                         "/opt/nodeprov/venv)")
     if state.version is not None and state.runs and at_least(state.version, minimum):
         return Plan.noop(f"venv {path} already runs python {state.version} (>= {minimum})")
     why = (f"rebuild venv {path}: its python {state.version} is older than {minimum}"
