@@ -28,6 +28,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from nodeprov.errors import CommandFailed
+from nodeprov.nodeside.launcher import EXIT_BUSY
 from nodeprov.remote.actions import Write
 from nodeprov.remote.nodelock import STATE_DIR
 from nodeprov.remote.session import Result
@@ -101,6 +102,9 @@ class Launch:
 def run_dir(run_id: str) -> str:
     """Where a root run keeps its files on a node (the verification job's result.json)."""
     return f"{JOB_DIR}/{run_id}"
+
+
+LOCKHOLDER = resources.files("nodeprov.nodeside").joinpath("lockholder.py").read_text()
 
 
 def launcher(*args: str) -> tuple[str, ...]:
@@ -181,9 +185,16 @@ def _start(session: Session, job: Job, name: str, env_file: str, wait_s: float,
     token = secrets.token_hex(8)
     argv = launcher("start", job.state, job.run_id, token, f"{QUIET:g}", str(job.seconds),
                     job.workdir, env_file, str(job.script_at), "--", *job.commands[name])
-    return session.converse(argv, token, task="job", what="the job",
-                            as_login=job.as_login.get(name, False), beat=HEARTBEAT, echo=echo,
-                            timeout=wait_s)
+    as_login = job.as_login.get(name, False)
+    result = session.converse(argv, token, task="job", what="the job", as_login=as_login,
+                              beat=HEARTBEAT, echo=echo, timeout=wait_s)
+    if result.exit_code != EXIT_BUSY:
+        return result
+    # the node is held: who holds it, as the kernel says (anyone may bind the lock's name)
+    named = session.run(("python3", "-I", "-c", LOCKHOLDER), task="job", timeout=30,
+                        what="name the job lock's holder", as_login=as_login)
+    said = named.stdout.strip() if named.exit_code == 0 else "its holder could not be named"
+    return Result(result.stdout, f"{result.stderr.rstrip()} ({said})\n", result.exit_code)
 
 
 def _stop(session: Session, job: Job, as_login: bool, env_file: str) -> Stopped:

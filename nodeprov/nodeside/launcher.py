@@ -9,20 +9,20 @@ user. STATE is where runs live ('': /var/lib/nodeprov/job for root, else ~/.cach
     python3 -I -c LAUNCHER stop STATE RUN_ID ENV_FILE   # {"result": null, "ranks": {...}}
 
 ``prepare`` makes the run's folder (0700) and prints, once, why the user's run before was
-stopped if nodeprov did not stop it. ``start`` says TOKEN on stderr (sudo is done: stdin is
-this program's now), reads the job's environment from ENV_FILE (JSON, the user's own 0600 file:
-never on a command line) and removes it, and takes the job lock: the abstract unix socket
-``@nodeprov-job`` (per network namespace, as the rendezvous port; any user's; freed by the kernel
-with its last holder; nothing on disk to plant a link on), which tells a second job who holds
-it. COMMAND starts in WORKDIR (empty: home) in a session of its own, each process marked
-``NODEPROV_JOB_RUN=RUN_ID``; with SCRIPT_AT > 0 it is torchrun, COMMAND[SCRIPT_AT:] the script,
-and each rank starts through ``RANK_SHIM``, which records the rank's own exit code. The job's
-exit code is this program's (128+N after signal N). The job is stopped (TERM, 5 s, KILL) after
-DEADLINE s (0: never; exit 124, 137 if KILL was needed) and when nodeprov is gone: stdin, where
-nodeprov sends a byte every few seconds, ends or stays silent QUIET s (0: not watched); then the
-run's folder goes and the note says why (exit 143). ``stop`` stops what of the run still runs,
-prints the ranks' records and the run's result.json, and removes the run's folder (and ENV_FILE
-if the job never read it).
+stopped if nodeprov did not stop it. ``start`` says TOKEN on stderr (sudo is done: stdin is this
+program's now), reads the job's environment from ENV_FILE (JSON, the user's own 0600 file: never
+on a command line) and removes it, and takes the job lock: the abstract unix socket
+``@nodeprov-job`` (per network namespace, as the rendezvous port; any user's; freed by the
+kernel with its last holder; nothing on disk to plant a link on); a second job exits 75 (busy),
+and ``lockholder.py`` names the holder. COMMAND starts in WORKDIR (empty: home) in a session of
+its own, each process marked ``NODEPROV_JOB_RUN=RUN_ID``; with SCRIPT_AT > 0 it is torchrun,
+COMMAND[SCRIPT_AT:] the script, and each rank starts through ``RANK_SHIM``, which records the
+rank's own exit code. The job's exit code is this program's (128+N after signal N). The job is
+stopped (TERM, 5 s, KILL) after DEADLINE s (0: never; exit 124, 137 if KILL was needed) and when
+nodeprov is gone: stdin, where nodeprov sends a byte every few seconds, ends or stays silent
+QUIET s (0: not watched); then the run's folder goes and the note says why (exit 143). ``stop``
+stops what of the run still runs, prints the ranks' records and the run's result.json, and
+removes the run's folder (and ENV_FILE if the job never read it).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ import shutil
 import signal
 import socket
 import stat
-import struct
 import subprocess
 import sys
 import threading
@@ -187,72 +186,6 @@ class Lock:
                 peer.sendall(self.describe().encode()[:400])
 
 
-def holder() -> str:
-    """Who holds the job lock: the process the kernel names (SO_PEERCRED, else the holder of
-    the socket in /proc), then what it says of itself, quoted: anyone may bind the name, so
-    its words are only its claim."""
-    asking = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    asking.settimeout(3)
-    pid, said = 0, b""
-    try:
-        asking.connect(LOCK_NAME)
-        pid = struct.unpack("3i", asking.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                    struct.calcsize("3i")))[0]
-        said = asking.recv(400)
-    except OSError:
-        pass  # bound, not listening, or silent: the kernel still knows who holds it
-    finally:
-        asking.close()
-    if not os.path.isdir(f"/proc/{pid}"):  # 0, or the launcher that listened has ended
-        pid = lock_holder_pid()
-    claim = shown(said.decode(errors="replace"), 300)
-    return (process(pid) if pid else "a process this user cannot see") + (
-        f'; it says: "{claim}"' if claim else
-        "; it does not answer: a job whose launcher ended, or not a nodeprov launcher")
-
-
-def shown(text: str, most: int) -> str:
-    """``text`` cut to ``most`` characters, escaped as a JSON string is (quotes, control and
-    non-ASCII characters: no escape sequence or bidirectional mark reaches a terminal)."""
-    return json.dumps(text[:most])[1:-1]
-
-
-def lock_holder_pid() -> int:
-    """A process holding the job lock's socket (0: none this user may see)."""
-    inodes = set()
-    with open("/proc/net/unix") as table:  # Num RefCount Protocol Flags Type St Inode Path
-        for line in table:
-            fields = line.split()
-            if len(fields) >= 8 and fields[7] == "@" + LOCK_NAME[1:].decode():
-                inodes.add(f"socket:[{fields[6]}]")
-    for pid in sorted(filter(str.isdigit, os.listdir("/proc")), key=int):
-        try:
-            descriptors = os.listdir(f"/proc/{pid}/fd")
-            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in inodes for fd in descriptors):
-                return int(pid)
-        except OSError:
-            continue  # gone, or another user's
-    return 0
-
-
-def process(pid: int) -> str:
-    """A process as the kernel describes it: pid, user, command line (long words cut)."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            uid = int(next(line.split()[2] for line in status if line.startswith("Uid:")))
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            words = cmdline.read(1 << 20).decode(errors="replace").split("\0")
-    except (OSError, StopIteration, ValueError):
-        return f"pid {pid}, gone"
-    try:
-        user = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        user = "?"
-    command = " ".join(word if len(word) <= 60 else f"<{len(word)} characters>"
-                       for word in words if word)
-    return f"pid {pid} of {shown(user, 32)} (uid {uid}): {shown(command, 200)}"
-
-
 def watch(quiet: float, lock: Lock, gone: list[str], ended: threading.Event) -> None:
     """Until stdin ends, or stays silent ``quiet`` s: then nodeprov is gone."""
     while True:
@@ -290,7 +223,8 @@ def start(state: str, run_id: str, token: str, quiet: float, deadline: float, wo
     try:
         lock = Lock(run_id)
     except OSError:
-        sys.stderr.write(f"another nodeprov job is running on this node ({holder()})\n")
+        # who holds it is for lockholder.py to say: anyone may bind the name
+        sys.stderr.write("another nodeprov job is running on this node\n")
         return EXIT_BUSY
     run_dir = os.path.join(state_dir(state), run_id)
     if not os.path.isdir(run_dir):  # nodeprov stopped this run before it started

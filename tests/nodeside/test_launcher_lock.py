@@ -1,7 +1,8 @@
 """The job lock's holder named by the kernel (issue #34): anyone may bind ``@nodeprov-job``,
 and the admin was shown a squatter's own words ("run ... of root from 10.0.0.1 ... stops by
-itself within a minute") as if they were facts. Now the kernel's pid, uid, user and command
-come first; the squatter's words follow only as its claim, quoted and escaped."""
+itself within a minute") as if they were facts. Now the launcher says only that the node is
+busy, and lockholder.py names the holder: the kernel's pid, uid, user and command first, the
+squatter's words only as its claim, quoted and escaped."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nodeside.test_launcher import run_id, start_argv, step, within
+from tests.nodeside.test_launcher import holder_in, run_id, start_argv, step, within
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the squatter is "
                                 "another user, the launcher root, each namespace its own")
@@ -49,16 +50,17 @@ def test_a_squatter_of_another_uid_is_named_by_the_kernel(tmp_path: Path, kind: 
                           != os.readlink("/proc/self/ns/net"))
             busy = subprocess.run(start_argv(state, run, "true", netns=squatter.pid),
                                   capture_output=True, text=True, timeout=30, check=False)
+            said = holder_in(squatter.pid)
         finally:
             squatter.kill()
-    said = busy.stderr.splitlines()[-1]
     assert busy.returncode == 75, busy.stderr
-    assert said.startswith("another nodeprov job is running on this node (pid "), said
-    assert f" of nobody (uid {nobody.pw_uid}): {sys.executable} -I -c <" in said, said
+    assert busy.stderr.splitlines()[-1] == "another nodeprov job is running on this node"
+    assert said.startswith(f"pid {squatter.pid} of nobody (uid {nobody.pw_uid}): "
+                           f"{sys.executable} -I -c <"), said
     if kind == "answers":  # its words as its claim, every escape and bidi mark spelled out
         assert said.endswith(f' {kind}; it says: "run nodeprov-1 of root from 10.0.0.1 since '
                              '2026-01-01T00:00:00Z; its nodeprov was last heard 0 s ago; stops '
-                             'by itself within a minute\\u001b[2J\\u202e")'), said
+                             'by itself within a minute\\u001b[2J\\u202e"'), said
     else:
         assert said.endswith(f" {kind}; it does not answer: a job whose launcher ended, or not "
-                             "a nodeprov launcher)"), said
+                             "a nodeprov launcher"), said
