@@ -98,9 +98,12 @@ def apply(
 ) -> None:
     """Make every node match the playbook (default: the full nodeprov setup)."""
     from nodeprov.commands.apply import run_apply
+    from nodeprov.commands.outputs import refuse_overwrite
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
+        refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
+                         inventory=inventory, playbook=playbook, extra_vars=extra_vars or ())
         code = run_apply(inventory, playbook, ansible, redactor, check=check, diff=diff,
                          limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
                          forks=forks, accept_new_host_keys=accept_new_host_keys,
@@ -122,9 +125,12 @@ def facts(
 ) -> None:
     """Show what nodeprov reads from each node (one SSH round trip per node)."""
     from nodeprov.commands.facts import run_facts
+    from nodeprov.commands.outputs import refuse_overwrite
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
+        refuse_overwrite({"--json": json_path}, ansible, inventory=inventory,
+                         extra_vars=extra_vars or ())
         code = run_facts(inventory, ansible, redactor, limit=limit, forks=forks,
                          accept_new_host_keys=accept_new_host_keys, json_path=json_path,
                          extra_vars=extra_vars or ())
@@ -156,10 +162,13 @@ def verify(
     The checks a plan cannot see also run with pytest: pytest -p nodeprov.checks --pyargs
     nodeprov.checks --inventory INVENTORY
     """
+    from nodeprov.commands.outputs import refuse_overwrite
     from nodeprov.commands.verify import run_verify
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
+        refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
+                         inventory=inventory, playbook=playbook, extra_vars=extra_vars or ())
         if pairwise and not job:
             raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
         code = run_verify(inventory, playbook, ansible, redactor, limit=limit,
@@ -178,9 +187,11 @@ def report_command(
 ) -> None:
     """Draw a saved JSON report as one HTML page that any browser opens from disk: nodeprov
     report apply.json --html apply.html"""
+    from nodeprov.commands.outputs import refuse_overwrite
     from nodeprov.commands.report import run_report
 
     with exit_on_error():
+        refuse_overwrite({"--html": html_path}, also=[("report", report)])
         code = run_report(report, html_path)
     raise typer.Exit(code)
 
@@ -262,11 +273,14 @@ def run(
     SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
     inventory; the first failure, Ctrl-C, SIGTERM, SIGHUP or the timeout stops every rank on
     every node, and a node stops its ranks by itself when nodeprov is gone."""
+    from nodeprov.commands.outputs import refuse_overwrite
     from nodeprov.commands.run import run_command
     from nodeprov.userjob.runargs import parse_request
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
+        refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
+                         inventory=inventory)
         request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
                                 env=env or [], timeout=timeout, preflight=preflight)
         code = run_command(inventory, request, ansible, redactor, limit=limit, forks=forks,

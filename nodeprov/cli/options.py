@@ -71,8 +71,9 @@ JsonOpt = Annotated[str | None, typer.Option(
     "nothing else goes to stdout).", metavar="PATH")]
 HtmlOpt = Annotated[str | None, typer.Option(
     "--html", callback=report_path_option("--html"),
-    help="Also write the report as one HTML page to PATH: the sweep's chart, the "
-    "connectivity grid, the timeline (docs/report.md).", metavar="PATH")]
+    help="Also write the report as one HTML page to PATH ('-' for stdout, then nothing else "
+    "goes to stdout): the sweep's chart, the connectivity grid, the timeline (docs/report.md).",
+    metavar="PATH")]
 TagsOpt = Annotated[str | None, typer.Option(
     "--tags", "-t", help="Only tasks (and the job) with one of these tags (comma-separated).")]
 SkipTagsOpt = Annotated[str | None, typer.Option(

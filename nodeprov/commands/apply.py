@@ -59,7 +59,8 @@ def run_apply(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
     options = RunOptions(check=check, forks=opened.forks(forks), tags=tag_set(tags),
                          skip_tags=tag_set(skip_tags),
                          ssh=SshOptions(accept_new_host_keys=accept_new_host_keys))
-    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    # a report on stdout (--json - or --html -): everything else goes to stderr
+    console = Console(stderr="-" in (json_path, html_path), highlight=False, soft_wrap=True)
     if list_hosts or list_tasks:
         print_listing(console, playbook, targets, hosts=list_hosts, tasks=list_tasks,
                       only=options.tags, skip=options.skip_tags)

@@ -10,6 +10,7 @@ The page is drawn from the JSON report alone, checked against the schema first
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,15 @@ from nodeprov.util.validate import printable
 
 
 def write_html(report: Mapping[str, Any], html_path: str, source: str = "the report") -> int:
-    """The page of ``report`` at ``html_path``; its size in bytes."""
+    """The page of ``report`` at ``html_path`` (``-``: stdout, as for ``--json``); its size in
+    bytes."""
     from nodeprov.htmlreport import render_html  # lazily: Jinja2 and the schema check
 
     page = render_html(report, source)
-    reportfile.write_private(html_path, page)  # its path was checked as the CLI read it
+    if html_path == reportfile.STDOUT:
+        sys.stdout.write(page)
+    else:
+        reportfile.write_private(html_path, page)  # its path was checked as the CLI read it
     return len(page.encode("utf-8"))
 
 
@@ -51,5 +56,6 @@ def run_report(report_path: Path, html_path: str | None) -> int:
     # exit 0: the page is written; what the report found is its verdict, said, not exited with
     said = report.get("verdict") or ("ok" if report["ok"] else "FAILED")
     print(printable(f"{html_path}: {size / 1000:.0f} kB, from {report_path}; the report's "
-                    f"verdict: {said}"))
+                    f"verdict: {said}"),
+          file=sys.stderr if html_path == reportfile.STDOUT else sys.stdout)
     return EXIT_OK

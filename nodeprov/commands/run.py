@@ -54,7 +54,7 @@ def run_command(inventory_path: Sequence[Path] | None, request: RunRequest,
     hosts = inventory.limited(limit)
     as_login = {host.name: job_as_login(host) for host in hosts}
     log_root = writable(inventory.path.with_name(inventory.path.stem + RUNS_SUFFIX))
-    shown = sys.stderr if json_path == "-" else sys.stdout  # --json -: stdout is the report's
+    shown = sys.stderr if "-" in (json_path, html_path) else sys.stdout  # "-": the report's
     err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
     say = quietly(err.print)
     header = Header.now("run", inventory.path, request.command)
@@ -173,7 +173,7 @@ def writable(folder: Path) -> Path:
     """The folder of run logs, made if missing; EnvironmentProblem (one line) if it cannot be
     written, before any node is touched."""
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)  # only its owner reads the jobs' output
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as error:
         raise EnvironmentProblem(

@@ -88,7 +88,8 @@ def run_verify(inventory_path: Sequence[Path] | None, playbook_path: Path | None
     opened = open_for(inventory_path, ansible, redactor, extra=extra,
                       playbook_dir=playbook_path.parent if playbook_path else None)
     forks = opened.forks(forks)
-    console = Console(stderr=json_path == "-", highlight=False, soft_wrap=True)
+    # a report on stdout (--json - or --html -): everything else goes to stderr
+    console = Console(stderr="-" in (json_path, html_path), highlight=False, soft_wrap=True)
     header = Header.now("verify", opened.inventory.path)
     console.print(header.line(), markup=False, highlight=False)
     verification = run_checks(opened.inventory, playbook_path, limit=limit,

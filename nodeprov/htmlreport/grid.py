@@ -7,7 +7,10 @@ whose hover text says the check, the cause and the fix::
     # 'node1 -> node3: rdzv\\ncheck: rdzv 10.0.0.13:29500: timeout\\ncause: ...\\nfix: ...'
 
 A cell drawn for each ok pair would make a 128-node report 16384 elements larger; the one
-square under them all keeps it small, and only the broken pairs need words.
+square under them all keeps it small, and only the broken pairs need words. A pair the
+report does not mention is drawn as untested, so the grid grows as the square of the node
+list, not of what was read: it is drawn for MAX_GRID_NODES at most (issue #34: a 30 KB report
+naming thousands of nodes made a 27.6 MB page, then MemoryError).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 
 GRID_PIXELS = 640  # the grid's side when the nodes are many; cells are 6 to 24 pixels
 CHAR_WIDTH = 0.62  # of the font size: room for the longest node name as a label
+# Past this, cells are under 5 pixels and the page megabytes: the problem lines say it all
+MAX_GRID_NODES = 128
 
 
 @dataclass(frozen=True)
@@ -41,14 +46,12 @@ class MatrixGrid:
     errors: tuple[str, ...]
     problems: tuple[str, ...]
     checks: int
+    failed: int  # pairs with a failed check
+    drawn: bool  # False: more than MAX_GRID_NODES nodes, no grid
 
     @property
     def side(self) -> float:
         return self.label_room + self.cell_size * len(self.nodes) + 4
-
-    @property
-    def failed(self) -> int:
-        return sum(cell.state == "failed" for cell in self.cells)
 
 
 def split_fix(line: str) -> tuple[str, str]:
@@ -109,8 +112,9 @@ def matrix_grid(matrix: Mapping[str, Any]) -> MatrixGrid:
     for check in matrix["checks"]:
         by_pair.setdefault((check["source"], check["target"]), []).append(check)
     explained = _explained(matrix)
+    drawn = len(nodes) <= MAX_GRID_NODES
     cells = []
-    for row, source in enumerate(nodes):
+    for row, source in enumerate(nodes if drawn else ()):
         for column, target in enumerate(nodes):
             kinds = matrix["cells"].get(source, {}).get(target, "?")
             if kinds != "ok":
@@ -119,7 +123,11 @@ def matrix_grid(matrix: Mapping[str, Any]) -> MatrixGrid:
                                   "untested" if kinds == "?" else "failed", kinds,
                                   _title(source, target, kinds, by_pair.get(pair, []),
                                          explained.get(pair, []))))
+    known = set(nodes)
+    failed = sum(source in known and target in known and kinds not in ("ok", "?")
+                 for source, row_cells in matrix["cells"].items()
+                 for target, kinds in row_cells.items())
     longest = max((len(node) for node in nodes), default=1)
     return MatrixGrid(nodes, tuple(cells), size, round(longest * font * CHAR_WIDTH + 8, 1),
                       font, tuple(matrix["errors"]), tuple(matrix["problems"]),
-                      len(matrix["checks"]))
+                      len(matrix["checks"]), failed, drawn)

@@ -17,7 +17,7 @@ from jinja2 import PackageLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
-from nodeprov.htmlreport.grid import MatrixGrid, matrix_grid
+from nodeprov.htmlreport.grid import MAX_GRID_NODES, MatrixGrid, matrix_grid
 from nodeprov.htmlreport.source import check_report
 from nodeprov.htmlreport.sweep import SweepPlot, sweep_plot
 from nodeprov.htmlreport.timeline import timeline
@@ -57,8 +57,15 @@ class DriftTable:
     items: tuple[str, ...]
     rows: dict[str, dict[str, str]]
 
+    @property
+    def drawn(self) -> bool:
+        """Whether the grid fits MAX_DRIFT_CELLS (nodes times items, each from what was read:
+        a check per node, each of another item, would make it quadratic)."""
+        return len(self.rows) * len(self.items) <= MAX_DRIFT_CELLS
+
 
 OUTCOME_ORDER = ("passed", "skipped", "error", "failed")  # a worse outcome wins the cell
+MAX_DRIFT_CELLS = 512 * 32  # 512 nodes, 32 items; past it the drifted checks alone are listed
 
 
 def drift_table(checks: Sequence[Mapping[str, Any]]) -> DriftTable:
@@ -125,6 +132,7 @@ def render_html(report: Mapping[str, Any], source: str = "the report") -> str:
         host.get("tasks") for host in report["hosts"].values())
     return environment.get_template("report.html").render(
         report=report, summary=_summary(report), proofs=_proofs(report),
+        max_grid_nodes=MAX_GRID_NODES,
         drift=drift_table(report["checks"]) if report["command"] == "verify" else None,
         ranks=_ranks(report) if report["command"] == "run" else [],
         timeline=timeline(report["hosts"]) if with_tasks else None)

@@ -15,6 +15,7 @@ from typing import Any
 
 from nodeprov.errors import InputError
 from nodeprov.jsonreport import SCHEMA_VERSION, schema
+from nodeprov.util.safejson import loads
 from nodeprov.util.units import clipped
 
 SAID_AT_MOST = 200  # characters of a schema error's words: it may quote a huge value
@@ -67,7 +68,8 @@ def read_report(path: Path) -> dict[str, Any]:
                          "report", source=source)
     version = report.get("schema_version", "missing")
     if version != SCHEMA_VERSION:  # before the schema: its first complaint would be another
-        raise InputError(f"{clipped(str(version), 40)}, but this nodeprov reads version "
+        shown = json.dumps(version) if "schema_version" in report else version  # escaped
+        raise InputError(f"{clipped(shown, 40)}, but this nodeprov reads version "
                          f"{SCHEMA_VERSION} reports: draw it with the nodeprov that wrote it",
                          source=source, field="schema_version")
     check_report(report, source)
@@ -75,20 +77,12 @@ def read_report(path: Path) -> dict[str, Any]:
 
 
 def _parsed(text: str, source: str) -> Any:
-    """``text`` as JSON, strictly: NaN and Infinity, which Python's json reads and the charts
-    cannot draw, are refused as any JSON reader refuses them."""
-    def no_json_number(constant: str) -> None:  # NaN, Infinity: Python's json reads them
-        raise InputError(f"not JSON: {constant} is no JSON number; give the file --json wrote",
-                         source=source)
-
+    """``text`` as JSON, within safejson's limits: no NaN or Infinity (the charts cannot draw
+    them), no number beyond 2**53 (the axes' arithmetic overflows), no deep nesting."""
     try:
-        return json.loads(text, parse_constant=no_json_number)
+        return loads(text, what="not a nodeprov JSON report", max_chars=MAX_BYTES)
     except json.JSONDecodeError as error:
         raise InputError(f"not JSON: {error.msg} (column {error.colno}); give the file --json "
                          "wrote", source=source, line=error.lineno) from None
-    except RecursionError:
-        raise InputError("not a nodeprov JSON report: nested deeper than Python reads; give "
-                         "the file --json wrote", source=source) from None
-    except ValueError:  # Python's limit on the digits of an integer (sys.int_info)
-        raise InputError("not a nodeprov JSON report: a number of thousands of digits; give "
-                         "the file --json wrote", source=source) from None
+    except ValueError as error:
+        raise InputError(f"{error}; give the file --json wrote", source=source) from None

@@ -106,7 +106,9 @@ def _read_file(path: Path, data: InventoryData, warn: Callable[[str], None],
     source = str(path)
     text = vault.open_file(read_text(path, kind="inventory"), source)
     if path.suffix == ".toml":
-        parse_yaml(_toml(text, source), source, data, warn)
+        table = _toml(text, source)
+        check_size(table, source)  # the one limit of every format
+        parse_yaml(table, source, data, warn)
         return
     if path.suffix in YAML_EXTENSIONS:
         document = _yaml(text, source)

@@ -28,10 +28,12 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from nodeprov.errors import CommandFailed
+from nodeprov.nodeside.launcher import EXIT_BUSY
 from nodeprov.remote.actions import Write
 from nodeprov.remote.nodelock import STATE_DIR
 from nodeprov.remote.session import Result
 from nodeprov.util.fanout import on_every_name
+from nodeprov.util.safejson import loads_object
 
 if TYPE_CHECKING:
     from nodeprov.remote.channel import Echo
@@ -102,6 +104,9 @@ def run_dir(run_id: str) -> str:
     return f"{JOB_DIR}/{run_id}"
 
 
+LOCKHOLDER = resources.files("nodeprov.nodeside").joinpath("lockholder.py").read_text()
+
+
 def launcher(*args: str) -> tuple[str, ...]:
     """The node-side launcher's command line."""
     script = resources.files("nodeprov.nodeside").joinpath("launcher.py").read_text()
@@ -168,7 +173,7 @@ def _prepare_run(session: Session, job: Job, as_login: bool) -> str:
     if made.exit_code != 0:
         raise CommandFailed(session.host.name, "job", "make the run's folder", made.exit_code,
                             made.stderr or made.stdout)
-    note = json.loads(made.stdout).get("note")
+    note = loads_object(made.stdout, what="the launcher's answer").get("note")
     if not isinstance(note, dict):
         return ""
     return (f"the run before, {note.get('run')} (since {note.get('since')}), was stopped by "
@@ -180,9 +185,16 @@ def _start(session: Session, job: Job, name: str, env_file: str, wait_s: float,
     token = secrets.token_hex(8)
     argv = launcher("start", job.state, job.run_id, token, f"{QUIET:g}", str(job.seconds),
                     job.workdir, env_file, str(job.script_at), "--", *job.commands[name])
-    return session.converse(argv, token, task="job", what="the job",
-                            as_login=job.as_login.get(name, False), beat=HEARTBEAT, echo=echo,
-                            timeout=wait_s)
+    as_login = job.as_login.get(name, False)
+    result = session.converse(argv, token, task="job", what="the job", as_login=as_login,
+                              beat=HEARTBEAT, echo=echo, timeout=wait_s)
+    if result.exit_code != EXIT_BUSY:
+        return result
+    # the node is held: who holds it, as the kernel says (anyone may bind the lock's name)
+    named = session.run(("python3", "-I", "-c", LOCKHOLDER), task="job", timeout=30,
+                        what="name the job lock's holder", as_login=as_login)
+    said = named.stdout.strip() if named.exit_code == 0 else "its holder could not be named"
+    return Result(result.stdout, f"{result.stderr.rstrip()} ({said})\n", result.exit_code)
 
 
 def _stop(session: Session, job: Job, as_login: bool, env_file: str) -> Stopped:
@@ -192,7 +204,7 @@ def _stop(session: Session, job: Job, as_login: bool, env_file: str) -> Stopped:
     if done.exit_code != 0:
         raise CommandFailed(session.host.name, "job", "stop the job", done.exit_code,
                             done.stderr or done.stdout)
-    found = json.loads(done.stdout)
+    found = loads_object(done.stdout, what="the stop step's answer")
     ranks = {}
     for rank, record in (found.get("ranks") or {}).items():
         try:  # the node's words: a record that is not one is left out

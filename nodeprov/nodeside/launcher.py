@@ -9,20 +9,20 @@ user. STATE is where runs live ('': /var/lib/nodeprov/job for root, else ~/.cach
     python3 -I -c LAUNCHER stop STATE RUN_ID ENV_FILE   # {"result": null, "ranks": {...}}
 
 ``prepare`` makes the run's folder (0700) and prints, once, why the user's run before was
-stopped if nodeprov did not stop it. ``start`` says TOKEN on stderr (sudo is done: stdin is
-this program's now), reads the job's environment from ENV_FILE (JSON, the user's own 0600 file:
-never on a command line) and removes it, and takes the job lock: the abstract unix socket
-``@nodeprov-job`` (per network namespace, as the rendezvous port; any user's; freed by the kernel
-with its last holder; nothing on disk to plant a link on), which tells a second job who holds
-it. COMMAND starts in WORKDIR (empty: home) in a session of its own, each process marked
-``NODEPROV_JOB_RUN=RUN_ID``; with SCRIPT_AT > 0 it is torchrun, COMMAND[SCRIPT_AT:] the script,
-and each rank starts through ``RANK_SHIM``, which records the rank's own exit code. The job's
-exit code is this program's (128+N after signal N). The job is stopped (TERM, 5 s, KILL) after
-DEADLINE s (0: never; exit 124, 137 if KILL was needed) and when nodeprov is gone: stdin, where
-nodeprov sends a byte every few seconds, ends or stays silent QUIET s (0: not watched); then the
-run's folder goes and the note says why (exit 143). ``stop`` stops what of the run still runs,
-prints the ranks' records and the run's result.json, and removes the run's folder (and ENV_FILE
-if the job never read it).
+stopped if nodeprov did not stop it. ``start`` says TOKEN on stderr (sudo is done: stdin is this
+program's now), reads the job's environment from ENV_FILE (JSON, the user's own 0600 file: never
+on a command line) and removes it, and takes the job lock: the abstract unix socket
+``@nodeprov-job`` (per network namespace, as the rendezvous port; any user's; freed by the
+kernel with its last holder; nothing on disk to plant a link on); a second job exits 75 (busy),
+and ``lockholder.py`` names the holder. COMMAND starts in WORKDIR (empty: home) in a session of
+its own, each process marked ``NODEPROV_JOB_RUN=RUN_ID``; with SCRIPT_AT > 0 it is torchrun,
+COMMAND[SCRIPT_AT:] the script, and each rank starts through ``RANK_SHIM``, which records the
+rank's own exit code. The job's exit code is this program's (128+N after signal N). The job is
+stopped (TERM, 5 s, KILL) after DEADLINE s (0: never; exit 124, 137 if KILL was needed) and when
+nodeprov is gone: stdin, where nodeprov sends a byte every few seconds, ends or stays silent
+QUIET s (0: not watched); then the run's folder goes and the note says why (exit 143). ``stop``
+stops what of the run still runs, prints the ranks' records and the run's result.json, and
+removes the run's folder (and ENV_FILE if the job never read it).
 """
 
 from __future__ import annotations
@@ -185,21 +185,6 @@ class Lock:
                 peer.sendall(self.describe().encode()[:400])
 
 
-def holder() -> str:
-    """Who holds the job lock, in its own words (printable, at most 400 characters)."""
-    asking = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    asking.settimeout(3)
-    try:
-        asking.connect(LOCK_NAME)
-        said = asking.recv(400).decode(errors="replace")
-    except OSError:
-        said = ""
-    finally:
-        asking.close()
-    return "".join(c if c.isprintable() else "?" for c in said) or (
-        "a process that does not answer: a job whose launcher ended")
-
-
 def watch(quiet: float, lock: Lock, gone: list[str], ended: threading.Event) -> None:
     """Until stdin ends, or stays silent ``quiet`` s: then nodeprov is gone."""
     while True:
@@ -237,7 +222,8 @@ def start(state: str, run_id: str, token: str, quiet: float, deadline: float, wo
     try:
         lock = Lock(run_id)
     except OSError:
-        sys.stderr.write(f"another nodeprov job is running on this node ({holder()})\n")
+        # who holds it is for lockholder.py to say: anyone may bind the name
+        sys.stderr.write("another nodeprov job is running on this node\n")
         return EXIT_BUSY
     run_dir = os.path.join(state_dir(state), run_id)
     if not os.path.isdir(run_dir):  # nodeprov stopped this run before it started

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from nodeprov.proof.matrix import Check, Matrix
 from nodeprov.remote.actions import STOP_MARKED
 from nodeprov.util.fanout import on_every_name
+from nodeprov.util.safejson import loads_object
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
@@ -51,7 +52,7 @@ def dns_check(source: str, target: str, hostname: str, address: str,
 
 def parse_probe(source: str, stdout: str, targets: Sequence[Mapping[str, Any]]) -> list[Check]:
     """Checks from one node's probe output; ``targets`` is what the probe was given."""
-    data = json.loads(stdout)
+    data = loads_object(stdout, what="the probe's answer")
     checks = []
     for target in targets:
         name = target["name"]
@@ -122,7 +123,7 @@ def check_connectivity(hosts: Sequence[Host], sessions: Mapping[str, Session],
         if result.exit_code != 0:
             raise RuntimeError(f"listener exited {result.exit_code}: "
                                f"{(result.stderr or result.stdout).strip()[-200:]}")
-        listening: dict[str, Any] = json.loads(result.stdout)
+        listening = loads_object(result.stdout, what="the listener's answer")
         return listening
 
     listeners = on_every_name(names, start)

@@ -12,15 +12,16 @@ once, so everything after works on typed values::
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from nodeprov.util.units import counted, human_bytes
+from nodeprov.util.safejson import loads
+from nodeprov.util.units import clipped, counted, human_bytes
 
 RESULT_PREFIX = "NODEPROV_RESULT "  # the line the job prints alongside the file
 TABLE_HEADER = ("size", "elements", "iters", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
                 "wrong")
+MAX_RESULT_CHARS = 1 << 20  # a sweep of 40 sizes writes some 8 KB
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,8 @@ def _get(data: Any, key: str, kind: type | tuple[type, ...], where: str = "") ->
     # bool passes isinstance(value, int), but is never a valid count or time.
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         expected = " or ".join(k.__name__ for k in kinds)
-        raise ValueError(f"job result: {name} is {value!r}, expected {expected}")
-    if isinstance(value, float) and not math.isfinite(value):  # NaN, Infinity: json reads them
-        raise ValueError(f"job result: {name} is {value!r}, expected a finite number")
+        raise ValueError(f"job result: {name} is {clipped(repr(value), 40)}, "
+                         f"expected {expected}")
     return value
 
 
@@ -88,7 +88,7 @@ def _size(row: Any, index: int) -> SizeResult:
 def parse_result(text: str) -> JobResult:
     """The job's JSON as typed values; ValueError names the first field that is off."""
     try:
-        data = json.loads(text)
+        data = loads(text, what="job result", max_chars=MAX_RESULT_CHARS)
     except json.JSONDecodeError as error:
         raise ValueError(f"job result is not JSON: {error}") from None
     ddp = _get(data, "ddp", dict)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from nodeprov.remote.factcheck import (
     checked_text,
 )
 from nodeprov.remote.rdma import RdmaFacts, read_rdma
+from nodeprov.util.safejson import loads
 
 FACTS_SCRIPT = resources.files("nodeprov.nodeside").joinpath("facts.sh").read_text()
 # facts.sh runs it only where nvidia-smi lacks compute_cap (drivers before 510)
@@ -236,8 +236,8 @@ def parse_ip_addr_json(text: str) -> tuple[Interface, ...]:
         raise ValueError("`ip -j addr show` printed nothing: install iproute2 4.13 or later on "
                          "the node (before it, e.g. CentOS 7's 4.11, ip has no JSON output)")
     try:
-        links = json.loads(text)
-    except (ValueError, RecursionError) as error:  # RecursionError: "[[[[..." nested deep
+        links = loads(text, what="its JSON")  # deep nesting, huge numbers: bounded
+    except ValueError as error:
         raise ValueError("`ip -j addr show` printed no valid JSON "
                          f"({str(error)[:80] or type(error).__name__})") from None
     if not isinstance(links, list):

@@ -15,6 +15,9 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from paramiko import SFTPAttributes, SFTPClient, SFTPError, SFTPFile
+from paramiko.sftp import CMD_HANDLE, CMD_OPEN, SFTP_FLAG_CREATE, SFTP_FLAG_EXCL, SFTP_FLAG_WRITE
+
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.actions import Local, Upload, Write
 
@@ -27,12 +30,25 @@ def stage(connection: Any, node: str, task: str, action: Write) -> str:
     the batch copies it into place as root and removes it."""
     remote = f"/tmp/.nodeprov-stage-{secrets.token_hex(16)}"
     try:
-        with connection.sftp().open(remote, "wx") as staged:
-            staged.chmod(0o600)
+        with create_private(connection.sftp(), remote) as staged:
             staged.write(action.content.encode())
     except (OSError, EOFError) as error:
         raise HostError(node, task, f"staging {action} failed: {describe(error)}") from None
     return remote
+
+
+def create_private(sftp: SFTPClient, path: str) -> SFTPFile:
+    """A new file at ``path`` (never an existing one, nor through a link), open for writing
+    and 0600 from its creation: the mode travels in the SFTP open request, as OpenSSH's
+    sftp-server takes it for open(2). paramiko's own open sends no mode, so the file was born
+    0666 & ~umask and chmod came a round trip later: another user read HF_TOKEN (issue #34)."""
+    attributes = SFTPAttributes()
+    attributes.st_mode = 0o600
+    flags = SFTP_FLAG_WRITE | SFTP_FLAG_CREATE | SFTP_FLAG_EXCL
+    kind, answer = sftp._request(CMD_OPEN, path, flags, attributes)  # type: ignore[attr-defined]
+    if kind != CMD_HANDLE:
+        raise SFTPError("Expected handle")
+    return SFTPFile(sftp, answer.get_binary(), "wb")
 
 
 def upload(connection: Any, action: Upload, progress: Transfers | None = None,

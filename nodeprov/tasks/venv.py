@@ -18,13 +18,8 @@ by this machine from the ``pip_*`` sources, else its own pip configuration, and 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion
 
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
@@ -39,9 +34,10 @@ from nodeprov.wheels.sources import Sources
 # there (installer.UV_PROBE), the version its python says when run (nothing where it does not
 # run: a link left dangling by a distribution upgrade; a python3 link that now starts another
 # minor version, whose packages live in another folder), "yes" when the folder holds anything,
-# the lib folders that have ensurepip; then pyvenv.cfg. Shell builtins, the one `head` of
-# nodeprov_read, and the venv's python once (-I -S: 7.6 ms a start, measured on the test
-# machine), since only running it shows that it runs.
+# the lib folders that have ensurepip, the first of the venv and its folders that is not root's
+# or that others may write (path, uid, mode); then pyvenv.cfg. Shell builtins, a `stat` per
+# folder there, the one `head` of nodeprov_read, and the venv's python once (-I -S: 7.6 ms a
+# start, measured on the test machine), since only running it shows that it runs.
 _PROBE = reader.READER + installer.UV_PROBE + r"""venv=$1; shift
 ran=$("$venv/bin/python" -I -S -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' \
   2>/dev/null) || ran=
@@ -57,6 +53,15 @@ for dir in /usr/lib/python3*/ensurepip /usr/local/lib/python3*/ensurepip; do
 '*) ;; *) [ ! -e "$dir/__init__.py" ] || printf '%s ' "$dir" ;; esac
 done
 echo
+dir=$venv unsafe=
+while [ -n "$dir" ] && [ -z "$unsafe" ]; do
+  if [ -e "$dir" ]; then
+    found=$(stat -L -c '%u %a' -- "$dir") || found="? ?"
+    case $found in "0 "*[2367]) unsafe="$dir $found" ;; "0 "*) ;; *) unsafe="$dir $found" ;; esac
+  fi
+  dir=${dir%/*}
+done
+echo "$unsafe"
 nodeprov_read "$@"
 """
 
@@ -101,6 +106,7 @@ class VenvState:
     occupied: bool
     ensurepip: tuple[str, ...]
     uv: UvState = UvState(False)
+    unsafe: str = ""  # "PATH UID MODE": a folder another user may change (issue #34)
 
 
 def probe(params: VenvParams) -> Probe:
@@ -109,13 +115,14 @@ def probe(params: VenvParams) -> Probe:
 
 
 def parse_probe(observed: str) -> VenvState:
-    uv, ran, occupied, ensurepip, cfg = (observed.split("\n", 4) + ["", "", "", ""])[:5]
+    uv, ran, occupied, ensurepip, unsafe, cfg = (observed.split("\n", 5) + [""] * 5)[:6]
     return VenvState(
         version=parse_pyvenv_cfg(next(iter(reader.observed_files(cfg).values()), None) or ""),
         running=ran if re.fullmatch(r"\d+\.\d+\.\d+", ran) else None,
         occupied=occupied == "yes",
         ensurepip=tuple(ensurepip.split()),
         uv=parse_uv_line(uv),
+        unsafe=unsafe,
     )
 
 
@@ -152,54 +159,15 @@ def at_least(version: str, minimum: str) -> bool:
     return version_tuple(version)[: len(wanted)] >= wanted
 
 
-def parse_dist_infos(listing: str) -> dict[str, str]:
-    """PEP 503 names and versions from ``*.dist-info`` folder names.
-
-    >>> parse_dist_infos("typing_extensions-4.15.0.dist-info\\ntorch-2.13.0+cpu.dist-info")
-    {'typing-extensions': '4.15.0', 'torch': '2.13.0+cpu'}
-    """
-    installed: dict[str, str] = {}
-    for line in listing.split():
-        name, sep, version = line.removesuffix(".dist-info").rpartition("-")
-        if sep and line.endswith(".dist-info"):
-            installed[canonicalize_name(name)] = version
-    return installed
-
-
-def marker_environment(python: str, arch: str) -> dict[str, str]:
-    """The node's values for requirement markers (``; python_version < "3.12"``)."""
-    return {"python_version": ".".join(python.split(".")[:2]), "python_full_version": python,
-            "platform_machine": arch, "platform_system": "Linux", "sys_platform": "linux",
-            "os_name": "posix", "implementation_name": "cpython",
-            "platform_python_implementation": "CPython", "extra": ""}
-
-
-def unsatisfied(specs: Sequence[str], installed: Mapping[str, str],
-                environment: Mapping[str, str]) -> list[str]:
-    """The specs that apply to the node and are not installed at a matching version.
-
-    >>> unsatisfied(["torch==2.9.1", "six>=2"], {"torch": "2.9.1+cpu", "six": "1.17.0"}, {})
-    ['six>=2']
-    """
-    missing = []
-    for spec in specs:
-        requirement = Requirement(spec)
-        if requirement.marker and not requirement.marker.evaluate(dict(environment)):
-            continue
-        version = installed.get(canonicalize_name(requirement.name))
-        try:
-            ok = version is not None and (requirement.url is not None or
-                                          requirement.specifier.contains(version, True))
-        except InvalidVersion:
-            ok = False
-        if not ok:
-            missing.append(spec)
-    return missing
-
-
 def plan(ctx: Context, params: VenvParams, observed: str) -> Plan:
     state = parse_probe(observed)
     path, minimum = params.path, params.python_version
+    if state.unsafe:
+        folder, uid, mode = state.unsafe.rsplit(" ", 2)
+        raise TaskFailed(f"{folder} (uid {uid}, mode {mode}) is not root's alone: another user "
+                         f"could replace the venv {path} or its CA bundle, which root runs; "
+                         "choose a venv_path whose folders only root can change (the default "
+                         "/opt/nodeprov/venv)")
     built, running = state.version, state.running
     # a python3 link a distribution upgrade moved on: the venv's packages are in built's folder
     moved = built is not None and running is not None and _minor(running) != _minor(built)

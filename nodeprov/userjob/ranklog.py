@@ -10,6 +10,7 @@ global rank, ``[rank1]:``; its own messages have no prefix::
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -82,7 +83,9 @@ class _NodeLog:
     def __init__(self, node: str, path: Path, show: Callable[[str], None],
                  lock: threading.Lock) -> None:
         self.node, self.path, self._show, self._lock = node, path, show, lock
-        self._file = path.open("a", encoding="utf-8")
+        # 0600 from its creation, as the reports: the job's whole output, secrets it printed too
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        self._file = open(handle, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self.streams = (LineWriter(self.line), LineWriter(self.line))
 
     def line(self, text: str) -> None:
@@ -102,7 +105,7 @@ class NodeLogs:
     """One log file per node under ``directory``; ``show`` gets rank 0's lines, node first."""
 
     def __init__(self, directory: Path, nodes: Sequence[str], show: Callable[[str], None]) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock = threading.Lock()
         self._logs = {node: _NodeLog(node, directory / f"{node}.log", show, lock)
                       for node in nodes}

@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Protocol
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.nodeside.syncnode import REFUSED, SKIPPED
 from nodeprov.util.fanout import on_every
+from nodeprov.util.safejson import loads_object
 
 if TYPE_CHECKING:
     from nodeprov.remote.session import Session
@@ -124,7 +125,7 @@ def sync_nodes(sessions: Mapping[str, Session], root: Path, *, as_login: Mapping
         found = sessions[name].run(["python3", "-I", "-c", script, "manifest", str(root)],
                                    task="sync", what=f"read {root}", as_login=as_login[name])
         _check(name, found.exit_code, found.stderr or found.stdout, f"read {root}")
-        return plan_sync(local, json.loads(found.stdout))
+        return plan_sync(local, loads_object(found.stdout, what="the node's manifest"))
 
     results: dict[str, Synced | Exception] = {}
     sending: dict[str, tuple[str, ...]] = {}

@@ -15,6 +15,7 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -82,3 +83,47 @@ def _temporary(target: Path, delete: bool = True) -> IO[bytes]:
     file system."""
     return tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.",
                                        suffix=".tmp", delete=delete)
+
+
+def refuse_inputs(outputs: Mapping[str, str | None],
+                  inputs: Sequence[tuple[str, Path]]) -> None:
+    """InputError (exit 2) naming both paths when an output would overwrite one of the
+    command's ``inputs`` (the same file, or a file inside an input folder: the next read
+    would take the report for input), when two outputs are one file, or when two go to
+    stdout. ``outputs``: option to path (None: not asked for); ``inputs``: (what, path).
+
+        refuse_inputs({"--json": "hosts.yaml"}, [("inventory", Path("hosts.yaml"))])
+        # InputError: --json: hosts.yaml is the inventory hosts.yaml; ...
+    """
+    given = {option: path for option, path in outputs.items() if path}
+    to_stdout = [option for option, path in given.items() if path == STDOUT]
+    if len(to_stdout) > 1:
+        raise InputError(f"{' and '.join(to_stdout)} both write to stdout ('-'); give all but "
+                         "one of them a file", field=to_stdout[-1])
+    seen: dict[Path, str] = {}
+    for option, path in given.items():
+        if path == STDOUT:
+            continue
+        written = Path(path).resolve()
+        if written in seen:
+            raise InputError(f"{path} is also {seen[written]}'s file; give each report its own "
+                             "path", field=option)
+        seen[written] = option
+        for what, source in inputs:
+            read = source.resolve()
+            if written == read or _same_file(written, read):
+                raise InputError(f"{path} is the {what} {source}: the report would overwrite "
+                                 "what this command reads; give the report another path",
+                                 field=option)
+            if read in written.parents:
+                raise InputError(f"{path} is inside the {what} {source}, which is read whole: "
+                                 "the next run would read the report as part of it; give the "
+                                 "report another path", field=option)
+
+
+def _same_file(written: Path, read: Path) -> bool:
+    """Whether the two are one file by two names (a hard link)."""
+    try:
+        return os.path.samefile(written, read)
+    except OSError:
+        return False

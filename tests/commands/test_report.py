@@ -34,7 +34,7 @@ def test_report_draws_a_saved_json_report(name: str, tmp_path: Path) -> None:
     ('{"schema_version": 1, "command": "apply", "ok": true}', "report.json: (top): must contain"),
     # hand-edited, each a traceback before: OverflowError drawing the chart, KeyError 'hosts'
     ('{"schema_version": 1, "command": "facts", "ok": true, "hosts": {}, "t": Infinity}',
-     "report.json: not JSON: Infinity is no JSON number"),
+     "report.json: not a nodeprov JSON report: Infinity is no JSON number"),
     ('{"schema_version": 1, "command": "", "ok": true}', "report.json: command: must be one of"),
 ])
 def test_what_is_no_report_is_exit_2_and_one_line_and_no_page(tmp_path: Path, text: str,

@@ -102,7 +102,8 @@ def big_verify(count: int) -> dict[str, Any]:
     report["drift"] = [check["message"] for check in report["checks"]
                        if check["outcome"] == "failed"]
     proof = report["proofs"][0]
-    proof["connectivity"] = matrix(nodes, blocked=nodes[-1], unresolved=(nodes[4], nodes[9]))
+    proof["connectivity"] = matrix(nodes, blocked=nodes[-1],
+                                   unresolved=(nodes[4], nodes[min(9, count - 2)]))
     proof["failures"] = proof["connectivity"]["problems"]
     return report
 

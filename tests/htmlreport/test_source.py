@@ -41,12 +41,18 @@ def test_every_recorded_report_reads(tmp_path: Path) -> None:
     # hand-edited: each was a traceback (ValueError, RecursionError, OverflowError drawing the
     # chart, KeyError for a command the page does not know)
     ('{"schema_version": 1, "command": "facts", "ok": true, "hosts": {}, "x": NaN}',
-     ": not JSON: NaN is no JSON number; give the file --json wrote"),
-    ('{"schema_version": 1, "x": -Infinity}', ": not JSON: -Infinity is no JSON number"),
+     ": not a nodeprov JSON report: NaN is no JSON number; give the file --json wrote"),
+    ('{"schema_version": 1, "x": -Infinity}',
+     ": not a nodeprov JSON report: -Infinity is no JSON number"),
     ('{"schema_version": 1, "x": ' + "9" * 5000 + "}",
-     ": not a nodeprov JSON report: a number of thousands of digits"),
+     ": not a nodeprov JSON report: a number of 5000 digits"),
     ('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}",
-     ": not a nodeprov JSON report: nested deeper than Python reads"),
+     ": not a nodeprov JSON report: nested more than 64 deep"),
+    # the schema allows any number; the timeline's arithmetic overflowed (issue #34)
+    ('{"schema_version": 1, "duration_s": 1e308}', ": not a nodeprov JSON report: the number "
+     "1e308 is beyond 2**53"),
+    ('{"schema_version": 1, "exit_code": ' + "9" * 400 + "}",
+     ": not a nodeprov JSON report: a number of 400 digits"),
     ('{"schema_version": 1, "command": "deploy", "ok": true, "hosts": {}}',
      ": command: must be one of ['apply', 'verify', 'facts', 'run', 'fabric']; "
      "not a nodeprov JSON "),
@@ -76,7 +82,7 @@ def test_a_nan_in_any_recorded_report_is_refused(tmp_path: Path) -> None:
             report["proofs"][0]["job"]["result"]["sizes"][0][field] = constant
             path = tmp_path / "report.json"
             path.write_text(json.dumps(report).replace(f'"{constant}"', constant))
-            with pytest.raises(InputError, match=f"not JSON: {constant} is no JSON number"):
+            with pytest.raises(InputError, match=f"report: {constant} is no JSON number"):
                 read_report(path)
 
 

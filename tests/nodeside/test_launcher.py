@@ -23,6 +23,7 @@ import pytest
 from nodeprov.job.diagnose import diagnose
 
 LAUNCHER = resources.files("nodeprov.nodeside").joinpath("launcher.py").read_text()
+LOCKHOLDER = resources.files("nodeprov.nodeside").joinpath("lockholder.py").read_text()
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 JOB = "echo up; exec sleep 300"  # the job: says it runs, then runs until stopped
 
@@ -43,6 +44,13 @@ def start_argv(state: Path, run_id: str, *command: str, quiet: float = 0, deadli
     return [*space, *launcher("start", str(state), run_id, "TOKEN", str(quiet), str(deadline),
                               workdir or str(state.parent), env_file, str(script_at), "--",
                               *command)]
+
+
+def holder_in(netns: int) -> str:
+    """What lockholder.py says in the network namespace of process ``netns``, as root."""
+    return subprocess.run(["nsenter", f"--net=/proc/{netns}/ns/net", "--", sys.executable,
+                           "-I", "-c", LOCKHOLDER], capture_output=True, text=True, timeout=30,
+                          check=True).stdout.rstrip("\n")
 
 
 def step(name: str, state: Path, run_id: str, *rest: str) -> dict[str, object]:
@@ -145,9 +153,12 @@ def test_one_job_per_node_and_the_second_is_told_whose_it_is(state: Path,
                                          netns=child.pid), capture_output=True, text=True,
                               timeout=30, check=False)
         assert busy.returncode == 75 and not (tmp_path / "ran").exists()
-        assert busy.stderr.splitlines()[-1].startswith(
-            f"another nodeprov job is running on this node (run {first} of root since ")
-        assert busy.stderr.splitlines()[-1].endswith("; its nodeprov was last heard 0 s ago)")
+        assert busy.stderr.splitlines()[-1] == "another nodeprov job is running on this node"
+        said = holder_in(child.pid)  # the kernel's words, then the holder's claim
+        assert said.startswith(f"pid {child.pid} of root (uid 0): "), said
+        assert " start " in said and f" {first} TOKEN " in said, said
+        assert f'; it says: "run {first} of root since ' in said, said
+        assert said.endswith('; its nodeprov was last heard 0 s ago"'), said
         # another network namespace is another node: its own rendezvous port, its own lock
         assert subprocess.run(start_argv(state, second, "true"), timeout=30).returncode == 0
         assert child.stdin is not None
@@ -177,8 +188,11 @@ def test_the_lock_stays_held_until_the_jobs_last_process_is_gone(state: Path,
                                   capture_output=True, text=True, timeout=30, check=False)
             assert busy.returncode == 75
             assert busy.stderr.splitlines()[-1] == (
-                "another nodeprov job is running on this node (a process that does not answer: "
-                "a job whose launcher ended)")
+                "another nodeprov job is running on this node")
+            said = holder_in(node.pid)
+            assert said.startswith("pid ") and said.endswith(
+                " of root (uid 0): sleep 300; it does not answer: a job whose launcher ended, "
+                "or not a nodeprov launcher"), said
             assert step("stop", state, first, "")["ranks"] == {}  # nodeprov's stop step
             assert marked(first) == []
             assert subprocess.run(start_argv(state, second, "true", netns=node.pid),

@@ -80,7 +80,10 @@ def test_facts_and_probes_in_one_round_trip(tmp_path: Any) -> None:
 
 
 @pytest.mark.parametrize(("tool", "says", "error"), [
-    ("ip", "[" * 100_000, "`ip -j addr show` printed no valid JSON (maximum recursion depth"),
+    ("ip", "[" * 100_000, "`ip -j addr show` printed no valid JSON (its JSON: nested more "
+                          "than 64 deep)"),
+    ("ip", '[{"ifname": "eth0", "mtu": ' + "9" * 400 + "}]", "`ip -j addr show` printed no "
+     "valid JSON (its JSON: a number of 400 digits, more than any value nodeprov reads)"),
     ("cat", "61000 32768", "the node's ephemeral port range '61000 32768' is not valid here"),
     ("ip", '[{"ifname": "eth0", "addr_info": [{"family": "inet", "local": "10.0.0.1", '
            '"prefixlen": 33}]}]', "the node's interface 'eth0': '10.0.0.1/33' does not"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -16,21 +17,21 @@ from nodeprov.inventory import Host
 from nodeprov.remote import reader
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks.base import Context, ParamError, Run, TaskFailed, parse_params
+from nodeprov.tasks.torch.requirements import parse_dist_infos, unsatisfied
 from nodeprov.tasks.venv import (
     VenvParams,
     VenvState,
     at_least,
-    parse_dist_infos,
     parse_probe,
     parse_pyvenv_cfg,
     plan,
     probe,
-    unsatisfied,
 )
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.wheels import installer
 from nodeprov.wheels.peers import Distribution, PeerUpload
 from nodeprov.wheels.sources import Sources
+from tests.conftest import MakeTestbed
 from tests.tasks.kit import make_facts, one_node
 
 VENV = "/opt/nodeprov/venv"
@@ -47,12 +48,12 @@ def context(facts: Facts) -> Context:
 
 
 def observed(cfg: str = "", runs: bool | str = False, entries: str = "",
-             ensurepip: str = HAS_ENSUREPIP, uv: str = "uv") -> str:
+             ensurepip: str = HAS_ENSUREPIP, uv: str = "uv", unsafe: str = "") -> str:
     """What the probe prints for a venv with this pyvenv.cfg ("": none), python that runs (the
     version it says: True for pyvenv.cfg's) or not, entries in its folder, lib folders with
-    ensurepip, and uv's line (UV_PROBE)."""
+    ensurepip, uv's line (UV_PROBE), and the first folder others may change."""
     ran = (parse_pyvenv_cfg(cfg) or "") if runs is True else runs or ""
-    return (f"{uv}\n{ran}\n{'yes' if entries else ''}\n{ensurepip}\n"
+    return (f"{uv}\n{ran}\n{'yes' if entries else ''}\n{ensurepip}\n{unsafe}\n"
             + reader.files_output({f"{VENV}/pyvenv.cfg": cfg or None}))
 
 
@@ -198,6 +199,14 @@ def test_a_folder_that_is_no_venv_is_left_alone() -> None:
         plan(context(node_facts()), VenvParams(VENV), observed(entries="data.csv"))
 
 
+def test_a_venv_in_a_folder_others_may_change_is_refused_naming_it() -> None:
+    """Issue #34: root runs the venv's python and trusts its CA bundle; whoever may write a
+    folder on its way could replace them."""
+    with pytest.raises(TaskFailed, match=r"^/tmp \(uid 0, mode 1777\) is not root's alone: "
+                       f"another user could replace the venv {VENV} or its CA bundle"):
+        plan(context(node_facts()), VenvParams(VENV), observed(unsafe="/tmp 0 1777"))
+
+
 def test_params_are_checked() -> None:
     with pytest.raises(ParamError, match="not an absolute path"):
         parse_params(VenvParams, {"path": "venv"})
@@ -237,6 +246,8 @@ def test_the_probe_reads_a_venv_as_parse_probe_expects(tmp_path: Path) -> None:
     assert (state().version, state().occupied) == (None, False)
     (venv / ".hidden").touch()
     assert state().occupied
+    venv.chmod(0o757)  # the venv itself first, then each folder above it
+    assert state().unsafe == f"{venv} {os.geteuid()} 757"
 
 
 def test_installed_distributions_and_requirements() -> None:
@@ -266,3 +277,24 @@ def test_a_too_high_minimum_fails_clearly(testbed: Testbed, tmp_path: Path) -> N
     assert ("node1: venv: no python >= 3.99 on the node (found: /usr/bin/python3 (3.11.2)); "
             "install a python >= 3.99 with its venv module" in " ".join(result.stdout.split()))
     assert testbed.exec("node1", "test", "-e", "/opt/nodeprov-test/never").returncode == 1
+
+
+@pytest.mark.integration
+def test_a_venv_path_under_a_folder_anyone_may_write_is_refused(make_testbed: MakeTestbed,
+                                                                 tmp_path: Path) -> None:
+    bed = make_testbed(nodes=1)
+    playbook = tmp_path / "venv.yaml"
+    playbook.write_text("- name: venv\n  hosts: node1\n  tasks:\n    - name: Python venv\n"
+                        "      venv: {path: /tmp/nodeprov-test/venv}\n")
+    result = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook)])
+    assert result.exit_code == 1, result.output
+    assert ("node1: venv: /tmp (uid 0, mode 1777) is not root's alone: another user could "
+            "replace the venv /tmp/nodeprov-test/venv" in " ".join(result.stdout.split()))
+    assert bed.exec("node1", "test", "-e", "/tmp/nodeprov-test").returncode == 1
+    # where only root may change each folder, the venv is planned as before
+    playbook.write_text(playbook.read_text().replace("/tmp/nodeprov-test/venv",
+                                                     "/opt/nodeprov-test/venv"))
+    result = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook),
+                                      "--check"])
+    assert result.exit_code == 0, result.output
+    assert "create venv /opt/nodeprov-test/venv" in " ".join(result.stdout.split())

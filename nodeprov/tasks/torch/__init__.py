@@ -46,13 +46,8 @@ from nodeprov.tasks.base import (
 from nodeprov.tasks.torch.choice import choose_for_host
 from nodeprov.tasks.torch.install import install_actions, local_dir, sources_for
 from nodeprov.tasks.torch.params import TorchParams, TorchState
-from nodeprov.tasks.venv import (
-    marker_environment,
-    node_python,
-    parse_dist_infos,
-    parse_pyvenv_cfg,
-    unsatisfied,
-)
+from nodeprov.tasks.torch.requirements import marker_environment, parse_dist_infos, unsatisfied
+from nodeprov.tasks.venv import node_python, parse_pyvenv_cfg
 from nodeprov.variants.choose import parse_torch_version_py, wheel_spec
 from nodeprov.wheels import installer, pipconfig
 from nodeprov.wheels.installer import parse_uv_line
