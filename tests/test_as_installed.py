@@ -22,7 +22,7 @@ from tests.wheels.mirror import uv_index
 from tests.wheels.offline import admin_without_internet
 
 ROOT = Path(__file__).parents[1]
-SCRIPT = Path(__file__).parent / "job" / "ddp" / "train.py"
+SCRIPT = Path(__file__).parent / "userjob" / "ddp" / "train.py"
 MIRRORS = ("/opt/wheels", "/opt/pypi", "/opt/pypi-more")
 
 

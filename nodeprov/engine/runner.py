@@ -143,7 +143,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         raise_first(on_every(apply_host, runs.values(), forks=options.forks, stop=stop,
                              drop=drop))
     finally:
-        handlers.close()  # no node keeps serving wheels after the run
+        handlers.close()  # nothing a room started outlives the run (no node serves wheels)
     probed = {name: {spec.type.name: out for spec, out in reversed(list(zip(
         runs[name].specs, outputs, strict=True))) if out is not None}
         for name, outputs in observed.items() if name in runs}

@@ -6,11 +6,13 @@ with the node's own ``sh`` or system ``python3`` (``resources.files("nodeprov.no
 - ``netcheck.py``: the connectivity matrix's listeners and probes (job.connectivity);
 - ``syncnode.py``: ``nodeprov run --sync``'s listing and receiving end (job.sync);
 - ``peer_scripts.py``: the wheel seeds' server, fetch and listing (wheels.peer_exec);
-- ``written.py``: the bytes an install has written so far, for its progress (wheels.written).
+- ``written.py``: the bytes an install has written so far, for its progress (wheels.written);
+- ``install.sh`` and ``seed.sh``, each after ``uv_runs.sh``: an install into the venv, uv first
+  and pip where uv cannot, and pip put into a new venv (wheels.installer).
 
 The rule, kept by tests/nodeside/test_nodeside.py: Python here parses as Python 3.8 (the oldest
 python3 nodeprov runs these with: ``tasks.venv.SCRIPTS_PYTHON``) and imports only its standard
 library, nothing of nodeprov; the shell scripts pass ``sh -n`` and shellcheck as POSIX sh.
 tests/nodeside/test_inline_scripts.py holds the scripts other modules keep as strings (probes,
-the batch, the locks, the install) to the same rule.
+the batch, the locks) to the same rule.
 """

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 
 class RunState(Protocol):
-    """What a room keeps for one run: warnings it owes each host's task, and its end."""
+    """What a room keeps for one run: the warnings it owes a host's task (those since the last
+    call: each is said once), and its end (``close``: nothing it started keeps running)."""
 
     def warnings_for(self, host: str) -> list[str]: ...
 

@@ -27,6 +27,7 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 
 from nodeprov.remote.actions import Run
 from nodeprov.util.redact import mask_urls
@@ -64,23 +65,8 @@ shutil.rmtree(upload)
 # The SFTP user (the sudo caller under become) must be able to write the upload folder.
 # argv: the folder. Emptied first: a failed run's files must not join this run's wheels.
 MAKE_UPLOAD_DIR = 'rm -rf -- "$1" && install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
-# uv_runs UV: true when uv runs; false, silently, where it is not there; else its first line
-# of error goes to UV_FAILED (the next plans read it and say "with pip (uv failed: ...)") and
-# to stderr.
-_UV_RUNS = r"""uv_runs() {
-  [ -x "$1" ] || return 1
-  why=$("$1" --version 2>&1 >/dev/null) && return 0
-  status=$? why=${why%%
-*}
-  why=${why:-"$1 --version exited $status"}
-  uv_failed "$1" "$why"
-  echo "nodeprov: installed with pip: uv failed: $why" >&2
-  return 1
-}
-uv_failed() {
-  { printf '%s\n' "$2" > "$1.failed" && mv -f -- "$1.failed" "${1%/*}/failed"; } || :
-}
-"""
+# the node-side scripts of an install (nodeside/): uv_runs.sh's functions come first in each
+_UV_RUNS = resources.files("nodeprov.nodeside").joinpath("uv_runs.sh").read_text()
 # the system's CA bundle, where update-ca-certificates (update-ca-trust, ...) writes it: uv
 # reads the system store only where one is there (else its own roots serve public indexes)
 SYSTEM_STORES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
@@ -89,88 +75,18 @@ UV_CACHE, PIP_TMP = ".uv-cache", ".pip-tmp"  # beside the venv: its filesystem, 
 UV_CERTS = ".uv-certs.pem"  # beside the venv: the bundle uv trusts where pip has a cert
 # the line _INSTALL prints where uv failed and pip tries next
 _TRYING_PIP = re.compile(r"^nodeprov: uv failed \(.*\): trying pip$", re.MULTILINE)
-# system_store prints the store OpenSSL (so pip) reads: SSL_CERT_FILE, else the first there.
-# certs_bundle writes $bundle, privately: pip's cert, the system store, pip's certifi roots.
-_TRUST = r"""system_store() {
-  for store in "${SSL_CERT_FILE-}" """ + shlex.join(SYSTEM_STORES) + r"""; do
-    [ -n "$store" ] && [ -s "$store" ] && printf '%s\n' "$store" && return 0
-  done
-  return 0
-}
-certs_bundle() {
-  store=$(system_store)
-  roots=$("$venv/bin/python" -c 'from pip._vendor import certifi; print(certifi.where())' \
-    2>/dev/null) || roots=
-  set -- "$cert"
-  [ -z "$store" ] || set -- "$@" "$store"
-  [ -z "$roots" ] || [ ! -s "$roots" ] || set -- "$@" "$roots"
-  rm -f -- "$bundle" && (umask 077 && cat -- "$@" > "$bundle")
-}
-"""
-# argv: uv ("": pip only), the venv, "reinstall" or "install", uv's cache, the folder of this
-# machine's wheels ("": none), the CA bundle pip verifies with ("": the system's), uv's bundle
-# of certificates (written there where pip has one; removed after), then sources, "--",
-# specs. Where that folder exists, only its wheels are installed (no index, no pip.conf);
-# where it does not (its copy failed), the sources. uv when it runs (its cache beside the
-# venv, so files are hard-linked, then removed), else pip; pip also when uv fails, and uv is
-# not used here again when pip then succeeds.
-# pip downloads into its own temporary folder beside the venv (removed after): a small /tmp
-# cannot fail a 3 GB wheel, and the bytes it writes can be counted there (``wheels.written``).
-_INSTALL = _UV_RUNS + _TRUST + r"""uv=$1 venv=$2 mode=$3 cache=$4 wheels=$5 cert=$6 bundle=$7
-shift 7
-if [ -n "$wheels" ] && [ -d "$wheels" ]; then
-  while [ "$#" -gt 0 ] && [ "$1" != -- ]; do shift; done
-  set -- --no-index --find-links "$wheels" "$@"
-  PIP_CONFIG_FILE=/dev/null; export PIP_CONFIG_FILE
-fi
-uv_install() {
-  [ "$mode" = install ] || set -- --reinstall --no-deps "$@"
-  if [ -n "$cert" ]; then
-    certs_bundle || return
-    set -- --cert "$bundle" "$@"
-  elif [ -n "$(system_store)" ]; then
-    set -- --system-certs "$@"
-  fi
-  UV_CACHE_DIR=$cache "$uv" pip install --no-config --no-progress --python "$venv/bin/python" \
-    --index-strategy unsafe-best-match "$@"
-}
-uv_error=
-if uv_runs "$uv"; then
-  status=0
-  out=$(uv_install "$@" 2>&1) || status=$?
-  rm -rf -- "$cache" "$bundle"
-  printf '%s\n' "$out" >&2
-  [ "$status" -ne 0 ] || exit 0
-  uv_error=$(printf '%s\n' "$out" | sed -n '/^error:/{p;q;}')
-  uv_cause=$(printf '%s\n' "$out" | sed -n 's/^ *\(cause\|Caused by\): //p' | tail -n 1)
-  uv_error=${uv_error:-"uv exited $status"}${uv_cause:+" ($uv_cause)"}
-  echo "nodeprov: uv failed ($uv_error): trying pip" >&2
-fi
-[ "$mode" = install ] || set -- --force-reinstall --no-deps "$@"
-tmp=$venv""" + PIP_TMP + r"""
-rm -rf -- "$tmp" && mkdir -m 0700 -- "$tmp" || exit
-status=0
-TMPDIR=$tmp "$venv/bin/python" -m pip install --no-input --disable-pip-version-check \
-  --progress-bar off --no-cache-dir "$@" || status=$?
-rm -rf -- "$tmp"
-[ "$status" -eq 0 ] || exit "$status"
-[ -z "$uv_error" ] || uv_failed "$uv" "could not install what pip then did: $uv_error"
-"""
-# argv: uv, the venv. pip into a venv made --without-pip, from the wheel ensurepip would use
-# (Debian: /usr/share/python-wheels), by uv: ~0.3 s where ensurepip takes ~3 s.
+# an install (nodeside/install.sh: its argv, and the system stores of SYSTEM_STORES). pip
+# downloads into its own temporary folder beside the venv (PIP_TMP, removed after): a small
+# /tmp cannot fail a 3 GB wheel, and the bytes it writes can be counted there (wheels.written).
+_INSTALL = _UV_RUNS + resources.files("nodeprov.nodeside").joinpath("install.sh").read_text()
+# the folder of the pip wheel ensurepip would use (Debian: /usr/share/python-wheels), for
+# nodeside/seed.sh, which installs pip from it by uv
 _FIND_PIP_WHEEL = r"""import glob, os, sysconfig, ensurepip
 dirs = [sysconfig.get_config_var("WHEEL_PKG_DIR") or "", "/usr/share/python-wheels",
         os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")]
 print(next((d for d in dirs if d and glob.glob(os.path.join(d, "pip-*.whl"))), ""))
 """
-_SEED = _UV_RUNS + r"""uv=$1 venv=$2
-wheels=$("$venv/bin/python" -c "$3") || wheels=
-if [ -n "$wheels" ] && uv_runs "$uv"; then
-  exec "$uv" pip install --no-config --no-progress --no-cache --python "$venv/bin/python" \
-    --no-index --find-links "$wheels" pip
-fi
-exec "$venv/bin/python" -m ensurepip --default-pip
-"""
+_SEED = _UV_RUNS + resources.files("nodeprov.nodeside").joinpath("seed.sh").read_text()
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ locks, the install) keep nodeside/'s rule (tests/nodeside/test_nodeside.py): she
 its standard library.
 
 ``SCRIPTS`` holds each script whole, as a node runs it: a fragment (``reader.READER``,
-``installer.UV_PROBE``) is checked inside the scripts that embed it. Nothing escapes the list:
-every string a module passes after ``-c`` and every multi-line string it assigns at the top is
-found in the source (AST) and must be part of a checked script, a file of nodeside/, or named
-in ``NOT_SCRIPTS`` or ``FROM_ELSEWHERE`` with the reason.
+``installer.UV_PROBE``, nodeside/uv_runs.sh) is checked inside the scripts that embed it.
+Nothing escapes the list: every string a module passes after ``-c`` and every multi-line string
+it assigns at the top is found in the source (AST) and must be part of a checked script, a file
+of nodeside/, or named in ``NOT_SCRIPTS`` or ``FROM_ELSEWHERE`` with the reason.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def test_every_string_sent_to_run_is_a_checked_script_or_named_here() -> None:
 
 def test_the_scan_finds_the_install_script_and_its_fragments() -> None:
     found = set(sent_strings())
-    assert {"nodeprov.wheels.installer._INSTALL", "nodeprov.wheels.installer._TRUST",
+    assert {"nodeprov.wheels.installer._INSTALL", "nodeprov.wheels.installer._SEED",
             "nodeprov.remote.reader.READER", "nodeprov.job.nodejob:script",
             "nodeprov.wheels.installer.MAKE_UPLOAD_DIR"} <= found
     assert pipconfig.SHELL in torch._PROBE  # a fragment, checked where it runs

@@ -60,7 +60,8 @@ def problems(name: str, source: str) -> list[str]:
 
 def test_the_folder_holds_the_node_side_files() -> None:
     assert {path.name for path in PYTHON} >= {"netcheck.py", "syncnode.py", "peer_scripts.py"}
-    assert {path.name for path in SHELL} == {"facts.sh", "ufw-helper.sh"}
+    assert {path.name for path in SHELL} == {"facts.sh", "ufw-helper.sh", "uv_runs.sh",
+                                             "install.sh", "seed.sh"}
     assert [name for name, _ in scripts(NODESIDE / "peer_scripts.py")][1:] == [
         "peer_scripts.py:SERVE", "peer_scripts.py:FETCH"]
 

@@ -295,3 +295,10 @@ def test_the_upload_folder_starts_empty(tmp_path: Path) -> None:
     subprocess.run(["sh", "-c", installer.MAKE_UPLOAD_DIR, "mkdir", str(folder)], check=True)
     assert folder.is_dir() and list(folder.iterdir()) == []
     assert folder.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_install_script_uses_the_stores_and_the_pip_folder_named_here() -> None:
+    # nodeside/install.sh writes them as words; SYSTEM_STORES and PIP_TMP say them to Python
+    assert f'for store in "${{SSL_CERT_FILE-}}" {" ".join(installer.SYSTEM_STORES)}; do' in (
+        installer._INSTALL)
+    assert f"\ntmp=$venv{installer.PIP_TMP}\n" in installer._INSTALL
