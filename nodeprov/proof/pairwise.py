@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from nodeprov.proof.baseline import Baseline
     from nodeprov.remote.facts import Facts
     from nodeprov.remote.session import Session
+
+Launch = Callable[..., JobOutcome]  # run_job's shape: (hosts, sessions, facts, **job_options)
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,7 @@ class Pairwise:
     seconds: float
 
     def summary(self) -> str:
-        stopped = " (stopped early: the slow nodes are told apart)" if (
+        stopped = " (stopped early: every node ran, no slow pair is left undecided)" if (
             self.rounds_run < self.rounds_total) else ""
         return (f"{len(self.pairs)} pairs in {self.rounds_run} of {self.rounds_total} rounds, "
                 f"{self.seconds:.1f}s{stopped}; {self.standard}")
@@ -202,10 +204,11 @@ def link_speeds(hosts: Sequence[Host], facts: Mapping[str, Facts]) -> dict[str, 
 
 def run_pairwise(hosts: Sequence[Host], sessions: Mapping[str, Session],
                  facts: Mapping[str, Facts], standard: Standard, *, slow_nodes: bool = False,
-                 **job_options: Any) -> Pairwise:
+                 launch: Launch = run_job, **job_options: Any) -> Pairwise:
     """The job on every pair of nodes, a round's disjoint pairs at once (no two share a node's
     link); ``slow_nodes`` stops after the first round that leaves nothing undecided.
-    ``job_options`` are run_job's keyword arguments."""
+    ``job_options`` are run_job's keyword arguments (``launch``: run_job, or a stand-in for
+    it in tests and tests/bench/pairwise.py)."""
     started = time.monotonic()
     by_name = {host.name: host for host in hosts}
     speeds = link_speeds(hosts, facts)
@@ -213,7 +216,7 @@ def run_pairwise(hosts: Sequence[Host], sessions: Mapping[str, Session],
     done: list[PairResult] = []
 
     def run(pair: Pair) -> JobOutcome:
-        return run_job([by_name[pair[0]], by_name[pair[1]]], sessions, facts, **job_options)
+        return launch([by_name[pair[0]], by_name[pair[1]]], sessions, facts, **job_options)
 
     for number, pairs in enumerate(rounds, 1):
         for pair, outcome in zip(pairs, on_every(run, pairs), strict=True):

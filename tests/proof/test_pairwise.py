@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from nodeprov.inventory import Host
-from nodeprov.proof import pairwise
 from nodeprov.proof.baseline import load_baseline, record_baseline
 from nodeprov.proof.launch import JobOutcome
 from nodeprov.proof.pairwise import Pairwise, Standard, run_pairwise
@@ -48,23 +47,23 @@ class LinkFacts:
         return [Interface("eth0", True, ("10.0.0.9/24",), (), self.mbps)]
 
 
-def fake_launcher(monkeypatch: pytest.MonkeyPatch, speed: Callable[[str, str], float | None]
-                  ) -> list[tuple[str, str]]:
-    """run_job replaced: each pair's busbw from ``speed`` (None: the job failed); the pairs
+class FakeJobs:
+    """run_job's stand-in: each pair's busbw from ``speed`` (None: the job failed); the pairs
     launched, in order."""
-    launched: list[tuple[str, str]] = []
 
-    def run_job(pair: list[Host], sessions: Any, facts: Any, **options: Any) -> JobOutcome:
+    def __init__(self, speed: Callable[[str, str], float | None]) -> None:
+        self.speed = speed
+        self.launched: list[tuple[str, str]] = []
+
+    def __call__(self, pair: list[Host], sessions: Any, facts: Any, **options: Any
+                 ) -> JobOutcome:
         names = (pair[0].name, pair[1].name)
-        launched.append(names)
-        busbw = speed(*names)
+        self.launched.append(names)
+        busbw = self.speed(*names)
         if busbw is None:
             return JobOutcome(False, None, f"FAIL: 2 nodes (gloo): {names[1]}: venv: ...",
                               [f"{names[1]}: venv"], 1.0)
         return JobOutcome(True, at(busbw), "PASS", [], 1.0)
-
-    monkeypatch.setattr(pairwise, "run_job", run_job)
-    return launched
 
 
 def throttled(slow_node: str, fast: float = 1.0, slow: float = 0.01
@@ -72,18 +71,18 @@ def throttled(slow_node: str, fast: float = 1.0, slow: float = 0.01
     return lambda first, second: slow if slow_node in (first, second) else fast
 
 
-def run(nodes: list[Host], slow_nodes: bool, drop: float = 0.3,
+def run(fake: FakeJobs, nodes: list[Host], slow_nodes: bool, drop: float = 0.3,
         facts: Mapping[str, Any] | None = None, standard: Standard | None = None) -> Pairwise:
     facts = facts if facts is not None else {host.name: LinkFacts(10000) for host in nodes}
     return run_pairwise(nodes, {}, facts, standard or Standard(drop), slow_nodes=slow_nodes,
-                        backend="gloo", timeout=60)
+                        launch=fake, backend="gloo", timeout=60)
 
 
-def test_every_pair_runs_once_slowest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_pair_runs_once_slowest_first() -> None:
     speeds = {("node1", "node2"): 1.0, ("node1", "node3"): 0.25, ("node2", "node3"): None}
-    launched = fake_launcher(monkeypatch, lambda *pair: speeds[tuple(sorted(pair))])
-    found = run(hosts(3), slow_nodes=False, facts={})
-    assert sorted(tuple(sorted(pair)) for pair in launched) == sorted(speeds)
+    fake = FakeJobs(lambda *pair: speeds[tuple(sorted(pair))])
+    found = run(fake, hosts(3), slow_nodes=False, facts={})
+    assert sorted(tuple(sorted(pair)) for pair in fake.launched) == sorted(speeds)
     assert [pair.pair for pair in found.pairs] == [("node2", "node3"), ("node1", "node3"),
                                                    ("node1", "node2")]
     assert found.pairs[0].line() == "node2 + node3: FAIL: 2 nodes (gloo): node3: venv: ..."
@@ -91,7 +90,7 @@ def test_every_pair_runs_once_slowest_first(monkeypatch: pytest.MonkeyPatch) -> 
     assert (found.rounds_run, found.rounds_total) == (3, 3)
 
 
-def test_the_pairs_of_a_round_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pairs_of_a_round_run_at_once() -> None:
     # Both pairs of a 4-node round must be inside run_job together to pass the barrier.
     barrier = threading.Barrier(2, timeout=10)
 
@@ -99,17 +98,17 @@ def test_the_pairs_of_a_round_run_at_once(monkeypatch: pytest.MonkeyPatch) -> No
         barrier.wait()
         return 1.0
 
-    fake_launcher(monkeypatch, speed)
-    found = run(hosts(4), slow_nodes=False)
+    fake = FakeJobs(speed)
+    found = run(fake, hosts(4), slow_nodes=False)
     assert len(found.pairs) == 6 and all(pair.outcome.ok for pair in found.pairs)
     assert sorted(pair.round for pair in found.pairs) == [1, 1, 2, 2, 3, 3]
 
 
-def test_each_pair_is_held_against_its_link(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_launcher(monkeypatch, throttled("node2", fast=1.0, slow=0.05))
+def test_each_pair_is_held_against_its_link() -> None:
+    fake = FakeJobs(throttled("node2", fast=1.0, slow=0.05))
     facts = {"node1": LinkFacts(10000), "node2": LinkFacts(10000), "node3": LinkFacts(25000),
              "node4": LinkFacts(None)}
-    found = run(hosts(4), slow_nodes=False, facts=facts)
+    found = run(fake, hosts(4), slow_nodes=False, facts=facts)
     by_pair = {tuple(sorted(pair.pair)): pair for pair in found.pairs}
     fast = by_pair[("node1", "node3")]  # 1 GB/s on min(10, 25) Gb/s = 1.25 GB/s
     assert fast.link_bytes_per_s == 1.25 * GBPS and fast.of_link == pytest.approx(0.8)
@@ -123,13 +122,12 @@ def test_each_pair_is_held_against_its_link(monkeypatch: pytest.MonkeyPatch) -> 
     assert found.finding.culprits == ("node2",)
 
 
-def test_the_baseline_is_the_reference_where_apply_recorded_one(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_baseline_is_the_reference_where_apply_recorded_one(tmp_path: Path) -> None:
     # 1 GB/s is 0.8 of a 10 Gb/s link, but a third of the 3 GB/s this cluster reached before.
     record_baseline(tmp_path / "b.json", at(3.0))
     standard = Standard(0.3, load_baseline(tmp_path / "b.json"))
-    fake_launcher(monkeypatch, lambda first, second: 1.0)
-    found = run(hosts(2), slow_nodes=False, standard=standard)
+    fake = FakeJobs(lambda first, second: 1.0)
+    found = run(fake, hosts(2), slow_nodes=False, standard=standard)
     assert found.pairs[0].slow and found.pairs[0].of_link == pytest.approx(0.8)
     assert "below 0.70 of the baseline of" in found.standard
     assert found.finding.lines() == [
@@ -138,71 +136,68 @@ def test_the_baseline_is_the_reference_where_apply_recorded_one(
 
 
 @pytest.mark.parametrize("count", [4, 8, 9, 32])
-def test_slow_nodes_names_the_throttled_node_in_two_rounds(monkeypatch: pytest.MonkeyPatch,
-                                                           count: int) -> None:
+def test_slow_nodes_names_the_throttled_node_in_two_rounds(count: int) -> None:
     nodes = hosts(count)
     for culprit in nodes:
-        launched = fake_launcher(monkeypatch, throttled(culprit.name))
-        found = run(nodes, slow_nodes=True)
+        fake = FakeJobs(throttled(culprit.name))
+        found = run(fake, nodes, slow_nodes=True)
         assert found.finding.culprits == (culprit.name,)
         # a node sitting out round 1 (odd N) is measured in round 2, or round 3 if it is
         # the culprit's round-2 partner
         assert found.rounds_run <= (2 if count % 2 == 0 else 3), culprit.name
-        assert len(launched) == len(found.pairs) < count * (count - 1) // 2
+        assert len(fake.launched) == len(found.pairs) < count * (count - 1) // 2
         assert found.finding.lines()[0].startswith(f"slow node: {culprit.name}: each of its "
                                                    "pairs is slow (")
 
 
-def test_without_slow_nodes_every_pair_runs_and_the_culprit_is_the_same(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    launched = fake_launcher(monkeypatch, throttled("node5"))
-    found = run(hosts(8), slow_nodes=True)
-    early = len(launched)
-    found_all = run(hosts(8), slow_nodes=False)
-    assert len(launched) - early == 28 and found_all.rounds_run == 7
+def test_without_slow_nodes_every_pair_runs_and_the_culprit_is_the_same() -> None:
+    fake = FakeJobs(throttled("node5"))
+    found = run(fake, hosts(8), slow_nodes=True)
+    early = len(fake.launched)
+    found_all = run(fake, hosts(8), slow_nodes=False)
+    assert len(fake.launched) - early == 28 and found_all.rounds_run == 7
     assert found_all.finding.culprits == found.finding.culprits == ("node5",)
-    assert "stopped early" in found.summary() and "stopped early" not in found_all.summary()
+    assert "stopped early: every node ran" in found.summary()
+    assert "stopped early" not in found_all.summary()
 
 
-def test_no_slow_pair_stops_once_every_node_ran(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_launcher(monkeypatch, lambda first, second: 1.0)
-    assert run(hosts(8), slow_nodes=True).rounds_run == 1
-    assert run(hosts(7), slow_nodes=True).rounds_run == 2  # round 1 leaves one node out
-    assert run(hosts(7), slow_nodes=True).finding.lines() == []
+def test_no_slow_pair_stops_once_every_node_ran() -> None:
+    fake = FakeJobs(lambda first, second: 1.0)
+    assert run(fake, hosts(8), slow_nodes=True).rounds_run == 1
+    assert run(fake, hosts(7), slow_nodes=True).rounds_run == 2  # round 1 leaves one node out
+    assert run(fake, hosts(7), slow_nodes=True).finding.lines() == []
 
 
-def test_without_a_reference_only_failures_count_and_nothing_stops_early(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_launcher(monkeypatch, lambda *pair: None if "node3" in pair else 0.001)
-    found = run(hosts(4), slow_nodes=True, facts={})
+def test_without_a_reference_only_failures_count_and_nothing_stops_early() -> None:
+    fake = FakeJobs(lambda *pair: None if "node3" in pair else 0.001)
+    found = run(fake, hosts(4), slow_nodes=True, facts={})
     assert found.rounds_run == 3 and {pair.slow for pair in found.pairs} == {True, None}
     assert sorted(found.finding.unresolved) == ["node1", "node2", "node3", "node4"]
 
 
-def test_two_slow_nodes_are_both_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_launcher(monkeypatch, lambda *pair: 0.01 if {"node2", "node6"} & set(pair) else 1.0)
-    assert run(hosts(8), slow_nodes=True).finding.culprits == ("node2", "node6")
+def test_two_slow_nodes_are_both_named() -> None:
+    fake = FakeJobs(lambda *pair: 0.01 if {"node2", "node6"} & set(pair) else 1.0)
+    assert run(fake, hosts(8), slow_nodes=True).finding.culprits == ("node2", "node6")
 
 
-def test_a_failed_pair_counts_as_slow(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_launcher(monkeypatch, lambda *pair: None if "node3" in pair else 1.0)
-    found = run(hosts(6), slow_nodes=True)
+def test_a_failed_pair_counts_as_slow() -> None:
+    fake = FakeJobs(lambda *pair: None if "node3" in pair else 1.0)
+    found = run(fake, hosts(6), slow_nodes=True)
     assert found.finding.culprits == ("node3",) and not found.pairs[0].outcome.ok
 
 
-def test_a_slow_path_between_two_fast_nodes_is_the_link(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_launcher(monkeypatch, lambda *pair: 0.01 if set(pair) == {"node1", "node3"} else 1.0)
-    found = run(hosts(4), slow_nodes=False)
+def test_a_slow_path_between_two_fast_nodes_is_the_link() -> None:
+    fake = FakeJobs(lambda *pair: 0.01 if set(pair) == {"node1", "node3"} else 1.0)
+    found = run(fake, hosts(4), slow_nodes=False)
     assert found.finding.culprits == () and found.finding.slow_paths == (("node1", "node3"),)
     assert found.finding.lines() == [
         "slow path: node1 + node3: both are fast with other nodes, so the link between them "
         "is slow (a switch port, a route)"]
 
 
-def test_the_schedule_meets_every_pair_at_128_nodes_in_127_rounds(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    launched = fake_launcher(monkeypatch, lambda first, second: 1.0)
-    found = run(hosts(128), slow_nodes=False)
-    assert found.rounds_run == 127 and len(launched) == len(set(launched)) == 8128
-    assert {frozenset(pair) for pair in launched} == {
+def test_the_schedule_meets_every_pair_at_128_nodes_in_127_rounds() -> None:
+    fake = FakeJobs(lambda first, second: 1.0)
+    found = run(fake, hosts(128), slow_nodes=False)
+    assert found.rounds_run == 127 and len(fake.launched) == len(set(fake.launched)) == 8128
+    assert {frozenset(pair) for pair in fake.launched} == {
         frozenset(pair) for pair in itertools.combinations([h.name for h in hosts(128)], 2)}

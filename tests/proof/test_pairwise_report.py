@@ -9,14 +9,13 @@ from nodeprov.proof.matrix import Matrix
 from nodeprov.proof.prove import Proof
 from tests.htmlreport.dom import Dom
 from tests.htmlreport.reports import recorded
-from tests.proof.test_pairwise import fake_launcher, hosts, run, throttled
+from tests.proof.test_pairwise import FakeJobs, hosts, run, throttled
 from tests.report_schema import assert_valid
 
 
-def test_a_slow_node_fails_the_proof_and_shows_in_json_and_html(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_launcher(monkeypatch, throttled("node3"))
-    found = run(hosts(4), slow_nodes=True)
+def test_a_slow_node_fails_the_proof_and_shows_in_json_and_html() -> None:
+    fake = FakeJobs(throttled("node3"))
+    found = run(fake, hosts(4), slow_nodes=True)
     proof = Proof(Matrix(tuple(f"node{n}" for n in range(1, 5)), (), ()), None,
                   pairs=found.pairs, pairwise=found)
     data = proof.to_json()
