@@ -66,10 +66,19 @@ class PairResult:
         first, second = self.pair
         if self.largest is None:
             return f"{first} + {second}: {self.outcome.verdict}"
-        link = (f" = {self.of_link:.2f} of {self.link_bytes_per_s * 8 / 1e9:g} Gb/s"
+        link = (f" = {_figure(self.of_link)} of {self.link_bytes_per_s * 8 / 1e9:g} Gb/s"
                 if self.of_link is not None and self.link_bytes_per_s else "")
-        return (f"{first} + {second}: {self.largest.busbw_gbps:.2f} GB/s busbw at "
+        return (f"{first} + {second}: {_figure(self.largest.busbw_gbps)} GB/s busbw at "
                 f"{human_bytes(self.largest.bytes)}{link}{': slow' if self.slow else ''}")
+
+
+def _figure(value: float) -> str:
+    """Two decimals, or two significant digits where those would say 0.00.
+
+    >>> _figure(0.8), _figure(0.0001234), _figure(0.0)
+    ('0.80', '0.00012', '0.00')
+    """
+    return f"{value:.2f}" if value >= 0.01 or value == 0 else f"{value:.2g}"
 
 
 @dataclass(frozen=True)

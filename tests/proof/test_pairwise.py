@@ -115,7 +115,10 @@ def test_each_pair_is_held_against_its_link() -> None:
     assert not fast.slow and fast.line() == "node1 + node3: 1.00 GB/s busbw at 1 MiB = 0.80 of "\
         "10 Gb/s"
     slow = by_pair[("node1", "node2")]
-    assert slow.slow and slow.line().endswith("= 0.04 of 10 Gb/s: slow")
+    assert slow.slow and slow.line() == "node1 + node2: 0.05 GB/s busbw at 1 MiB = 0.04 of 10 "\
+        "Gb/s: slow"
+    tiny = dataclasses.replace(slow, outcome=dataclasses.replace(slow.outcome, result=at(1e-4)))
+    assert tiny.line() == "node1 + node2: 0.0001 GB/s busbw at 1 MiB = 8e-05 of 10 Gb/s: slow"
     unknown = by_pair[("node1", "node4")]  # node4's kernel gives no speed: nothing to hold
     assert unknown.link_bytes_per_s is None and unknown.of_link is None
     assert unknown.slow is None and not by_pair[("node2", "node4")].slow  # not judged

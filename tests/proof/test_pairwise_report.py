@@ -35,4 +35,4 @@ def test_a_slow_node_fails_the_proof_and_shows_in_json_and_html() -> None:
              if "".join(item.text).startswith("slow node: node3: ")]
     assert len(named) == 2  # among the proof's problems, and under the pairs
     assert "2 of 3 rounds of disjoint pairs run at once" in html
-    assert "= 0.01 of 10 Gb/s: slow" in html
+    assert "node1 + node3: 0.01 GB/s busbw at 1 MiB = 0.008 of 10 Gb/s: slow" in html
