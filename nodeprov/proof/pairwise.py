@@ -84,7 +84,7 @@ def _figure(value: float) -> str:
 @dataclass(frozen=True)
 class Standard:
     """What a pair's busbw is held against: ``1 - drop`` of the baseline at the same size, or
-    of the pair's link when there is no baseline."""
+    of the pair's link where the baseline has no such size."""
 
     drop: float
     baseline: Baseline | None = None
@@ -92,10 +92,9 @@ class Standard:
     def reference(self, pair: PairResult) -> float | None:
         """Bytes per second the pair should come near, None when nothing says."""
         largest = pair.largest
-        if self.baseline is not None and largest is not None:
-            recorded = self.baseline.busbw_gbps.get(largest.bytes)
-            return recorded * 1e9 if recorded else None
-        return pair.link_bytes_per_s
+        recorded = (self.baseline.busbw_gbps.get(largest.bytes)
+                    if self.baseline is not None and largest is not None else None)
+        return recorded * 1e9 if recorded else pair.link_bytes_per_s
 
     def is_slow(self, pair: PairResult) -> bool | None:
         """True when the job failed or fell below the reference, None without one."""
@@ -107,8 +106,9 @@ class Standard:
         return pair.largest.busbw_gbps * 1e9 < (1 - self.drop) * reference
 
     def describe(self) -> str:
-        against = (f"the baseline of {self.baseline.recorded} at the same size"
-                   if self.baseline else "the slower node's link speed, where it says")
+        link = "the slower node's link speed, where it says"
+        against = (f"the baseline of {self.baseline.recorded} at the same size (else {link})"
+                   if self.baseline else link)
         return f"a pair is slow below {1 - self.drop:.2f} of {against}, or when its job fails"
 
 

@@ -136,6 +136,12 @@ def test_the_baseline_is_the_reference_where_apply_recorded_one(tmp_path: Path) 
     assert found.finding.lines() == [
         "slow pair: node1 + node2: no pair tells yet which of them is slow (each needs a pair "
         "with a third node)"]
+    # a baseline recorded up to 512 KiB says nothing of 1 MiB: the link does (0.8 of it is fast)
+    shorter = dataclasses.replace(at(3.0), sizes=at(3.0).sizes[:-1])
+    record_baseline(tmp_path / "b.json", shorter)
+    found = run(fake, hosts(2), slow_nodes=False,
+                standard=Standard(0.3, load_baseline(tmp_path / "b.json")))
+    assert found.pairs[0].slow is False and found.finding.lines() == []
 
 
 @pytest.mark.parametrize("count", [4, 8, 9, 32])
