@@ -30,6 +30,7 @@ from nodeprov.cli.options import (
     PlaybookOpt,
     RebaselineOpt,
     SkipTagsOpt,
+    SlowNodesOpt,
     TagsOpt,
     VaultIdOpt,
     VaultPasswordFileOpt,
@@ -153,8 +154,10 @@ def verify(
         "--job/--no-job", help="After the checks, run the connectivity matrix and the "
         "verification job, and compare bandwidth with apply's baseline.")] = True,
     pairwise: Annotated[bool, typer.Option(
-        "--pairwise", help="Also run the job on every pair of nodes, one pair at a time, "
-        "slowest pair first, to find a slow link (N(N-1)/2 short jobs).")] = False,
+        "--pairwise", help="Also run the job on every pair of nodes, disjoint pairs at once "
+        "in N-1 rounds, each pair's busbw against its link, to find a slow node or link.")
+    ] = False,
+    slow_nodes: SlowNodesOpt = False,
 ) -> None:
     """Check that every node is as apply left it; print each drift and its repair command,
     then prove the cluster again with the job. Changes nothing.
@@ -169,11 +172,13 @@ def verify(
     with redactor.streams(), exit_on_error():
         refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
                          inventory=inventory, playbook=playbook, extra_vars=extra_vars or ())
-        if pairwise and not job:
-            raise InputError("--pairwise runs the job on pairs of nodes: drop --no-job")
+        if (pairwise or slow_nodes) and not job:
+            raise InputError("--pairwise and --slow-nodes run the job on pairs of nodes: drop "
+                             "--no-job")
         code = run_verify(inventory, playbook, ansible, redactor, limit=limit,
                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                          html_path=html_path, job=job, pairwise=pairwise, forks=forks,
+                          html_path=html_path, job=job, pairwise=pairwise or slow_nodes,
+                          slow_nodes=slow_nodes, forks=forks,
                           extra_vars=extra_vars or ())
     raise typer.Exit(code)
 

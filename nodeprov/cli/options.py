@@ -74,6 +74,10 @@ HtmlOpt = Annotated[str | None, typer.Option(
     help="Also write the report as one HTML page to PATH ('-' for stdout, then nothing else "
     "goes to stdout): the sweep's chart, the connectivity grid, the timeline (docs/report.md).",
     metavar="PATH")]
+SlowNodesOpt = Annotated[bool, typer.Option(
+    "--slow-nodes", help="Find only the slow nodes: run the pairs (as --pairwise, which it "
+    "implies) in rounds of disjoint pairs and stop once the nodes behind the slow pairs are "
+    "named, usually after two rounds (docs/verify.md).")]
 TagsOpt = Annotated[str | None, typer.Option(
     "--tags", "-t", help="Only tasks (and the job) with one of these tags (comma-separated).")]
 SkipTagsOpt = Annotated[str | None, typer.Option(

@@ -80,9 +80,10 @@ def run_verify(inventory_path: Sequence[Path] | None, playbook_path: Path | None
                accept_new_host_keys: bool, json_path: str | None, job: bool,
                html_path: str | None = None,
                pairwise: bool = False, forks: int | None = None,
-               extra_vars: Sequence[str] = ()) -> int:
+               extra_vars: Sequence[str] = (), slow_nodes: bool = False) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
-    bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes);
+    bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes,
+    ``slow_nodes``: only until the slow nodes are named);
     prints the report and returns the exit code."""
     extra = parse_extra_vars(extra_vars)
     opened = open_for(inventory_path, ansible, redactor, extra=extra,
@@ -98,7 +99,7 @@ def run_verify(inventory_path: Sequence[Path] | None, playbook_path: Path | None
     print_report(console, verification)
     proofs = _prove_again(console, opened.inventory, playbook_path,
                           SshOptions(accept_new_host_keys=accept_new_host_keys),
-                          pairwise, forks, extra) if job else []
+                          pairwise, forks, extra, slow_nodes) if job else []
     report = {**report_json(verification, proofs), **header.fields()}
     print_verdict(console, report["verdict"])
     write_reports(redactor.walk(report), json_path, html_path)
@@ -107,7 +108,7 @@ def run_verify(inventory_path: Sequence[Path] | None, playbook_path: Path | None
 
 def _prove_again(console: Console, inventory: Inventory, playbook_path: Path | None,
                  options: SshOptions, pairwise: bool, forks: int,
-                 extra: Mapping[str, Any]) -> list[Proof]:
+                 extra: Mapping[str, Any], slow_nodes: bool = False) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
     from nodeprov.proof.baseline import baseline_path
     from nodeprov.proof.matrix import Matrix
@@ -127,12 +128,13 @@ def _prove_again(console: Console, inventory: Inventory, playbook_path: Path | N
                     console.print(f"job: not run: {line}", style="bold red", markup=False)
                 proofs.append(Proof(Matrix(tuple(sessions), (), tuple(errors.values())), None))
                 continue
-            pairs = " and on every pair of them" if pairwise else ""
+            pairs = (" and on pairs of them until the slow nodes are named" if slow_nodes
+                     else " and on every pair of them" if pairwise else "")
             console.print(f"job: connectivity matrix, then torchrun on {len(play.hosts)} "
                           f"nodes{pairs} ...", markup=False, highlight=False)
             proof = prove_cluster(play.hosts, sessions, facts, play.job.params_for(play.hosts[0]),
                                   baseline=baseline_path(inventory.path), record=False,
-                                  pairwise=pairwise)
+                                  pairwise=pairwise, slow_nodes=slow_nodes)
             print_proof(console, proof)
             proofs.append(proof)
         finally:

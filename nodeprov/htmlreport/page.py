@@ -36,6 +36,7 @@ class ProofView:
     verdict: str = ""
     failures: Sequence[str] = ()
     pairs: Sequence[Mapping[str, Any]] = field(default_factory=list)
+    pairwise: Mapping[str, Any] | None = None  # the rounds and slow nodes; older reports: None
 
 
 def _proofs(report: Mapping[str, Any]) -> list[ProofView]:
@@ -46,7 +47,8 @@ def _proofs(report: Mapping[str, Any]) -> list[ProofView]:
     proofs = report.get("proofs", [])
     return [ProofView(number, "Proof" if len(proofs) == 1 else f"Proof {number}",
                       matrix_grid(proof["connectivity"]), sweep_plot(proof), proof["ok"],
-                      proof["verdict"], proof["failures"], proof["pairs"])
+                      proof["verdict"], proof["failures"], proof["pairs"],
+                      proof.get("pairwise"))
             for number, proof in enumerate(proofs, 1)]
 
 

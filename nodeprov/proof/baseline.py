@@ -3,9 +3,7 @@
     path = baseline_path(inventory.path)                # cluster.nodeprov-baseline.json
     record_baseline(path, outcome.result, nodes=("node1", "node2"))  # a run that passed
     problem = compare_to_baseline(path, outcome.result, drop=0.3)
-    if problem:                                         # busbw at 64 MiB fell to 6.1 GB/s ...
-        for pair in run_pairwise(hosts, sessions, facts, **job_options):
-            print(pair.line())                          # node1 + node3: 2.0 GB/s at 64 MiB
+    print(problem)                                      # busbw at 64 MiB fell to 6.1 GB/s ...
 
 The comparison uses the largest message size both runs measured: small messages measure
 latency, the largest one the links. ``kept_or_recorded`` is apply's rule: the baseline is
@@ -14,24 +12,17 @@ kept, not followed; only a first run, another cluster shape or ``--rebaseline`` 
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from nodeprov.errors import InputError
-from nodeprov.proof.launch import JobOutcome, run_job
-from nodeprov.proof.results import JobResult, SizeResult
+from nodeprov.proof.results import JobResult
 from nodeprov.util.units import human_bytes
-
-if TYPE_CHECKING:
-    from nodeprov.inventory import Host
-    from nodeprov.remote.facts import Facts
-    from nodeprov.remote.session import Session
 
 BASELINE_SUFFIX = ".nodeprov-baseline.json"
 T = TypeVar("T")
@@ -170,37 +161,3 @@ def _compare(baseline: Baseline, path: Path, result: JobResult, drop: float) -> 
             f"baseline of {baseline.recorded} (-{fell:.0%}, more than the allowed {drop:.0%}): a "
             "slower link, a changed NCCL setting or a busy node; `nodeprov verify --pairwise` "
             "finds the slow link")
-
-
-@dataclass(frozen=True)
-class PairResult:
-    pair: tuple[str, str]
-    outcome: JobOutcome
-
-    @property
-    def largest(self) -> SizeResult | None:
-        """The largest size the pair measured, None when the pair's job failed."""
-        result = self.outcome.result
-        if result is None or not result.ok or not result.sizes:
-            return None
-        return max(result.sizes, key=lambda row: row.bytes)
-
-    def line(self) -> str:
-        first, second = self.pair
-        if self.largest is None:
-            return f"{first} + {second}: {self.outcome.verdict}"
-        return (f"{first} + {second}: {self.largest.busbw_gbps:.2f} GB/s busbw at "
-                f"{human_bytes(self.largest.bytes)}")
-
-
-def run_pairwise(hosts: Sequence[Host], sessions: Mapping[str, Session],
-                 facts: Mapping[str, Facts], **job_options: Any) -> list[PairResult]:
-    """The job on every pair of nodes, one pair at a time (pairs sharing a node would compete
-    for its link), slowest pair first; ``job_options`` are run_job's keyword arguments."""
-    results = [PairResult((first.name, second.name),
-                          run_job([first, second], sessions, facts, **job_options))
-               for first, second in itertools.combinations(hosts, 2)]
-    def speed(pair: PairResult) -> tuple[bool, float]:
-        return pair.largest is not None, pair.largest.busbw_gbps if pair.largest else 0.0
-
-    return sorted(results, key=speed)

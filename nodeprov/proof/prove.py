@@ -5,8 +5,9 @@ bandwidth baseline. ``apply`` ends with it and records the baseline; ``verify`` 
     print_proof(console, proof)          # matrix problems, the sweep table, FAILED lines
     print(proof.verdict)                 # PASS: 3 nodes ... or FAIL: ... (2 FAILED lines above)
 
-``pairwise`` (verify --pairwise) then runs the job on every pair of nodes, slowest pair first,
-to find the link behind a bandwidth drop.
+``pairwise`` (verify --pairwise) then runs the job on pairs of nodes in rounds of disjoint
+pairs (``proof/pairwise.py``), to find the node or link behind a bandwidth drop; ``slow_nodes``
+stops once the slow nodes are named.
 
 The matrix runs first: a blocked port or a missing /etc/hosts line is named per node pair in
 seconds, where the job would spend its timeout to say less. A broken matrix skips the job.
@@ -27,15 +28,14 @@ from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.inventory import Host
 from nodeprov.proof.baseline import (
     Baseline,
-    PairResult,
     compare_to_baseline,
     kept_or_recorded,
     load_baseline,
-    run_pairwise,
 )
 from nodeprov.proof.connectivity import check_connectivity
 from nodeprov.proof.launch import JobOutcome, run_job
 from nodeprov.proof.matrix import Matrix
+from nodeprov.proof.pairwise import PairResult, Pairwise, Standard, run_pairwise
 from nodeprov.proof.results import TABLE_HEADER, result_json, table_rows
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Session
@@ -56,11 +56,13 @@ class Proof:
     baseline_path: Path | None = None
     link: Link | None = None  # the slowest node's link into the subnet, where every node says
     baseline_note: str | None = None  # apply recorded this run as the baseline, and why
+    pairwise: Pairwise | None = None  # the rounds behind ``pairs`` and the slow nodes named
 
     @property
     def ok(self) -> bool:
         return (self.matrix.ok and self.outcome is not None and self.outcome.ok
-                and self.bandwidth_problem is None and all(p.outcome.ok for p in self.pairs))
+                and self.bandwidth_problem is None and all(p.outcome.ok for p in self.pairs)
+                and not (self.pairwise and self.pairwise.finding.lines()))
 
     @property
     def verdict(self) -> str:
@@ -84,6 +86,7 @@ class Proof:
         if self.outcome is not None:
             lines += self.outcome.failures
         lines += [f"pair {pair.line()}" for pair in self.pairs if not pair.outcome.ok]
+        lines += self.pairwise.finding.lines() if self.pairwise else []
         return lines + ([self.bandwidth_problem] if self.bandwidth_problem else [])
 
     def to_json(self) -> dict[str, Any]:
@@ -98,6 +101,7 @@ class Proof:
             "pairs": [_pair_json(pair) for pair in self.pairs],
             "link": dataclasses.asdict(self.link) if self.link else None,
             "baseline_note": self.baseline_note,
+            "pairwise": self.pairwise.to_json() if self.pairwise else None,
         }
 
 
@@ -138,15 +142,19 @@ def _pair_json(pair: PairResult) -> dict[str, Any]:
     largest = pair.largest
     return {"nodes": list(pair.pair), "line": pair.line(), "ok": pair.outcome.ok,
             "bytes": largest.bytes if largest else None,
-            "busbw_bytes_per_s": largest.busbw_gbps * 1e9 if largest else None}
+            "busbw_bytes_per_s": largest.busbw_gbps * 1e9 if largest else None,
+            "round": pair.round, "slow": pair.slow, "link_bytes_per_s": pair.link_bytes_per_s,
+            "of_link": pair.of_link, "duration_s": round(pair.outcome.duration_s, 3)}
 
 
 def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
                   facts: Mapping[str, Facts], params: JobParams, *, baseline: Path,
-                  record: bool, pairwise: bool = False, rebaseline: bool = False) -> Proof:
+                  record: bool, pairwise: bool = False, slow_nodes: bool = False,
+                  rebaseline: bool = False) -> Proof:
     """Matrix, then the job when the matrix is clean; ``record``: apply's rule for the
     baseline (``kept_or_recorded``), otherwise the result is compared with it (verify);
-    ``pairwise`` adds the job on every pair of nodes."""
+    ``pairwise`` adds the job on every pair of nodes (``slow_nodes``: only until the slow
+    nodes are named)."""
     hosts, problems = with_node_addresses(hosts, facts)
     if problems:
         return Proof(Matrix(tuple(host.name for host in hosts), (), tuple(problems.values())),
@@ -158,19 +166,23 @@ def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
                                "rdzv_port": params.rdzv_port, "timeout": params.timeout,
                                "max_bytes": params.max_bytes}
     outcome = run_job(hosts, sessions, facts, **options)
-    pairs = tuple(run_pairwise(hosts, sessions, facts, **options)) if pairwise else ()
+    found = run_pairwise(hosts, sessions, facts,
+                         Standard(params.bandwidth_drop, load_baseline(baseline)),
+                         slow_nodes=slow_nodes, **options) if pairwise else None
+    pairs = found.pairs if found else ()
     link = slowest_link(hosts, facts)
     if outcome.result is None or not outcome.ok:
-        return Proof(matrix, outcome, pairs=pairs, link=link)
+        return Proof(matrix, outcome, pairs=pairs, link=link, pairwise=found)
     if record:
         stored, note, problem = kept_or_recorded(
             baseline, outcome.result, drop=params.bandwidth_drop, rebaseline=rebaseline,
             nodes=[host.name for host in hosts],
             link_bytes_per_s=link.bytes_per_s if link else None)
-        return Proof(matrix, outcome, problem, pairs, stored, baseline, link, note)
+        return Proof(matrix, outcome, problem, pairs, stored, baseline, link, note,
+                     pairwise=found)
     return Proof(matrix, outcome,
                  compare_to_baseline(baseline, outcome.result, params.bandwidth_drop), pairs,
-                 load_baseline(baseline), baseline, link)
+                 load_baseline(baseline), baseline, link, pairwise=found)
 
 
 def print_proof(console: Console, proof: Proof) -> None:
@@ -186,8 +198,9 @@ def print_proof(console: Console, proof: Proof) -> None:
         table.caption = proof.link.line() if proof.link else None
         table.caption_justify = "left"
         console.print(table)
-    if proof.pairs:
-        console.print("pairs, slowest first:", markup=False, highlight=False)
+    if proof.pairwise:
+        console.print(f"pairs, slowest first: {proof.pairwise.summary()}", markup=False,
+                      highlight=False)
         for pair in proof.pairs:
             console.print(f"  {pair.line()}", markup=False, highlight=False)
     if proof.baseline_note:

@@ -22,9 +22,9 @@ from nodeprov.commands import run as run_command
 from nodeprov.commands import verify as verify_command
 from nodeprov.engine.outcome import HostResult, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled
-from nodeprov.proof.baseline import PairResult
 from nodeprov.proof.launch import JobOutcome
 from nodeprov.proof.matrix import Check, Matrix
+from nodeprov.proof.pairwise import PairResult
 from nodeprov.proof.prove import Proof, print_proof
 from nodeprov.proof.results import parse_result, verdict
 from nodeprov.remote.facts import parse_facts, split_sections

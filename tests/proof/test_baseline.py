@@ -1,26 +1,21 @@
-"""The bandwidth baseline: record, compare, and the pairwise sweep's ordering."""
+"""The bandwidth baseline: record and compare."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nodeprov.errors import InputError
-from nodeprov.inventory import Host
-from nodeprov.proof import baseline
 from nodeprov.proof.baseline import (
     baseline_path,
     compare_to_baseline,
     kept_or_recorded,
     load_baseline,
     record_baseline,
-    run_pairwise,
 )
-from nodeprov.proof.launch import JobOutcome
 from nodeprov.proof.results import JobResult, parse_result
 
 RECORDED = Path(__file__).parents[1] / "job" / "data" / "result_gloo_2ranks.json"
@@ -157,24 +152,3 @@ def test_an_unreadable_baseline_is_an_input_error_naming_the_file(tmp_path: Path
     with pytest.raises(InputError, match="lacks or garbles 'backend'"):
         compare_to_baseline(path, RESULT, drop=0.3)
 
-
-def test_pairwise_runs_every_pair_once_slowest_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    hosts = [Host(name, name, f"10.0.0.{i}") for i, name in enumerate(("a", "b", "c"), 1)]
-    speeds = {("a", "b"): 1.0, ("a", "c"): 0.25, ("b", "c"): None}
-    calls = []
-
-    def fake_run_job(pair: list[Host], sessions: Any, facts: Any, **options: Any) -> JobOutcome:
-        key = (pair[0].name, pair[1].name)
-        calls.append((key, options))
-        speed = speeds[key]
-        if speed is None:
-            return JobOutcome(False, None, "FAIL: 2 nodes (gloo): b: venv: ...", ["b: venv"], 1.0)
-        return JobOutcome(True, slower(RESULT, speed), "PASS", [], 1.0)
-
-    monkeypatch.setattr(baseline, "run_job", fake_run_job)
-    pairs = run_pairwise(hosts, {}, {}, backend="gloo", timeout=60)
-    assert [key for key, _ in calls] == [("a", "b"), ("a", "c"), ("b", "c")]
-    assert calls[0][1] == {"backend": "gloo", "timeout": 60}
-    assert [pair.pair for pair in pairs] == [("b", "c"), ("a", "c"), ("a", "b")]
-    assert pairs[0].line() == "b + c: FAIL: 2 nodes (gloo): b: venv: ..."
-    assert pairs[1].line() == f"a + c: {LARGEST.busbw_gbps * 0.25:.2f} GB/s busbw at 1 MiB"
