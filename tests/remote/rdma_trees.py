@@ -79,3 +79,20 @@ def build_tree(root: Path, ibstat: Path | None = None, gids: Path | None = None,
             (port / "gid_attrs" / "types" / str(index)).write_text(kind + "\n")
             (port / "gid_attrs" / "ndevs" / str(index)).write_text(netdev + "\n")
     return root
+
+
+def port_lines(ibstat: Path | None = None, gids: Path | None = None,
+               state: dict[str, str] | None = None) -> str:
+    """The same ports as facts.sh's ``rdma_ports`` section prints them from such a tree, for
+    tests that need the facts without a node (``read_rdma({"rdma_ports": port_lines(...)})``)."""
+    ports = ibstat_ports(ibstat.read_text()) if ibstat else {}
+    tables = show_gids(gids.read_text()) if gids else {}
+    for key in tables:
+        ports.setdefault(key, dict(state or {}))
+    lines = [f"{device} {number} {name} {value}"
+             for (device, number), files in sorted(ports.items())
+             for name, value in files.items()]
+    lines += [f"{device} {number} gid {index} {gid} {kind}|{netdev}"
+              for (device, number), entries in sorted(tables.items())
+              for index, gid, kind, netdev in entries]
+    return "\n".join(lines) + "\n"
