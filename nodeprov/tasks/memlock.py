@@ -18,17 +18,18 @@ on two paths, and the task keeps both:
   distributions' units: open sessions stay), then proves a new connection works.
 
 ``user`` defaults to the inventory's ``ansible_user``; ``limit`` is ``unlimited`` or KiB. A node
-without RDMA ports gets nothing (the plan says so). The effect is the facts' ``ulimit -l``, read
-in a fresh login of this run: files in place and a login still limited is a conflict naming the
-memlock lines that may win.
+without RDMA ports gets nothing (the plan says so). The effect, a new SSH connection's
+``ulimit -l``, is ``verify``'s check (nodeprov/checks/test_memlock.py): pam_limits sets a
+connection's limits once, when it opens, so the plan (whose facts come over the run's own
+connection, opened before the files were written) cannot see it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodeprov.remote import reader
-from nodeprov.remote.rdma import RdmaFacts
 from nodeprov.tasks.base import (
     Change,
     ConfirmNewConnection,
@@ -99,8 +100,7 @@ def plan(ctx: Context, params: MemlockParams, observed: str) -> Plan:
     wanted = [change for change in changes if change]
     if wanted:
         return Plan.of(*wanted, notes=notes)
-    return Plan.noop(f"{LIMITS_FILE} gives {user} memlock {params.limit}", *notes,
-                     conflicts=_not_in_effect(ctx.facts.rdma, params.limit, user, found))
+    return Plan.noop(f"{LIMITS_FILE} gives {user} memlock {params.limit}", *notes)
 
 
 def _write(path: str, old: str | None, text: str) -> Change | None:
@@ -110,24 +110,13 @@ def _write(path: str, old: str | None, text: str) -> Change | None:
                   diff=blocks.unified_diff(path, old, text))
 
 
-def _not_in_effect(rdma: RdmaFacts, limit: str, user: str,
-                   found: dict[str, str | None]) -> list[str]:
-    """The login's ``ulimit -l`` (the facts') when it is not ``limit``, with every other
-    memlock line for ``user`` or everyone that pam_limits may take over ours."""
-    if not rdma.memlock_known:
-        return []
-    said = "unlimited" if rdma.memlock_kib is None else str(rdma.memlock_kib)
-    if said == limit:
-        return []
-    others = [f"{path}:{number} {line.strip()!r}"
-              for path, text in sorted(found.items()) if text is not None and path != LIMITS_FILE
-              and path.startswith("/etc/security/")
-              for number, line in enumerate(text.splitlines(), 1)
-              if _memlock_line(line, user)]
-    return [f"a fresh SSH login gets ulimit -l {said} (KiB), not {limit}, with {LIMITS_FILE} "
-            "in place: " + ("; ".join(others) + " may take over ours: remove "
-                            "them" if others else "sshd's PAM stack has no pam_limits "
-                            "(UsePAM no?): set UsePAM yes, or LimitMEMLOCK on sshd's service")]
+def memlock_lines(found: Mapping[str, str | None], user: str) -> list[str]:
+    """``path:line 'text'`` of every memlock line for ``user``, everyone or a group in the
+    probe's limits files but ours: the lines pam_limits may take over ours."""
+    return [f"{path}:{number} {line.strip()!r}"
+            for path, text in sorted(found.items()) if text is not None and path != LIMITS_FILE
+            and path.startswith("/etc/security/")
+            for number, line in enumerate(text.splitlines(), 1) if _memlock_line(line, user)]
 
 
 def _memlock_line(line: str, user: str) -> bool:

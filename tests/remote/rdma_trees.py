@@ -96,3 +96,28 @@ def port_lines(ibstat: Path | None = None, gids: Path | None = None,
               for (device, number), entries in sorted(tables.items())
               for index, gid, kind, netdev in entries]
     return "\n".join(lines) + "\n"
+
+
+# Run in a test-cluster node: ``tree`` ({path under /sys/class/infiniband: text}) written to
+# /run/ib-tree, and mounted as the node's /sys/class/infiniband (a tmpfs over /sys/class holds
+# the mount point; /sys/class/net is moved into it, so the node keeps its interfaces).
+MOUNT_IN_NODE = """\
+import json, os, subprocess, sys
+for path, text in json.loads(sys.stdin.read()).items():
+    os.makedirs(os.path.dirname("/run/ib-tree/" + path), exist_ok=True)
+    with open("/run/ib-tree/" + path, "w") as file:
+        file.write(text)
+for argv in (["mkdir", "-p", "/run/keep/net"],
+             ["mount", "--bind", "/sys/class/net", "/run/keep/net"],
+             ["mount", "-t", "tmpfs", "none", "/sys/class"],
+             ["mkdir", "/sys/class/net", "/sys/class/infiniband"],
+             ["mount", "--move", "/run/keep/net", "/sys/class/net"],
+             ["mount", "--bind", "/run/ib-tree", "/sys/class/infiniband"]):
+    subprocess.run(argv, check=True)
+"""
+
+
+def tree_files(root: Path) -> dict[str, str]:
+    """{path under ``root``: text} of a tree ``build_tree`` made, for MOUNT_IN_NODE."""
+    return {str(path.relative_to(root)): path.read_text()
+            for path in sorted(root.rglob("*")) if path.is_file()}

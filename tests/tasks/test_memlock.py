@@ -4,6 +4,9 @@ VM) and unit files, then on the test cluster through a fresh SSH login's ``ulimi
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -12,8 +15,10 @@ import pytest
 from nodeprov.inventory import Host
 from nodeprov.remote.rdma import read_rdma
 from nodeprov.tasks.base import ConfirmNewConnection, Plan, Run, TaskFailed, Write
-from nodeprov.tasks.memlock import LIMITS_FILE, TASK
-from tests.remote.rdma_trees import DATA, port_lines
+from nodeprov.tasks.memlock import LIMITS_FILE, TASK, memlock_lines
+from nodeprov.testbed.cluster import Testbed
+from tests.conftest import MakeTestbed
+from tests.remote.rdma_trees import DATA, MOUNT_IN_NODE, build_tree, port_lines, tree_files
 from tests.tasks.kit import HOST, make_facts, one_node, plan_task
 
 IB = port_lines(ibstat=DATA / "ibstat-gpud-752-ib.txt")
@@ -52,16 +57,14 @@ def test_in_sync_once_the_files_are_there_and_the_login_is_unlimited() -> None:
         f"{LIMITS_FILE} gives trainer memlock unlimited")
 
 
-def test_files_in_place_and_a_limited_login_names_the_lines_that_may_win() -> None:
+def test_memlock_lines_pam_limits_may_take_over_ours_are_named_by_line() -> None:
     files = {LIMITS_FILE: LIMITS, "/etc/security/limits.d/99-site.conf":
-             "# site\ntrainer  hard  memlock  65536\n*  soft nofile 4096\n"}
-    result = run(files, systemd=False)
-    assert result.conflicts == (
-        "a fresh SSH login gets ulimit -l 64 (KiB), not unlimited, with "
-        f"{LIMITS_FILE} in place: /etc/security/limits.d/99-site.conf:2 "
-        "'trainer  hard  memlock  65536' may take over ours: remove them",)
-    assert not result.in_sync
-    assert "pam_limits (UsePAM no?)" in run({LIMITS_FILE: LIMITS}, systemd=False).conflicts[0]
+             "# site\ntrainer  hard  memlock  65536\n*  soft nofile 4096\n@rdma - memlock 8\n",
+             "/etc/security/limits.conf": "# <domain> <type> <item> <value>\nother - memlock 1\n"}
+    assert run(files, systemd=False).in_sync  # the effect is verify's: a new login's ulimit
+    assert memlock_lines(files, "trainer") == [
+        "/etc/security/limits.d/99-site.conf:2 'trainer  hard  memlock  65536'",
+        "/etc/security/limits.d/99-site.conf:4 '@rdma - memlock 8'"]
 
 
 def test_a_limit_in_kib_and_no_systemd() -> None:
@@ -79,3 +82,80 @@ def test_nothing_without_rdma_and_an_unknown_user_fails() -> None:
     facts = make_facts(rdma=read_rdma({"rdma_ports": IB, "rdma_memlock": "64"}))
     with pytest.raises(TaskFailed, match="set ansible_user"):
         plan_task(TASK, {}, {}, context=one_node(facts, Host("node1", "192.0.2.2", "192.0.2.2")))
+
+
+PLAYBOOK = """\
+- name: Fabric repairs
+  hosts: all
+  tasks:
+    - name: NCCL on the RDMA ports
+      nccl_fabric: {subnet: 10.152.0.0/16}
+      tags: [nccl_fabric]
+    - name: Locked memory
+      memlock: {user: root, limit: LIMIT}
+      tags: [memlock]
+"""
+
+
+def statuses(bed: Testbed, playbook: Path, *options: str) -> list[tuple[str, str]]:
+    """(task, status) of node1's tasks in ``nodeprov apply --json``."""
+    done = subprocess.run([sys.executable, "-m", "nodeprov", "apply", str(bed.inventory_path),
+                           "-p", str(playbook), "--limit", "node1", "--json", "-", *options],
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [(task["type"], task["status"])
+            for task in json.loads(done.stdout)["hosts"]["node1"]["tasks"]]
+
+
+def login_memlock(bed: Testbed) -> str:
+    """``ulimit -l`` in a new SSH login to node1: what a job started over SSH gets."""
+    return bed.ssh("node1", "sh", "-c", "ulimit -l", check=True).stdout.strip()
+
+
+@pytest.mark.integration
+def test_four_steps_on_a_node_with_a_recorded_roce_tree(make_testbed: MakeTestbed,
+                                                        tmp_path: Path) -> None:
+    """A stand-in: NVIDIA/nccl#1573's RoCE ports as node1's /sys/class/infiniband (no RDMA in
+    this kernel). The test cluster's sshd runs PAM with Debian's /etc/pam.d/sshd, whose session
+    has pam_limits, and no systemd. This machine's processes lack CAP_SYS_RESOURCE (CapPrm
+    000001fffeffffff: bit 24 clear), so no one here can raise a hard limit, sshd included: the
+    test proves that pam_limits applies the task's file to a new SSH login with a limit half
+    the login's own (a lower one needs no capability); ``unlimited`` and the systemd drop-in
+    are tested by the plans above only."""
+    bed = make_testbed(nodes=1, outsider=False)
+    tree = build_tree(tmp_path / "ib", gids=DATA / "show-gids-nccl-1573-pod-macvlan.txt",
+                      state={"state": "4: ACTIVE", "phys_state": "5: LinkUp",
+                             "link_layer": "Ethernet"})
+    bed.exec("node1", "python3", "-c", MOUNT_IN_NODE, input=json.dumps(tree_files(tree)),
+             check=True)
+    assert "pam_limits.so" in bed.exec("node1", "cat", "/etc/pam.d/sshd", check=True).stdout
+    before = login_memlock(bed)
+    limit = str(int(before) // 2)
+    playbook = tmp_path / "fabric.yaml"
+    playbook.write_text(PLAYBOOK.replace("LIMIT", limit))
+    changed = [("nccl_fabric", "changed"), ("memlock", "changed")]
+    assert statuses(bed, playbook, "--check") == changed
+    assert login_memlock(bed) == before  # check mode changed nothing
+    assert statuses(bed, playbook) == changed
+    assert statuses(bed, playbook) == [("nccl_fabric", "ok"), ("memlock", "ok")]
+    assert statuses(bed, playbook, "--check") == [("nccl_fabric", "ok"), ("memlock", "ok")]
+    assert login_memlock(bed) == limit
+    login = bed.ssh("node1", "sh", "-c", 'echo "$NCCL_IB_HCA $NCCL_IB_GID_INDEX"', check=True)
+    assert login.stdout == "=mlx5_0:1,mlx5_1:1 7\n"
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_IB_GID_INDEX=7\n" in bed.exec(
+        "node1", "cat", "/etc/nccl.conf", check=True).stdout
+
+    verify = subprocess.run([sys.executable, "-m", "nodeprov", "verify", str(bed.inventory_path),
+                             "-p", str(playbook), "--no-job"],
+                            capture_output=True, text=True, timeout=180, check=False)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    bed.exec("node1", "sh", "-c", f"echo 'root hard memlock {int(limit) // 2}' > "
+             "/etc/security/limits.d/99-site.conf", check=True)
+    drifted = subprocess.run([sys.executable, "-m", "nodeprov", "verify",
+                              str(bed.inventory_path), "-p", str(playbook), "--no-job"],
+                             capture_output=True, text=True, timeout=180, check=False)
+    assert drifted.returncode == 1
+    assert drifted.stdout.splitlines()[1:-2] == [
+        f"node1 memlock: a new SSH login gets ulimit -l {int(limit) // 2} (KiB) (expected "
+        f"{limit}): by hand: /etc/security/limits.d/99-site.conf:1 'root hard memlock "
+        f"{int(limit) // 2}' may take over {LIMITS_FILE}: remove them"]
