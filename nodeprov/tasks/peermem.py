@@ -10,7 +10,8 @@ host memory (its log: no ``/GDRDMA``). The facts say which is loaded and which i
 (``Facts.rdma``); the task loads the first one installed with ``modprobe`` and lists it in
 /etc/modules-load.d, which systemd-modules-load reads at boot. A node without a GPU, without
 RDMA ports, or with only EFA (GPUDirect there goes through the EFA driver) gets nothing, and the
-plan says so; one where neither module is installed fails, saying what to install.
+plan says so; where neither module is installed it warns, saying what to install (the node
+works without GPUDirect RDMA, only slower).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from nodeprov.remote import reader
 from nodeprov.remote.rdmatext import PEER_MEMORY
-from nodeprov.tasks.base import Change, Context, Plan, Probe, Run, TaskFailed, TaskType, Write
+from nodeprov.tasks.base import Change, Context, Plan, Probe, Run, TaskType, Write
 from nodeprov.tasks.textfiles import blocks
 
 MODULES_LOAD = "/etc/modules-load.d/nodeprov-peermem.conf"
@@ -45,9 +46,11 @@ def plan(ctx: Context, params: PeermemParams, observed: str) -> Plan:
     installed = [name for name in PEER_MEMORY if name in rdma.peer_memory_installed]
     module = (loaded or installed or [""])[0]
     if not module:
-        raise TaskFailed("no peer-memory module installed (modinfo nvidia_peermem, nv_peer_mem): "
-                         "install the NVIDIA driver's nvidia-peermem (driver 470 or newer, built "
-                         "against the node's OFED/rdma-core), then run this task again")
+        return Plan.noop(warnings=[
+            "no peer-memory module installed (modinfo nvidia_peermem, nv_peer_mem): NCCL "
+            "stages GPU-NIC traffic through host memory; install the NVIDIA driver's "
+            "nvidia-peermem (driver 470 or newer, built against the node's OFED/rdma-core), "
+            "then run this task again"])
     old = reader.observed_files(observed).get(MODULES_LOAD)
     text = ("# Written by nodeprov (peermem task): GPUDirect RDMA for NCCL; edits are "
             f"overwritten.\n{module}\n")
