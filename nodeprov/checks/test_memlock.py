@@ -25,10 +25,11 @@ def test_new_login_has_the_limit(context: Context, node: Host, params: memlock.M
         pytest.skip(f"{node.name}: the login's ulimit -l printed nothing")
     said = "unlimited" if rdma.memlock_kib is None else str(rdma.memlock_kib)
     plan = memlock.plan(context, params, observed)
-    user = params.user or node.user or "the login user"
-    others = memlock.memlock_lines(reader.observed_files(observed), user)
+    user = params.user or node.user
+    others = memlock.memlock_lines(reader.observed_files(observed), user) if user else []
     assert said == params.limit, drift.effect_line(
         f"a new SSH login gets ulimit -l {said} (KiB)", params.limit, plan,
+        memlock.UNKNOWN_USER if not user else
         f"{'; '.join(others)} may take over {memlock.LIMITS_FILE}: remove them" if others else
         "sshd's PAM session has no pam_limits (UsePAM no?): set UsePAM yes, or LimitMEMLOCK "
         "on sshd's service")

@@ -37,7 +37,6 @@ from nodeprov.tasks.base import (
     Plan,
     Probe,
     Run,
-    TaskFailed,
     TaskType,
     Write,
     checked,
@@ -51,6 +50,8 @@ LIMITS_FILES = ("/etc/security/limits.conf", "/etc/security/limits.d/*.conf")
 UNITS = tuple(f"{root}/systemd/system/{name}.service"
               for root in ("/usr/lib", "/lib") for name in ("ssh", "sshd"))
 DROP_IN = "90-nodeprov-memlock.conf"
+UNKNOWN_USER = ("the job's login user is unknown (ansible_user unset), so no limit is written: "
+                "set ansible_user in the inventory, or the memlock task's user")
 HEADER = "# Written by nodeprov (memlock task): RDMA needs locked memory; edits are overwritten.\n"
 
 
@@ -77,8 +78,7 @@ def plan(ctx: Context, params: MemlockParams, observed: str) -> Plan:
         return Plan.noop("no RDMA ports on this node: its jobs lock no memory for a NIC")
     user = params.user or ctx.host.user
     if not user:
-        raise TaskFailed("the job's login user is unknown: set ansible_user in the inventory "
-                         "(or the memlock task's user)")
+        return Plan.noop(warnings=[UNKNOWN_USER])
     found = reader.observed_files(observed)
     changes = [_write(LIMITS_FILE, found.get(LIMITS_FILE),
                       HEADER + "".join(f"{user} {kind} memlock {params.limit}\n"

@@ -14,7 +14,7 @@ import pytest
 
 from nodeprov.inventory import Host
 from nodeprov.remote.rdma import read_rdma
-from nodeprov.tasks.base import ConfirmNewConnection, Plan, Run, TaskFailed, Write
+from nodeprov.tasks.base import ConfirmNewConnection, Plan, Run, Write
 from nodeprov.tasks.memlock import LIMITS_FILE, TASK, memlock_lines
 from nodeprov.testbed.cluster import Testbed
 from tests.conftest import MakeTestbed
@@ -76,12 +76,15 @@ def test_a_limit_in_kib_and_no_systemd() -> None:
                             "pam_limits sets the login's",)
 
 
-def test_nothing_without_rdma_and_an_unknown_user_fails() -> None:
+def test_nothing_without_rdma_and_a_warning_when_the_user_is_unknown() -> None:
     assert run({}, ports="") == Plan.noop(
         "no RDMA ports on this node: its jobs lock no memory for a NIC")
     facts = make_facts(rdma=read_rdma({"rdma_ports": IB, "rdma_memlock": "64"}))
-    with pytest.raises(TaskFailed, match="set ansible_user"):
-        plan_task(TASK, {}, {}, context=one_node(facts, Host("node1", "192.0.2.2", "192.0.2.2")))
+    unknown = plan_task(TASK, {}, {},
+                        context=one_node(facts, Host("node1", "192.0.2.2", "192.0.2.2")))
+    assert unknown == Plan.noop(warnings=[
+        "the job's login user is unknown (ansible_user unset), so no limit is written: set "
+        "ansible_user in the inventory, or the memlock task's user"])
 
 
 PLAYBOOK = """\
