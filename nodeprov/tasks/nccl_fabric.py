@@ -21,7 +21,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from nodeprov.remote import reader
-from nodeprov.remote.rdma import Gid, RdmaPort
+from nodeprov.remote.rdma import Gid, RdmaFacts, RdmaPort
 from nodeprov.tasks import nccl_env
 from nodeprov.tasks.base import Context, Plan, Probe, TaskFailed, TaskType, checked
 from nodeprov.util import validate
@@ -42,22 +42,9 @@ def probe(params: NcclFabricParams) -> Probe:
 
 
 def plan(ctx: Context, params: NcclFabricParams, observed: str) -> Plan:
-    ports = [port for port in ctx.facts.rdma.ports if port.kind in ("IB", "RoCE")]
-    if not ports:
-        efa = " (EFA only: NCCL reaches it through the OFI plugin)" if ctx.facts.rdma.present \
-            else ""
-        return Plan.noop(f"no InfiniBand or RoCE port on this node{efa}: nothing to select")
-    active = [port for port in ports if port.active]
-    if not active:
-        return Plan.noop(warnings=[
-            "no Active RDMA port (" + ", ".join(f"{port.device}/{port.port} {port.state}"
-                                                for port in ports)
-            + "): nodeprov fabric --facts names the cause (port-down); nothing to select"])
-    variables = {"NCCL_IB_HCA": "=" + ",".join(f"{port.device}:{port.port}" for port in active)}
-    index, warnings = gid_index([port for port in active if port.kind == "RoCE"],
-                                params.subnet)
-    if index is not None:
-        variables["NCCL_IB_GID_INDEX"] = str(index)
+    variables, notes, warnings = wanted_variables(ctx.facts.rdma, params.subnet)
+    if not variables:
+        return Plan.noop(*notes, warnings=warnings)
     changes, conflicts, unknown = nccl_env.persist(reader.observed_files(observed), BLOCK,
                                                    variables)
     warnings += unknown
@@ -66,6 +53,27 @@ def plan(ctx: Context, params: NcclFabricParams, observed: str) -> Plan:
     return Plan.noop(f"{nccl_env.ENVIRONMENT} and {nccl_env.NCCL_CONF} already set "
                      + ", ".join(f"{name}={value}" for name, value in variables.items()),
                      warnings=warnings, conflicts=conflicts)
+
+
+def wanted_variables(rdma: RdmaFacts, subnet: str
+                     ) -> tuple[dict[str, str], list[str], list[str]]:
+    """({name: value} NCCL should get, notes, warnings): none, with a note or warning saying
+    why, on a node without an Active IB or RoCE port; ``verify`` checks the same values."""
+    ports = [port for port in rdma.ports if port.kind in ("IB", "RoCE")]
+    if not ports:
+        efa = " (EFA only: NCCL reaches it through the OFI plugin)" if rdma.present else ""
+        return {}, [f"no InfiniBand or RoCE port on this node{efa}: nothing to select"], []
+    active = [port for port in ports if port.active]
+    if not active:
+        return {}, [], [
+            "no Active RDMA port (" + ", ".join(f"{port.device}/{port.port} {port.state}"
+                                                for port in ports)
+            + "): nodeprov fabric --facts names the cause (port-down); nothing to select"]
+    variables = {"NCCL_IB_HCA": "=" + ",".join(f"{port.device}:{port.port}" for port in active)}
+    index, warnings = gid_index([port for port in active if port.kind == "RoCE"], subnet)
+    if index is not None:
+        variables["NCCL_IB_GID_INDEX"] = str(index)
+    return variables, [], warnings
 
 
 def gid_index(ports: list[RdmaPort], subnet: str) -> tuple[int | None, list[str]]:

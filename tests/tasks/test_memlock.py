@@ -153,7 +153,8 @@ def test_four_steps_on_a_node_with_a_recorded_roce_tree(make_testbed: MakeTestbe
                             capture_output=True, text=True, timeout=180, check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     bed.exec("node1", "sh", "-c", f"echo 'root hard memlock {int(limit) // 2}' > "
-             "/etc/security/limits.d/99-site.conf", check=True)
+             "/etc/security/limits.d/99-site.conf; echo 'NCCL_IB_HCA DEFAULT=mlx5' > "
+             "/root/.pam_environment", check=True)
     drifted = subprocess.run([sys.executable, "-m", "nodeprov", "verify",
                               str(bed.inventory_path), "-p", str(playbook), "--no-job"],
                              capture_output=True, text=True, timeout=180, check=False)
@@ -161,4 +162,8 @@ def test_four_steps_on_a_node_with_a_recorded_roce_tree(make_testbed: MakeTestbe
     assert drifted.stdout.splitlines()[1:-2] == [
         f"node1 memlock: a new SSH login gets ulimit -l {int(limit) // 2} (KiB) (expected "
         f"{limit}): by hand: /etc/security/limits.d/99-site.conf:1 'root hard memlock "
-        f"{int(limit) // 2}' may take over {LIMITS_FILE}: remove them"]
+        f"{int(limit) // 2}' may take over {LIMITS_FILE}: remove them",
+        "node1 nccl_fabric: a new SSH session has NCCL_IB_HCA=mlx5 (expected "
+        "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1, NCCL_IB_GID_INDEX=7): by hand: another PAM file sets "
+        "them (~/.pam_environment, /etc/security/pam_env.conf, ~/.ssh/environment): remove "
+        "those lines"]

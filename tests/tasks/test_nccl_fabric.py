@@ -1,5 +1,7 @@
 """The nccl_fabric task on recorded RDMA ports (tests/data/rdma, sources in its README): which
-ports NCCL_IB_HCA names, which GID index it takes, and what it leaves alone."""
+ports NCCL_IB_HCA names, which GID index it takes, and what it leaves alone. Its four steps on
+the test cluster, and verify's check of a new session, run with memlock's on one node
+(tests/tasks/test_memlock.py), so one test cluster serves both."""
 
 from __future__ import annotations
 
