@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,17 +98,24 @@ PLAYBOOK = """\
     - name: Locked memory
       memlock: {user: root, limit: LIMIT}
       tags: [memlock]
+    - name: Peer memory
+      peermem: {}
+      tags: [peermem]
 """
 
 
-def statuses(bed: Testbed, playbook: Path, *options: str) -> list[tuple[str, str]]:
-    """(task, status) of node1's tasks in ``nodeprov apply --json``."""
+def applied(bed: Testbed, playbook: Path, node: str, *options: str) -> list[dict[str, Any]]:
+    """``node``'s tasks in ``nodeprov apply --json``."""
     done = subprocess.run([sys.executable, "-m", "nodeprov", "apply", str(bed.inventory_path),
-                           "-p", str(playbook), "--limit", "node1", "--json", "-", *options],
+                           "-p", str(playbook), "--limit", node, "--json", "-", *options],
                           capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    return [(task["type"], task["status"])
-            for task in json.loads(done.stdout)["hosts"]["node1"]["tasks"]]
+    return list(json.loads(done.stdout)["hosts"][node]["tasks"])
+
+
+def statuses(bed: Testbed, playbook: Path, *options: str) -> list[tuple[str, str]]:
+    """(task, status) of node1's tasks."""
+    return [(task["type"], task["status"]) for task in applied(bed, playbook, "node1", *options)]
 
 
 def login_memlock(bed: Testbed) -> str:
@@ -124,8 +132,9 @@ def test_four_steps_on_a_node_with_a_recorded_roce_tree(make_testbed: MakeTestbe
     000001fffeffffff: bit 24 clear), so no one here can raise a hard limit, sshd included: the
     test proves that pam_limits applies the task's file to a new SSH login with a limit half
     the login's own (a lower one needs no capability); ``unlimited`` and the systemd drop-in
-    are tested by the plans above only."""
-    bed = make_testbed(nodes=1, outsider=False)
+    are tested by the plans above only. node2 keeps the test cluster's own /sys: there all three
+tasks of the default playbook's fabric repairs do nothing, and say why."""
+    bed = make_testbed(nodes=2, outsider=False)
     tree = build_tree(tmp_path / "ib", gids=DATA / "show-gids-nccl-1573-pod-macvlan.txt",
                       state={"state": "4: ACTIVE", "phys_state": "5: LinkUp",
                              "link_layer": "Ethernet"})
@@ -136,13 +145,20 @@ def test_four_steps_on_a_node_with_a_recorded_roce_tree(make_testbed: MakeTestbe
     limit = str(int(before) // 2)
     playbook = tmp_path / "fabric.yaml"
     playbook.write_text(PLAYBOOK.replace("LIMIT", limit))
-    changed = [("nccl_fabric", "changed"), ("memlock", "changed")]
+    changed = [("nccl_fabric", "changed"), ("memlock", "changed"), ("peermem", "ok")]
     assert statuses(bed, playbook, "--check") == changed
     assert login_memlock(bed) == before  # check mode changed nothing
     assert statuses(bed, playbook) == changed
-    assert statuses(bed, playbook) == [("nccl_fabric", "ok"), ("memlock", "ok")]
-    assert statuses(bed, playbook, "--check") == [("nccl_fabric", "ok"), ("memlock", "ok")]
+    in_sync = [("nccl_fabric", "ok"), ("memlock", "ok"), ("peermem", "ok")]
+    assert statuses(bed, playbook) == in_sync
+    assert statuses(bed, playbook, "--check") == in_sync
     assert login_memlock(bed) == limit
+    # node2, a CPU node without RDMA as the test cluster's are: nothing, and the notes say why
+    assert [(task["type"], task["status"], task["notes"]) for task in applied(
+        bed, playbook, "node2")] == [
+        ("nccl_fabric", "ok", ["no InfiniBand or RoCE port on this node: nothing to select"]),
+        ("memlock", "ok", ["no RDMA ports on this node: its jobs lock no memory for a NIC"]),
+        ("peermem", "ok", ["no GPU on this node: no GPUDirect RDMA to enable"])]
     login = bed.ssh("node1", "sh", "-c", 'echo "$NCCL_IB_HCA $NCCL_IB_GID_INDEX"', check=True)
     assert login.stdout == "=mlx5_0:1,mlx5_1:1 7\n"
     assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1\nNCCL_IB_GID_INDEX=7\n" in bed.exec(
