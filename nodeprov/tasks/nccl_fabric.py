@@ -5,7 +5,9 @@ the node-subnet address, in every session and every job.
       nccl_fabric: {subnet: "{{ node_subnet }}"}
 
 ``NCCL_IB_HCA==mlx5_0:1,mlx5_1:1`` (the leading '=' makes NCCL match the names exactly: without
-it ``mlx5_1`` also takes ``mlx5_10``) lists the Active InfiniBand and RoCE ports from the facts;
+it ``mlx5_1`` also takes ``mlx5_10``) lists the Active InfiniBand ports from the facts, or where
+there are none the Active RoCE ones (a RoCE port beside IB ones is a front-end NIC, left out
+with a warning);
 on RoCE, ``NCCL_IB_GID_INDEX`` is the index of the RoCE v2 GID that holds the port's node-subnet
 address in its GID table (the same index on every such port: NCCL takes one; none where no
 port has such a GID, as when each rail has a subnet of its own). Both go into a
@@ -69,8 +71,15 @@ def wanted_variables(rdma: RdmaFacts, subnet: str
             "no Active RDMA port (" + ", ".join(f"{port.device}/{port.port} {port.state}"
                                                 for port in ports)
             + "): nodeprov fabric --facts names the cause (port-down); nothing to select"]
-    variables = {"NCCL_IB_HCA": "=" + ",".join(f"{port.device}:{port.port}" for port in active)}
-    index, warnings = gid_index([port for port in active if port.kind == "RoCE"], subnet)
+    skipped = [port for port in active if port.kind == "RoCE"] if any(
+        port.kind == "IB" for port in active) else []
+    chosen = [port for port in active if port not in skipped]
+    variables = {"NCCL_IB_HCA": "=" + ",".join(f"{port.device}:{port.port}" for port in chosen)}
+    index, warnings = gid_index([port for port in chosen if port.kind == "RoCE"], subnet)
+    if skipped:  # a front-end Ethernet NIC beside the IB fabric (Azure's mlx5_an0)
+        warnings.append("left out of NCCL_IB_HCA, beside the InfiniBand ports: RoCE "
+                        + ", ".join(f"{port.device}/{port.port}" for port in skipped)
+                        + " (NCCL would mix the two: transport-mismatch)")
     if index is not None:
         variables["NCCL_IB_GID_INDEX"] = str(index)
     return variables, [], warnings

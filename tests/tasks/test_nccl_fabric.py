@@ -102,3 +102,12 @@ def test_efa_only_is_left_to_the_ofi_plugin() -> None:
                        context=one_node(make_facts(rdma=efa)))
     assert result.notes == ("no InfiniBand or RoCE port on this node (EFA only: NCCL reaches "
                             "it through the OFI plugin): nothing to select",)
+
+
+def test_roce_ports_beside_ib_ones_are_left_out_with_a_warning() -> None:
+    # gpud#752's IB port beside NVIDIA/nccl#1573's RoCE ports, one node's as on Azure's HPC VMs
+    mixed = port_lines(ibstat=DATA / "ibstat-gpud-752-ib.txt") + POD
+    result = run(mixed, "10.152.0.0/16")
+    assert writes(result)[NCCL_CONF] == f"{BEGIN}\nNCCL_IB_HCA==mlx5_7:1\n{END}\n"
+    assert result.warnings == ("left out of NCCL_IB_HCA, beside the InfiniBand ports: RoCE "
+                               "mlx5_0/1, mlx5_1/1 (NCCL would mix the two: transport-mismatch)",)
