@@ -38,7 +38,7 @@ for name do
 done
 """
 # the tasks whose checks look at a new session
-AREAS = ("hosts", "nccl_env")
+AREAS = ("hosts", "nccl_env", "nccl_fabric")
 USER_NCCL_CONF = "~/.nccl.conf"
 
 

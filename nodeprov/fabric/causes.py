@@ -28,15 +28,19 @@ REPAIRS = {
     "ib-disabled": "remove NCCL_IB_DISABLE=1 (or NCCL_NET=Socket) from the job's environment, "
                    "/etc/nccl.conf and ~/.nccl.conf",
     "hca-selection": "NCCL_IB_HCA matches names by prefix: write it with a leading '=' "
-                     "(NCCL_IB_HCA==mlx5_0,mlx5_1) to use exactly those devices",
+                     "(NCCL_IB_HCA==mlx5_0,mlx5_1) to use exactly those devices (nodeprov's "
+                     "nccl_fabric task writes the Active ports so)",
     "memlock": "raise the job's locked-memory limit to unlimited (memlock in "
-               "/etc/security/limits.d, LimitMEMLOCK=infinity for a service or container)",
-    "no-gdr-module": "load the peer-memory module (modprobe nvidia-peermem); if it is loaded, "
-                     "the GPU and NIC may be too far apart (nvidia-smi topo -m)",
+               "/etc/security/limits.d, LimitMEMLOCK=infinity for a service or container; "
+               "nodeprov's memlock task does both for an SSH login)",
+    "no-gdr-module": "load the peer-memory module (modprobe nvidia-peermem: nodeprov's "
+                     "peermem task); if it is loaded, the GPU and NIC may be too far apart "
+                     "(nvidia-smi topo -m)",
     "gdr-level": "NCCL_NET_GDR_LEVEL is set below the GPU-NIC distance: unset it, or raise "
                  "it to that distance (nvidia-smi topo -m)",
     "roce-gid": "set NCCL_IB_GID_INDEX to the RoCE v2 GID of the subnet address (show_gids, "
-                "or /sys/class/infiniband/*/ports/*/gid_attrs)",
+                "or /sys/class/infiniband/*/ports/*/gid_attrs; nodeprov's nccl_fabric task "
+                "sets it)",
     "net-plugin": "install the network plugin the fabric needs (aws-ofi-nccl for EFA) where "
                   "the job finds it (LD_LIBRARY_PATH), matching NCCL's version",
     "ofi-tcp-provider": "libfabric fell back to TCP: give the job the EFA devices and set "

@@ -74,28 +74,13 @@ def probe(params: NcclEnvParams) -> Probe:
 
 
 def plan(ctx: Context, params: NcclEnvParams, observed: str) -> Plan:
-    found = reader.observed_files(observed)
     ifname = socket_interface(ctx.facts, params)
-    changes = []
     in_subnet = [iface.name for iface in ctx.facts.interfaces_in(params.subnet)]
     warnings = [] if ifname in in_subnet else [
         f"{ifname} has no address in {params.subnet}: NCCL and gloo will not use the node subnet"]
-    conflicts: list[str] = []
-    wanted = wanted_blocks(ifname, params.extra)
-    for path, lines in wanted.items():
-        old = found.get(path)
-        whole_block(path, old, BLOCK)
-        new = blocks.replace_block(old or "", BLOCK, lines)
-        if new != old:
-            changes.append(Change(f"{path}: set {', '.join(_names(lines))}",
-                                  (Write(path, new),), diff=blocks.unified_diff(path, old, new)))
-        conflicts += overriding(path, new, block_values(path, lines))
-    ours = block_values(ENVIRONMENT, wanted[ENVIRONMENT])
-    for path, text in sorted(found.items()):
-        if path not in PARSERS and text is not None:  # /etc/profile.d/*.sh
-            overrides, unknown = profile_overrides(path, text, ours)
-            conflicts += overrides
-            warnings += unknown
+    changes, conflicts, unknown = persist(reader.observed_files(observed), BLOCK,
+                                          wanted_variables(ifname, params.extra))
+    warnings += unknown
     if changes:
         return Plan.of(*changes, warnings=warnings, conflicts=conflicts)
     return Plan.noop(f"{ENVIRONMENT} and {NCCL_CONF} already set "
@@ -104,9 +89,44 @@ def plan(ctx: Context, params: NcclEnvParams, observed: str) -> Plan:
                      conflicts=conflicts)
 
 
+def persist(found: Mapping[str, str | None], block: str, variables: Mapping[str, str]
+            ) -> tuple[list[Change], list[str], list[str]]:
+    """(changes, conflicts, warnings) keeping ``variables`` in block ``block`` of
+    /etc/environment and, the NCCL_* ones, of /etc/nccl.conf, from the probe's ``found`` files
+    (``probe``'s): the nccl_fabric task keeps its own block the same way::
+
+        persist(found, "nccl_fabric", {"NCCL_IB_HCA": "=mlx5_0:1"})
+    """
+    changes, conflicts, warnings = [], [], []
+    wanted = blocks_for(variables)
+    for path, lines in wanted.items():
+        old = found.get(path)
+        whole_block(path, old, block)
+        new = blocks.replace_block(old or "", block, lines)
+        if new != old:
+            changes.append(Change(f"{path}: set {', '.join(_names(lines))}",
+                                  (Write(path, new),), diff=blocks.unified_diff(path, old, new)))
+        conflicts += overriding(path, new, block_values(path, lines), block)
+    ours = block_values(ENVIRONMENT, wanted[ENVIRONMENT])
+    for path, text in sorted(found.items()):
+        if path not in PARSERS and text is not None:  # /etc/profile.d/*.sh
+            overrides, unknown = profile_overrides(path, text, ours)
+            conflicts += overrides
+            warnings += unknown
+    return changes, conflicts, warnings
+
+
+def wanted_variables(ifname: str, extra: Mapping[str, str]) -> dict[str, str]:
+    return {"NCCL_SOCKET_IFNAME": f"={ifname}", "GLOO_SOCKET_IFNAME": ifname, **extra}
+
+
 def wanted_blocks(ifname: str, extra: Mapping[str, str]) -> dict[str, list[str]]:
     """{path: the block's lines}: everything to /etc/environment, NCCL_* also to nccl.conf."""
-    variables = {"NCCL_SOCKET_IFNAME": f"={ifname}", "GLOO_SOCKET_IFNAME": ifname, **extra}
+    return blocks_for(wanted_variables(ifname, extra))
+
+
+def blocks_for(variables: Mapping[str, str]) -> dict[str, list[str]]:
+    """{path: lines} of ``variables``: all to /etc/environment, NCCL_* also to nccl.conf."""
     return {
         ENVIRONMENT: [envfile.pam_env_line(name, value) for name, value in variables.items()],
         NCCL_CONF: [f"{name}={value}" for name, value in variables.items()
@@ -130,11 +150,12 @@ def socket_interface(facts: Facts, params: NcclEnvParams) -> str:
     return matching[0].name
 
 
-def overriding(path: str, text: str, ours: Mapping[str, str]) -> list[str]:
+def overriding(path: str, text: str, ours: Mapping[str, str], block: str = BLOCK
+               ) -> list[str]:
     """The lines outside our block of ``path`` that its reader takes over the block's value:
     after it in /etc/environment (pam_env keeps the last), before it in /etc/nccl.conf (NCCL
     keeps the first); each with the ``sed`` that removes it."""
-    inside = blocks.find_block(text, BLOCK)
+    inside = blocks.find_block(text, block)
     if inside is None:
         return []
     last_wins = path == ENVIRONMENT

@@ -7,7 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 from nodeprov.remote.handlers import AnyHandler
-from nodeprov.tasks import block, firewall, hosts, ipv6, nccl_env, sysctl, torch, venv
+from nodeprov.tasks import (
+    block,
+    firewall,
+    hosts,
+    ipv6,
+    memlock,
+    nccl_env,
+    nccl_fabric,
+    peermem,
+    sysctl,
+    torch,
+    venv,
+)
 from nodeprov.tasks.base import TaskType
 from nodeprov.wheels import handler as wheels
 
@@ -19,6 +31,9 @@ REGISTRY: dict[str, TaskType[Any]] = {
         ipv6.TASK,
         sysctl.TASK,
         nccl_env.TASK,
+        nccl_fabric.TASK,
+        memlock.TASK,
+        peermem.TASK,
         firewall.TASK,
         venv.TASK,
         torch.TASK,

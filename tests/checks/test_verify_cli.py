@@ -57,7 +57,8 @@ def test_unreachable_nodes_are_one_line_each_and_exit_1(unreachable: tuple[Path,
     outcomes = {(check["area"], check["outcome"]) for check in data["checks"]}
     # the plan of an unreachable node: one error; checks of tasks it lacks: skipped
     assert outcomes == {(None, "error"), ("firewall", "error"), ("hosts", "error"),
-                        ("nccl_env", "skipped"), ("torch", "skipped")}
+                        ("memlock", "skipped"), ("nccl_env", "skipped"),
+                        ("nccl_fabric", "skipped"), ("torch", "skipped")}
 
 
 def test_direct_pytest_run_fails_on_unreachable_nodes(unreachable: tuple[Path, Path],

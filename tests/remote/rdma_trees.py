@@ -79,3 +79,45 @@ def build_tree(root: Path, ibstat: Path | None = None, gids: Path | None = None,
             (port / "gid_attrs" / "types" / str(index)).write_text(kind + "\n")
             (port / "gid_attrs" / "ndevs" / str(index)).write_text(netdev + "\n")
     return root
+
+
+def port_lines(ibstat: Path | None = None, gids: Path | None = None,
+               state: dict[str, str] | None = None) -> str:
+    """The same ports as facts.sh's ``rdma_ports`` section prints them from such a tree, for
+    tests that need the facts without a node (``read_rdma({"rdma_ports": port_lines(...)})``)."""
+    ports = ibstat_ports(ibstat.read_text()) if ibstat else {}
+    tables = show_gids(gids.read_text()) if gids else {}
+    for key in tables:
+        ports.setdefault(key, dict(state or {}))
+    lines = [f"{device} {number} {name} {value}"
+             for (device, number), files in sorted(ports.items())
+             for name, value in files.items()]
+    lines += [f"{device} {number} gid {index} {gid} {kind}|{netdev}"
+              for (device, number), entries in sorted(tables.items())
+              for index, gid, kind, netdev in entries]
+    return "\n".join(lines) + "\n"
+
+
+# Run in a test-cluster node: ``tree`` ({path under /sys/class/infiniband: text}) written to
+# /run/ib-tree, and mounted as the node's /sys/class/infiniband (a tmpfs over /sys/class holds
+# the mount point; /sys/class/net is moved into it, so the node keeps its interfaces).
+MOUNT_IN_NODE = """\
+import json, os, subprocess, sys
+for path, text in json.loads(sys.stdin.read()).items():
+    os.makedirs(os.path.dirname("/run/ib-tree/" + path), exist_ok=True)
+    with open("/run/ib-tree/" + path, "w") as file:
+        file.write(text)
+for argv in (["mkdir", "-p", "/run/keep/net"],
+             ["mount", "--bind", "/sys/class/net", "/run/keep/net"],
+             ["mount", "-t", "tmpfs", "none", "/sys/class"],
+             ["mkdir", "/sys/class/net", "/sys/class/infiniband"],
+             ["mount", "--move", "/run/keep/net", "/sys/class/net"],
+             ["mount", "--bind", "/run/ib-tree", "/sys/class/infiniband"]):
+    subprocess.run(argv, check=True)
+"""
+
+
+def tree_files(root: Path) -> dict[str, str]:
+    """{path under ``root``: text} of a tree ``build_tree`` made, for MOUNT_IN_NODE."""
+    return {str(path.relative_to(root)): path.read_text()
+            for path in sorted(root.rglob("*")) if path.is_file()}

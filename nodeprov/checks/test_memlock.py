@@ -1,0 +1,35 @@
+"""The job's login may lock the memory RDMA needs: the facts verify reads over its own new
+SSH connection (pam_limits sets a connection's limits when it opens) show ``ulimit -l`` at the
+memlock task's limit. The task's plan checks the files it writes; only a new login shows what
+pam_limits and sshd make of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeprov.checks import Drift
+from nodeprov.inventory import Host
+from nodeprov.remote import reader
+from nodeprov.tasks import memlock
+from nodeprov.tasks.base import Context
+
+AREA = "memlock"
+
+
+def test_new_login_has_the_limit(context: Context, node: Host, params: memlock.MemlockParams,
+                                 observed: str, drift: Drift) -> None:
+    rdma = context.facts.rdma
+    if not rdma.present:
+        pytest.skip(f"{node.name}: no RDMA ports, no locked-memory limit wanted")
+    if not rdma.memlock_known:
+        pytest.skip(f"{node.name}: the login's ulimit -l printed nothing")
+    said = "unlimited" if rdma.memlock_kib is None else str(rdma.memlock_kib)
+    plan = memlock.plan(context, params, observed)
+    user = params.user or node.user
+    others = memlock.memlock_lines(reader.observed_files(observed), user) if user else []
+    assert said == params.limit, drift.effect_line(
+        f"a new SSH login gets ulimit -l {said} (KiB)", params.limit, plan,
+        memlock.UNKNOWN_USER if not user else
+        f"{'; '.join(others)} may take over {memlock.LIMITS_FILE}: remove them" if others else
+        "sshd's PAM session has no pam_limits (UsePAM no?): set UsePAM yes, or LimitMEMLOCK "
+        "on sshd's service")

@@ -1,0 +1,50 @@
+"""NCCL takes the node's Active RDMA ports and the subnet's RoCE v2 GID: a NEW SSH session (as
+the login user, as torchrun's launcher opens one) has the nccl_fabric task's NCCL_IB_HCA and
+NCCL_IB_GID_INDEX, and so do the files NCCL reads where the environment lacks them. The task's
+plan checks the files it writes; what pam_env and NCCL take from them only the node tells."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from nodeprov.checks import Drift
+from nodeprov.checks.fresh import Fresh
+from nodeprov.inventory import Host
+from nodeprov.remote import reader
+from nodeprov.tasks import nccl_env, nccl_fabric
+from nodeprov.tasks.base import Context
+from nodeprov.tasks.textfiles import envfile
+
+AREA = "nccl_fabric"
+
+
+def test_new_session_selects_the_ports(fresh: Mapping[str, Fresh | str], node: Host,
+                                       context: Context, params: nccl_fabric.NcclFabricParams,
+                                       observed: str, drift: Drift) -> None:
+    wanted, _, _ = nccl_fabric.wanted_variables(context.facts.rdma, params.subnet)
+    if not wanted:
+        pytest.skip(f"{node.name}: no Active InfiniBand or RoCE port, nothing to select")
+    seen = fresh[node.name]
+    listed = ", ".join(f"{name}={value}" for name, value in wanted.items())
+    plan = nccl_fabric.plan(context, params, observed)
+    assert not isinstance(seen, str), drift.line(f"a new SSH session failed: {seen}", listed)
+    wrong = [f"{name}={seen.environment.get(name, '(unset)')}" for name, value in wanted.items()
+             if seen.environment.get(name) != value]
+    assert not wrong, drift.effect_line(
+        f"a new SSH session has {', '.join(wrong)}", listed, plan,
+        "another PAM file sets them (~/.pam_environment, /etc/security/pam_env.conf, "
+        "~/.ssh/environment): remove those lines")
+    read: dict[str, str] = {}  # NCCL keeps the first assignment, ~/.nccl.conf first
+    for _path, text in seen.nccl_files:
+        for _number, name, value in envfile.parse_nccl_conf(text):
+            read.setdefault(name, value)
+    in_files = [f"{name}={read.get(name, '(unset)')}" for name, value in wanted.items()
+                if read.get(name) != value]
+    files = reader.observed_files(observed)
+    assert not in_files, drift.effect_line(
+        f"NCCL reads {', '.join(in_files)} from its files", listed, plan,
+        f"a line of ~/.nccl.conf or of {nccl_env.NCCL_CONF} before the block sets them: "
+        "remove it" if files.get(nccl_env.NCCL_CONF) is not None else
+        f"{nccl_env.NCCL_CONF} lacks them")
