@@ -39,8 +39,8 @@ _RATE = re.compile(r"(\d+(?:\.\d+)?) Gb/sec")
 
 @dataclass(frozen=True)
 class JobFabric:
-    """The transport, the busbw against the rated speed (None: not rated, and why is in
-    ``transport``), and the named warning when the path is slower than the nodes have."""
+    """The transport, the busbw against the rated speed (None: one node, no sweep, or a mixed
+    path), and the named warning when the path is slower than the nodes have."""
 
     transport: str
     rate: str | None
