@@ -1,8 +1,10 @@
 """Proof of nodeprov's GPU paths on one machine with NVIDIA GPUs, their driver and a CUDA torch,
 without sshd and without internet: facts.sh and its parser on the real node (the CUDA probe
 too), the torch choice for that driver and those GPUs, the verification job with one process
-per local GPU (per-GPU kernel check, DDP step, NCCL all-reduce sweep), a forced failure (a rank
-given a GPU index the node does not have) and its diagnosis::
+per local GPU (per-GPU kernel check, DDP step, NCCL all-reduce sweep, with NCCL's INFO lines as
+the verification job keeps them, and ``nodeprov fabric``'s verdict on them: one node, so the
+intra-node path), a forced failure (a rank given a GPU index the node does not have) and its
+diagnosis::
 
     scripts/gpu-proof.sh --out tests/data/gpu-proof        # on the GPU machine
     scripts/gpu-proof.sh --stand-in --out /tmp/proof       # no GPU: gloo on the CPU
@@ -27,9 +29,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from nodeprov.fabric import read_outputs
+from nodeprov.fabric.text import fabric_text
 from nodeprov.gpu import GpuInfo, read_gpus
 from nodeprov.gpu.capability import CudaProbe, parse_cuda_probe
 from nodeprov.job.diagnose import diagnose
+from nodeprov.proof.jobfabric import NCCL_ENV
 from nodeprov.proof.results import TABLE_HEADER, parse_result, result_json_in, table_rows, verdict
 from nodeprov.remote.facts import parse_facts, read_script, split_sections
 from nodeprov.variants.choose import NoVariant, choose_cluster_variant, known_builds
@@ -126,6 +131,9 @@ def replay(folder: Path) -> str:
             lines.append("  ".join(cell.rjust(width) for cell, width in zip(row, widths,
                                                                               strict=True)))
         lines.append(verdict(result))
+    report = read_outputs({"job.txt": output})  # as the job's output is read (folders
+    if report is not None:                       # recorded before it kept none have none)
+        lines += ["nodeprov fabric job.txt:", *(f"  {line}" for line in fabric_text(report))]
     failure = diagnose((folder / "forced-failure.txt").read_text(), node="this node")
     lines.append(f"forced failure: {failure.item}: {failure.cause} (evidence: {failure.evidence})"
                  if failure else "forced failure: no diagnosis")
@@ -162,8 +170,8 @@ def prove(out: Path, python: str, stand_in: bool, env: Mapping[str, str]) -> Pat
                                                                   env.get("PYTHONPATH")]))}
     nproc = 1 if not gpu or gpu.mig else gpu.count
     backend, max_bytes = ("gloo", 2**20) if stand_in else ("nccl", 2**28)
-    _, job = run(job_argv(python, nproc, backend, folder / "result.json", max_bytes), job_env,
-                 240, repo)
+    _, job = run(job_argv(python, nproc, backend, folder / "result.json", max_bytes),
+                 {**job_env, **(NCCL_ENV if backend == "nccl" else {})}, 240, repo)
     (folder / "job.txt").write_text(job)
     (folder / "result.json").unlink(missing_ok=True)  # job.txt holds the same NODEPROV_RESULT
     # a GPU index the node does not have: one process more than GPUs (on the stand-in, the nccl

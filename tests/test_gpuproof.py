@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -98,3 +99,22 @@ def test_a_step_past_its_limit_is_killed_with_its_children() -> None:
     status, output = run(["sh", "-c", "sleep 30 & sleep 30"], os.environ, 1)
     assert status == 124 and output.endswith("(killed after 1 s)\n")
     assert time.monotonic() - started < 10
+
+
+def test_nccls_lines_in_a_proofs_job_output_get_the_fabric_readers_verdict(
+        tmp_path: Path) -> None:
+    # no GPU here: the H200 folder's job.txt (recorded before the job kept NCCL's lines) with a
+    # recorded one-node NCCL INFO log after it (nccl-1538: 8 GPUs, P2P/CUMEM), as a stand-in
+    # for what scripts/gpu-proof.sh now records
+    folder = tmp_path / "stand-in"
+    shutil.copytree(REPO / "tests/data/gpu-proof/nvidia-h200-580.159.04", folder)
+    nccl = (REPO / "tests/data/nccl-logs/nccl-1538-p2p-cumem-2.22.3.log").read_text()
+    job = folder / "job.txt"
+    job.write_text(job.read_text() + nccl)
+    lines = replay(folder).splitlines()
+    start = lines.index("nodeprov fabric job.txt:")
+    assert lines[start - 1].startswith("PASS: 1 node, 1 rank (nccl 2.28.9)")
+    assert lines[start + 1].startswith("  job-3bb823c0-6d27-4312-8094-1c5910bf9b51-worker-0 [")
+    assert lines[start + 1].endswith("intra-node P2P"), lines[start + 1]
+    assert lines[-2] == "  verdict: unknown: the log does not say which network NCCL took"
+    assert lines[-1].startswith("forced failure: ")

@@ -21,12 +21,19 @@ from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches
 from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
-from nodeprov.commands.verdict import Part, passed, print_verdict, proof_parts, verdict
+from nodeprov.commands.verdict import (
+    Part,
+    passed,
+    print_verdict,
+    proof_parts,
+    verdict,
+    warned,
+)
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled, run_rolling
 from nodeprov.engine.runner import RunOptions
-from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from nodeprov.errors import EXIT_HOST_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SLOWER_PATH
 from nodeprov.inventory import Host, Inventory
 from nodeprov.inventory.extravars import parse_extra_vars, repeatable
 from nodeprov.playbook import JobSpec, default_playbook, load_playbook
@@ -114,7 +121,7 @@ def run_apply(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
             **header.fields(),
             batches=[dataclasses.asdict(b) for b in rolled.batches], stopped=rolled.stopped)),
             json_path, html_path)
-    return EXIT_OK if passed(line) else EXIT_HOST_FAILED
+    return EXIT_OK if passed(line) else EXIT_SLOWER_PATH if warned(line) else EXIT_HOST_FAILED
 
 
 def _parts(results: Sequence[HostResult], check: bool, stopped: str | None,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 class Part:
     text: str
     ok: bool = True
+    warning: bool = False  # passed, with a named warning (a slower fabric path): exit code 3
 
 
 def verdict(parts: Iterable[Part]) -> str:
@@ -33,10 +34,13 @@ def verdict(parts: Iterable[Part]) -> str:
     'PASS: 36 checks on 3 nodes, no drift'
     >>> verdict([Part("1 of 3 hosts failed", ok=False), Part("job: not run")])
     'FAIL: 1 of 3 hosts failed; job: not run'
+    >>> verdict([Part("3 hosts ok"), Part("slower-path: ...", warning=True)])
+    'WARN: 3 hosts ok; slower-path: ...'
     """
     listed = list(parts)
-    return ("PASS: " if all(part.ok for part in listed) else "FAIL: ") + "; ".join(
-        part.text for part in listed)
+    word = ("FAIL: " if not all(part.ok for part in listed)
+            else "WARN: " if any(part.warning for part in listed) else "PASS: ")
+    return word + "; ".join(part.text for part in listed)
 
 
 def passed(line: str) -> bool:
@@ -44,12 +48,25 @@ def passed(line: str) -> bool:
     return line.startswith("PASS: ")
 
 
-def proof_parts(proofs: Iterable[Proof]) -> list[Part]:
-    """Each proof's own verdict, its PASS or FAIL word dropped (the line says it once)."""
-    return [Part(("job: " if proof.ok else "") + proof.verdict.partition(": ")[2], proof.ok)
-            for proof in proofs]
+def warned(line: str) -> bool:
+    """Whether a verdict line passed with a named warning (apply's exit code 3)."""
+    return line.startswith("WARN: ")
+
+
+def proof_parts(proofs: Iterable[Proof], strict: bool = False) -> list[Part]:
+    """Each proof's own verdict, its PASS or FAIL word dropped (the line says it once), and
+    its slower-path warning: a FAIL where ``strict`` (verify), else a WARN (apply)."""
+    parts = []
+    for proof in proofs:
+        text = proof.verdict.partition(": ")[2]
+        if proof.slower:
+            text += f"; {proof.slower}"
+        ok = proof.ok and not (strict and proof.slower)
+        parts.append(Part(("job: " if proof.ok else "") + text, ok, bool(proof.slower)))
+    return parts
 
 
 def print_verdict(console: Console, line: str) -> None:
-    console.print(line, style="bold green" if passed(line) else "bold red", markup=False,
+    style = "bold green" if passed(line) else "bold yellow" if warned(line) else "bold red"
+    console.print(line, style=style, markup=False,
                   highlight=False, soft_wrap=True)  # one line, however long, for a log's grep

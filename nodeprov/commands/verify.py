@@ -58,7 +58,7 @@ def print_report(console: Console, verification: Verification) -> None:
 def report_json(verification: Verification, proofs: Sequence[Proof] = ()) -> dict[str, Any]:
     """The JSON report (``nodeprov.jsonreport``'s schema); ``ok`` and ``verdict`` cover the
     proofs too."""
-    line = verdict([_checks_part(verification), *proof_parts(proofs)])
+    line = verdict([_checks_part(verification), *proof_parts(proofs, strict=True)])
     return document("verify", passed(line), verdict=line, duration=verification.duration,
                     drift=verification.drift_lines(),
                     checks=[asdict(result) for result in verification.results],

@@ -24,6 +24,7 @@ from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.job.failures import failed_nodes, network_may_explain, node_failures, tail
 from nodeprov.job.nodejob import JOB_DIR, Job, Stopped, launch_all, run_dir
 from nodeprov.proof.connectivity import check_connectivity
+from nodeprov.proof.jobfabric import NCCL_ENV
 from nodeprov.proof.results import JobResult, parse_result, verdict, versions
 from nodeprov.remote.actions import Write
 from nodeprov.remote.session import Result
@@ -47,8 +48,10 @@ class JobPlan:
     argv: Mapping[str, tuple[str, ...]]
 
     def job(self, seconds: int) -> Job:
-        """The job as nodejob runs it: as root, from JOB_DIR (the package's folder)."""
-        return Job(self.run_id, self.argv, seconds, workdir=JOB_DIR, state=JOB_DIR)
+        """The job as nodejob runs it: as root, from JOB_DIR (the package's folder); with
+        NCCL's INFO lines on GPU nodes, for the transport it took (``jobfabric``)."""
+        return Job(self.run_id, self.argv, seconds, workdir=JOB_DIR, state=JOB_DIR,
+                   env=NCCL_ENV if self.backend == "nccl" else {})
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class JobOutcome:
     tails: Mapping[str, str] = field(default_factory=dict)
     backend: str = ""
     versions: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)  # by node
+    outputs: Mapping[str, str] = field(default_factory=dict)  # each node's, NCCL's lines in it
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "verdict": self.verdict, "failures": self.failures,
@@ -199,8 +203,10 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     if result is None and not failures:
         failures.append(f"{hosts[0].name}: job: torchrun finished but wrote no result file")
     tails = {name: tail(out) for name, out in launch.launched.items() if isinstance(out, Result)}
+    outputs = {name: f"{out.stdout}\n{out.stderr}" for name, out in launch.launched.items()
+               if isinstance(out, Result)}  # as bounded as every round trip's (OUTPUT_LIMIT)
     ok = result is not None and result.ok and not failures
     line = verdict(result) if result is not None and (ok or not result.ok) else (
         f"FAIL: {len(hosts)} nodes ({plan.backend}): {(culprits or failures)[0]}")
     return JobOutcome(ok, result, line, failures, time.monotonic() - started, tails, plan.backend,
-                      {name: versions(each) for name, each in by_node.items()})
+                      {name: versions(each) for name, each in by_node.items()}, outputs)

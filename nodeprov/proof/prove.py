@@ -33,6 +33,7 @@ from nodeprov.proof.baseline import (
     load_baseline,
 )
 from nodeprov.proof.connectivity import check_connectivity
+from nodeprov.proof.jobfabric import JobFabric, job_fabric
 from nodeprov.proof.launch import JobOutcome, run_job
 from nodeprov.proof.matrix import Matrix
 from nodeprov.proof.pairwise import PairResult, Pairwise, Standard, run_pairwise
@@ -57,6 +58,12 @@ class Proof:
     link: Link | None = None  # the slowest node's link into the subnet, where every node says
     baseline_note: str | None = None  # apply recorded this run as the baseline, and why
     pairwise: Pairwise | None = None  # the rounds behind ``pairs`` and the slow nodes named
+    fabric: JobFabric | None = None  # the transport the job took, its busbw against the NICs
+
+    @property
+    def slower(self) -> str | None:
+        """The named warning of a passing job on a slower path than the nodes have."""
+        return self.fabric.slower if self.fabric and self.ok else None
 
     @property
     def ok(self) -> bool:
@@ -72,7 +79,8 @@ class Proof:
         if self.outcome is None:
             return f"FAIL: the connectivity matrix is broken ({above}); the job did not run"
         if self.ok:
-            return self.outcome.verdict
+            return "; ".join([self.outcome.verdict, *([self.fabric.line()] if self.fabric
+                                                      else [])])
         if not self.outcome.ok:
             return f"FAIL: the job failed on {counted(len(self.matrix.nodes), 'node')} ({above})"
         failed_pairs = sum(not pair.outcome.ok for pair in self.pairs)
@@ -102,6 +110,7 @@ class Proof:
             "link": dataclasses.asdict(self.link) if self.link else None,
             "baseline_note": self.baseline_note,
             "pairwise": self.pairwise.to_json() if self.pairwise else None,
+            "fabric": self.fabric.to_json() if self.fabric else None,
         }
 
 
@@ -173,16 +182,27 @@ def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
     link = slowest_link(hosts, facts)
     if outcome.result is None or not outcome.ok:
         return Proof(matrix, outcome, pairs=pairs, link=link, pairwise=found)
+    fabric = seen_fabric(hosts, facts, outcome, link)
     if record:
         stored, note, problem = kept_or_recorded(
             baseline, outcome.result, drop=params.bandwidth_drop, rebaseline=rebaseline,
             nodes=[host.name for host in hosts],
             link_bytes_per_s=link.bytes_per_s if link else None)
         return Proof(matrix, outcome, problem, pairs, stored, baseline, link, note,
-                     pairwise=found)
+                     pairwise=found, fabric=fabric)
     return Proof(matrix, outcome,
                  compare_to_baseline(baseline, outcome.result, params.bandwidth_drop), pairs,
-                 load_baseline(baseline), baseline, link, pairwise=found)
+                 load_baseline(baseline), baseline, link, pairwise=found, fabric=fabric)
+
+
+def seen_fabric(hosts: Sequence[Host], facts: Mapping[str, Facts], outcome: JobOutcome,
+                link: Link | None) -> JobFabric:
+    """The transport of a job that ran, and its largest size's busbw against the NICs."""
+    largest = max(outcome.result.sizes, key=lambda row: row.bytes, default=None) if (
+        outcome.result and outcome.result.world_size > 1) else None
+    return job_fabric(hosts, facts, outcome.outputs, backend=outcome.backend,
+                      busbw_gbps=largest.busbw_gbps if largest else None,
+                      link=(link.interface, link.bytes_per_s * 8 / 1e9) if link else None)
 
 
 def print_proof(console: Console, proof: Proof) -> None:
@@ -205,6 +225,9 @@ def print_proof(console: Console, proof: Proof) -> None:
             console.print(f"  {pair.line()}", markup=False, highlight=False)
     if proof.baseline_note:
         console.print(proof.baseline_note, markup=False, highlight=False)
+    if proof.slower:
+        console.print(f"WARNING {proof.slower}", style="bold yellow", markup=False,
+                      highlight=False)
     for line in proof.failures():  # the command's last line holds the proof's verdict
         console.print(printable(f"FAILED {line}"), style="bold red", markup=False,
                       highlight=False)

@@ -115,8 +115,10 @@ def test_each_node_runs_the_venvs_torchrun_with_c10d_and_no_node_rank() -> None:
              "node3": facts_for("node3", gpu=gpus(4, mig=True))}
     job = plan(facts)
     assert job.backend == "nccl" and job.nproc == {"node1": 8, "node2": 4, "node3": 1}
-    # as root (become), from the package's folder, the runs in root's state folder
-    assert job.job(120) == Job("nodeprov-abc", job.argv, 120, workdir=JOB_DIR, state=JOB_DIR)
+    # as root (become), from the package's folder, the runs in root's state folder; with
+    # NCCL's INFO lines (INIT,NET,GRAPH) for the transport it took
+    assert job.job(120) == Job("nodeprov-abc", job.argv, 120, workdir=JOB_DIR, state=JOB_DIR,
+                               env={"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,GRAPH"})
     assert list(job.argv["node2"]) == [
         "/opt/nodeprov/venv/bin/torchrun", "--nnodes", "3", "--nproc-per-node", "4",
         "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.11:29500", "--rdzv-id",

@@ -71,6 +71,11 @@ def test_apply_ends_with_a_passing_job_and_records_the_baseline(cluster: Testbed
     # each node's veth says 10000 Mb/s: the slowest link, under the sweep's table and in JSON
     assert proof["link"]["bytes_per_s"] == 10000 * 1e6 / 8 and proof["link"]["interface"]
     assert "slowest link into the node subnet: " in out and ", 10 Gb/s" in out
+    # the socket path named as what it is, from the nodes' facts, in the line and the JSON
+    assert "; gloo over eth0, 10 Gb/s; no RDMA devices on any node; busbw " in last_line(out)
+    assert proof["fabric"]["transport"] == "gloo over eth0, 10 Gb/s; no RDMA devices on any node"
+    assert " of 10 Gb/s (gloo over eth0): " in proof["fabric"]["rate"]
+    assert proof["fabric"]["slower_path"] is None and proof["fabric"]["nccl_verdict"] is None
     recorded = cluster.dir.joinpath("inventory.nodeprov-baseline.json").read_text()
     baseline = json.loads(recorded)
     assert baseline["nnodes"] == 3 and baseline["backend"] == "gloo"
