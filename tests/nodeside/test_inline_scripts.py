@@ -68,6 +68,7 @@ NOT_SCRIPTS = {
 # what follows ``-c`` without being a script of this package's own
 FROM_ELSEWHERE = {
     "nodeprov.job.nodejob:script": "nodeside/launcher.py",
+    "nodeprov.job.nodejob.LOCKHOLDER": "nodeside/lockholder.py",
     "nodeprov.userjob.sync:script": "nodeside/syncnode.py",
     "nodeprov.proof.connectivity:script": "nodeside/netcheck.py",
     "nodeprov.wheels.written.SCRIPT": "nodeside/written.py",
