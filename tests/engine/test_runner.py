@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from nodeprov.engine.outcome import TaskResult
+from nodeprov.engine.outcome import HostResult, TaskResult
 from nodeprov.engine.runner import RunOptions, run_playbook
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.playbook import load_playbook
@@ -90,15 +90,20 @@ class Quiet:
 
 
 def apply(tmp_path: Path, node: FakeNode, check: bool = False) -> list[str]:
+    result = applied(tmp_path, node, check)
+    assert result.error is None, result.error
+    return [task.status for task in result.tasks]
+
+def applied(tmp_path: Path, node: FakeNode, check: bool = False) -> HostResult:
+    """The playbook applied to ``node``: its host's result, whatever it is."""
     (tmp_path / "inventory.yaml").write_text(INVENTORY)
     (tmp_path / "playbook.yaml").write_text(PLAYBOOK)
     inventory = load_inventory(tmp_path / "inventory.yaml")
-    playbook = load_playbook(tmp_path / "playbook.yaml", inventory)
-    outcome = run_playbook(playbook, inventory, inventory.hosts, RunOptions(check=check),
-                           Quiet(), {"node1": cast(Session, node)})
+    outcome = run_playbook(load_playbook(tmp_path / "playbook.yaml", inventory), inventory,
+                           inventory.hosts, RunOptions(check=check), Quiet(),
+                           {"node1": cast(Session, node)})
     (result,) = outcome.results
-    assert result.error is None, result.error
-    return [task.status for task in result.tasks]
+    return result
 
 
 def test_first_apply_reads_the_next_probes_with_each_change(tmp_path: Path) -> None:
@@ -143,13 +148,8 @@ def test_what_a_change_left_is_read_in_its_round_trip_and_its_warnings_reported(
             *planned.notes, warnings=[f"{params.path} holds block {params.name}"])
 
     monkeypatch.setitem(REGISTRY, "block", dataclasses.replace(block, plan=plan))
-    (tmp_path / "inventory.yaml").write_text(INVENTORY)
-    (tmp_path / "playbook.yaml").write_text(PLAYBOOK)
-    inventory = load_inventory(tmp_path / "inventory.yaml")
     node = FakeNode({})
-    outcome = run_playbook(load_playbook(tmp_path / "playbook.yaml", inventory), inventory,
-                           inventory.hosts, RunOptions(), Quiet(), {"node1": cast(Session, node)})
-    (result,) = outcome.results
+    result = applied(tmp_path, node)
     assert [(task.status, task.warnings) for task in result.tasks] == [
         ("changed", ["/etc/motd holds block one"]), ("changed", ["/etc/issue holds block two"]),
         ("changed", ["/etc/motd holds block three"])]
@@ -168,13 +168,8 @@ def test_a_conflict_fails_its_task_after_its_changes_and_the_next_tasks_still_ru
         return dataclasses.replace(planned, conflicts=("/etc/issue:1 'x': remove that line",))
 
     monkeypatch.setitem(REGISTRY, "block", dataclasses.replace(block, plan=plan))
-    (tmp_path / "inventory.yaml").write_text(INVENTORY)
-    (tmp_path / "playbook.yaml").write_text(PLAYBOOK)
-    inventory = load_inventory(tmp_path / "inventory.yaml")
     node = FakeNode({})
-    outcome = run_playbook(load_playbook(tmp_path / "playbook.yaml", inventory), inventory,
-                           inventory.hosts, RunOptions(), Quiet(), {"node1": cast(Session, node)})
-    (result,) = outcome.results
+    result = applied(tmp_path, node)
     assert [(task.status, task.conflicted) for task in result.tasks] == [
         ("changed", False), ("failed", True), ("changed", False)]
     assert result.status == "failed"  # a later change does not hide it
