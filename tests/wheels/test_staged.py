@@ -1,12 +1,15 @@
 """Root's checked copy of an upload (wheels.staged), its script run for real on this machine:
 only the files this machine sent, each with its sha256, in a folder of root's made 0700; a
 file changed, missing, swapped for a link or grown fails in one line naming it, leaving no
-copy; and the torch and uv plans install and unpack from that copy alone."""
+copy, even where the copy was optional; uv is unpacked from that copy. On a 1-node test
+cluster, a wheel rewritten on the node between upload and install is refused (before this
+check, the rewritten package was installed and its code ran)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,11 +20,14 @@ import pytest
 from nodeprov.inventory import Host
 from nodeprov.remote.actions import Action, Upload
 from nodeprov.remote.session import Result, Session
+from nodeprov.tasks.torch.install import REMOTE_WHEELHOUSE
 from nodeprov.wheels import installer
 from nodeprov.wheels.peer_exec import execute
 from nodeprov.wheels.peers import Distribution, PeerUpload, WheelFile
 from nodeprov.wheels.sources import Sources
 from nodeprov.wheels.staged import WheelChanged, root_copy, stage
+from tests.conftest import MakeTestbed
+from tests.tasks.torch.test_torch import TEST_VENV, apply, mirror, torch_on, write_files
 from tests.wheels.test_peer_exec import INSTALL, LocalSession, wheels  # noqa: F401
 
 TORCH = "torch-2.13.0+cpu-cp311-none-any.whl"
@@ -136,3 +142,48 @@ def test_a_swap_between_upload_and_install_fails_the_task_even_for_an_optional_c
     with pytest.raises(WheelChanged, match=f"{SIX} in {remote} does not have the sha256"):
         execute(cast(Session, node), Distribution(), "torch", [copy, INSTALL])
     assert INSTALL not in node.executed and not Path(copy.staged).exists()
+
+
+# argv: the upload folder. Rewrites filelock's wheel with a line added to its __init__.py.
+SWAP = r"""import glob, os, sys, zipfile
+(path,) = glob.glob(os.path.join(sys.argv[1], "filelock-*.whl"))
+with zipfile.ZipFile(path) as wheel:
+    members = {name: wheel.read(name) for name in wheel.namelist()}
+members["filelock/__init__.py"] += b"\nSWAPPED = True\n"
+with zipfile.ZipFile(path + ".tmp", "w") as wheel:
+    for name, data in members.items():
+        wheel.writestr(name, data)
+os.replace(path + ".tmp", path)
+print(os.path.basename(path))
+"""
+
+
+@pytest.mark.integration
+def test_a_wheel_replaced_on_the_node_after_the_upload_is_refused(
+        make_testbed: MakeTestbed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = make_testbed(nodes=1)
+    (node,) = cluster.nodes
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    real, replaced = Session._upload, []
+
+    def then_swapped(self: Session, task: str, action: Upload) -> None:
+        """The upload, then a process of the login user rewriting one of its wheels: still a
+        valid wheel, its package's code changed (the installers do not check RECORD)."""
+        real(self, task, action)
+        if "/wheelhouse/" in action.remote_path:
+            replaced.append(cluster.exec(node, "python3", "-c", SWAP, action.remote_path,
+                                         check=True).stdout.strip())
+
+    monkeypatch.setattr(Session, "_upload", then_swapped)
+    code, out = apply(*write_files(cluster, tmp_path, **mirror(), wheelhouse=True))
+    (name,) = replaced
+    upload = f"{REMOTE_WHEELHOUSE}/cpu-torch-2.13.0"
+    # larger, or its sha256 differs: which depends on how the new zip compresses
+    refused = (f"{node}: torch: {re.escape(name)} in {re.escape(upload)} (is larger than|"
+               "does not have the sha256 of) the file this machine sent: changed on the node "
+               "after the upload\\? nothing was installed")
+    assert code == 1 and re.search(refused, out), out
+    assert "No module named 'torch'" in torch_on(cluster, node)
+    imported = cluster.exec(node, f"{TEST_VENV}/bin/python", "-c", "import filelock")
+    assert "No module named 'filelock'" in imported.stderr  # the swapped code never ran
+    assert cluster.exec(node, "test", "-e", root_copy(upload)).returncode == 1  # no copy left
