@@ -81,7 +81,8 @@ def root_copy(folder: str) -> str:
 def stage(session: Session, task: str, python: str, upload: str, staged: str,
           files: Sequence[WheelFile]) -> None:
     """Copy ``files`` from ``upload`` into root's ``staged`` folder, each checked against
-    this machine's sha256 and size; ``WheelChanged`` naming the first bad one."""
+    this machine's sha256 and size; ``WheelChanged`` naming the first bad one, a plain
+    ``HostError`` where the copy could not be made at all."""
     words = [word for file in files for word in (file.name, file.sha256, str(file.size))]
     done = session.run([python, "-c", STAGE, upload, staged, *words], task=task,
                        what="copy the uploaded wheels into root's folder, checking each")
@@ -95,5 +96,6 @@ def stage(session: Session, task: str, python: str, upload: str, staged: str,
                            "changed on the node after the upload? nothing was installed",
                            hint="look for a process of the login user writing there")
     tail = (mask_urls(done.stderr).strip().splitlines() or [f"exited {done.exit_code}"])[-1]
-    raise WheelChanged(session.host.name, task, f"could not copy the wheels from {upload} "
-                       f"into {staged}: {clipped(tail, 200)}")
+    # not a changed file (no room, no python): an optional copy's usual failure, a warning
+    raise HostError(session.host.name, task, f"could not copy the wheels from {upload} into "
+                    f"{staged}: {clipped(tail, 200)}")
