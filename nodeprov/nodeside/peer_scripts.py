@@ -109,8 +109,10 @@ for name, expected, size in zip(rest[0::3], rest[1::3], map(int, rest[2::3])):
     part = os.path.join(dest, "." + name + ".part")
     digest, got = hashlib.sha256(), 0
     try:
+        # a new file, never one (or a link) the owner of a login user's folder put there first
+        created = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with urllib.request.urlopen(base + urllib.parse.quote(name), timeout=60) as response, \
-                open(part, "wb") as out:
+                os.fdopen(created, "wb") as out:
             while True:
                 chunk = response.read1(min(1 << 20, size + 1 - got))
                 if not chunk:

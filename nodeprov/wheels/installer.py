@@ -33,6 +33,7 @@ from nodeprov.remote.actions import Run
 from nodeprov.util.redact import mask_urls
 from nodeprov.wheels.peers import PeerUpload
 from nodeprov.wheels.sources import Sources
+from nodeprov.wheels.staged import root_copy
 from nodeprov.wheels.thismachine import ThisMachine, WheelSet
 from nodeprov.wheels.wheelhouse import cache_root, manylinux_platforms
 
@@ -49,10 +50,12 @@ UV_PROBE = (f"if [ -s {shlex.quote(UV_FAILED)} ]; then IFS= read -r why < "
             f"{shlex.quote(UV_FAILED)}; echo \"uv-failed $why\"; "
             f"elif [ -x {shlex.quote(UV)} ]; then echo uv; "
             "else echo \"no-uv $(getconf GNU_LIBC_VERSION 2>/dev/null)\"; fi\n")
-# argv: the upload folder, the binary's path. Unpacks uv from the sent wheel, atomically.
+_STAGED = root_copy(_UPLOAD)  # root's checked copy of the upload, which it unpacks
+# argv: root's copy of the upload, the binary's path, the upload folder. Unpacks uv from the
+# sent wheel, atomically, then removes both folders.
 _UNPACK = r"""import glob, os, shutil, sys, zipfile
-upload, dest = sys.argv[1:]
-(wheel,) = glob.glob(os.path.join(upload, "uv-*.whl"))
+staged, dest, upload = sys.argv[1:]
+(wheel,) = glob.glob(os.path.join(staged, "uv-*.whl"))
 os.makedirs(os.path.dirname(dest), exist_ok=True)
 with zipfile.ZipFile(wheel) as archive:
     name = next(n for n in archive.namelist() if n.endswith(".data/scripts/uv"))
@@ -60,11 +63,15 @@ with zipfile.ZipFile(wheel) as archive:
         shutil.copyfileobj(source, target)
 os.chmod(dest + ".tmp", 0o755)
 os.replace(dest + ".tmp", dest)
+shutil.rmtree(staged)
 shutil.rmtree(upload)
 """
 # The SFTP user (the sudo caller under become) must be able to write the upload folder.
 # argv: the folder. Emptied first: a failed run's files must not join this run's wheels.
 MAKE_UPLOAD_DIR = 'rm -rf -- "$1" && install -d -m 0700 -o "${SUDO_USER:-$(id -un)}" -- "$1"'
+# A folder only root (the user running, without become) writes: where a node downloads or
+# fetches the wheels itself, nothing travels by SFTP, so the login user need not write there.
+MAKE_ROOT_DIR = 'rm -rf -- "$1" && install -d -m 0700 -- "$1"'
 # the node-side scripts of an install (nodeside/): uv_runs.sh's functions come first in each
 _UV_RUNS = resources.files("nodeprov.nodeside").joinpath("uv_runs.sh").read_text()
 # the system's CA bundle, where update-ca-certificates (update-ca-trust, ...) writes it: uv
@@ -141,7 +148,8 @@ def uv_copy(state: UvState, arch: str, python: str, sources: Sources) -> PeerUpl
                                          f"{state.glibc[1]}"
     return PeerUpload(str(local), _UPLOAD, key=str(local), python=python,
                       fill=WheelSet(("--no-deps", *platforms), (f"uv=={UV_VERSION}",), sources),
-                      optional=WITHOUT_UV, then=(python, "-c", _UNPACK, _UPLOAD, UV))
+                      optional=WITHOUT_UV, staged=_STAGED,
+                      then=(python, "-c", _UNPACK, _STAGED, UV, _UPLOAD))
 
 
 def uv_for(state: UvState, arch: str, python: str, sources: Sources,

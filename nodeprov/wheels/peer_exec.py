@@ -25,7 +25,7 @@ from nodeprov.nodeside.peer_scripts import FETCH, SERVE
 from nodeprov.remote.actions import STOP_MARKED, Action, Run, Write
 from nodeprov.util.redact import mask_urls
 from nodeprov.util.units import clipped
-from nodeprov.wheels import installer, trust
+from nodeprov.wheels import installer, staged, trust
 from nodeprov.wheels.installer import MAKE_UPLOAD_DIR, Install
 from nodeprov.wheels.peers import (
     MAX_WHEEL,
@@ -130,8 +130,7 @@ def install_failed(error: CommandFailed, action: Install) -> InstallFailed:
     details = [clipped(line, 300) for line in lines[-DETAIL_LINES:]] or [
         f"exited {error.returncode}"]
     return InstallFailed(error.node, error.task, f"could not install {action.what}"
-                         + (f" from {source}" if source else ""), hint=hint,
-                         details=details)
+                         + (f" from {source}" if source else ""), hint=hint, details=details)
 
 
 def _copy(session: Session, distribution: Distribution, task: str, action: PeerUpload) -> None:
@@ -140,13 +139,17 @@ def _copy(session: Session, distribution: Distribution, task: str, action: PeerU
     try:
         if action.fill is not None:
             distribution.here.fill(action.local_path, action.fill)
-        session.execute(task, [_make_dir(action.remote_path)])
+        session.execute(task, [Run(("sh", "-c", MAKE_UPLOAD_DIR, "nodeprov-mkdir",
+                                    action.remote_path))])
         _upload_or_fetch(session, distribution, task, action)
+        if action.staged:  # the login user could change the upload: root installs its copy
+            staged.stage(session, task, action.python, action.remote_path, action.staged,
+                         distribution.expected(action))
         if action.then:
             session.execute(task, [Run(action.then)])
     except (DownloadFailed, HostError) as error:
         if isinstance(error, HostError):
-            if not action.optional:
+            if not action.optional or isinstance(error, staged.WheelChanged):
                 raise
             why = mask_urls(error.message)
         else:
@@ -156,11 +159,8 @@ def _copy(session: Session, distribution: Distribution, task: str, action: PeerU
                 raise HostError(session.host.name, task, why) from None
         distribution.warn(session.host.name, f"{action.optional}: {why}")
         with suppress(HostError):
-            session.execute(task, [Run(("rm", "-rf", "--", action.remote_path))])
-
-
-def _make_dir(folder: str) -> Run:
-    return Run(("sh", "-c", MAKE_UPLOAD_DIR, "nodeprov-mkdir", folder))
+            session.execute(task, [Run(("rm", "-rf", "--", action.remote_path,
+                                        *filter(None, [action.staged])))])
 
 
 def _upload_or_fetch(session: Session, distribution: Distribution, task: str,

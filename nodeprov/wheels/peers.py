@@ -51,13 +51,16 @@ class PeerUpload(Upload):
     them, else uploaded. ``fill``: what this machine downloads into ``local_path`` first;
     ``address``: this host's node-subnet address, where it serves if it is the seed (empty:
     no peers); ``optional``: when the copy fails, the task goes on and warns with these words
-    (what the node does instead); ``then``: run on the node once the files are there."""
+    (what the node does instead); ``staged``: root's folder the files are copied into, each
+    checked, before ``then`` runs and for the install (``staged``; empty: none);
+    ``then``: run on the node once the files are there."""
 
     key: str = ""
     address: str = ""
     python: str = "python3"
     fill: WheelSet | None = None
     optional: str = ""
+    staged: str = ""
     then: tuple[str, ...] = ()
 
     def __str__(self) -> str:

@@ -24,7 +24,7 @@ from nodeprov.checks import fresh
 from nodeprov.remote import actions, batch, facts, nodelock, reader, sudo
 from nodeprov.remote.actions import Probe, Run, Write
 from nodeprov.tasks import firewall, torch, venv
-from nodeprov.wheels import installer, pipconfig
+from nodeprov.wheels import installer, pipconfig, staged
 from tests.nodeside.test_nodeside import problems
 from tests.sources import package_modules
 
@@ -56,6 +56,8 @@ SCRIPTS: dict[str, tuple[str, Callable[[], str]]] = {
     "wheels.installer seed's python": ("python", lambda: SEED[-1].argv[-1]),
     "wheels.installer uv unpacked": ("python", lambda: installer._UNPACK),
     "wheels.installer.MAKE_UPLOAD_DIR": ("sh", lambda: installer.MAKE_UPLOAD_DIR),
+    "wheels.installer.MAKE_ROOT_DIR": ("sh", lambda: installer.MAKE_ROOT_DIR),
+    "wheels.staged.STAGE (root's checked copy of an upload)": ("python", lambda: staged.STAGE),
     "checks.fresh (a new session's environment)": ("sh", lambda: fresh._SCRIPT),
     "remote.sudo (started under sudo)": ("sh", lambda: sudo._STARTED),
     "remote.actions.STOP_MARKED": ("sh", lambda: actions.STOP_MARKED),

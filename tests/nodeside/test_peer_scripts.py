@@ -103,6 +103,22 @@ def test_a_fetch_keeps_the_files_of_the_expected_sha256(served: tuple[Path, str,
     assert sorted(path.name for path in dest.iterdir()) == ["six-1.17.0-py2.py3-none-any.whl"]
 
 
+def test_a_fetch_never_writes_through_a_link_planted_in_its_folder(
+        served: tuple[Path, str, int], tmp_path: Path) -> None:
+    """The upload folder is the login user's, the fetch root's: a link named as its partial
+    file must not make root write the wheel over the link's target."""
+    _, base, _ = served
+    dest, target = tmp_path / "node2", tmp_path / "roots-file"
+    dest.mkdir()
+    target.write_text("root's own\n")
+    (dest / ".six-1.17.0-py2.py3-none-any.whl.part").symlink_to(target)
+    planted = fetch(base, dest, "six-1.17.0-py2.py3-none-any.whl",
+                    hashlib.sha256(b"six").hexdigest(), "3")
+    assert planted.returncode == 1 and "six-1.17.0-py2.py3-none-any.whl: " in planted.stderr
+    assert target.read_text() == "root's own\n"
+    assert list(dest.iterdir()) == []  # the link removed, nothing kept
+
+
 def test_a_source_sending_more_than_the_size_known_is_cut_off(
         served: tuple[Path, str, int], tmp_path: Path) -> None:
     """The torch stand-in is 3 MB; told to expect 1,000 bytes, the fetch reads 1,001 at most

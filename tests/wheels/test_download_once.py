@@ -62,7 +62,7 @@ def actions(index: Path, node: str, seen_index: Path | None = None) -> list[Acti
     download = PeerDownload(("sh", "-c", COPY, "download", str(seen_index or index), remote, "--",
                              "torch==2.13.0+cpu"), key="set", remote_path=remote,
                             address="127.0.0.1", python="python3", wanted=WANTED)
-    return [Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "mkdir", remote)), download, INSTALL]
+    return [Run(("sh", "-c", installer.MAKE_ROOT_DIR, "mkdir", remote)), download, INSTALL]
 
 
 def apply(distribution: Distribution, session: LocalSession, index: Path,

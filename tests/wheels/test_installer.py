@@ -4,6 +4,7 @@ python that record their arguments: uv when it runs, pip (saying so) when it doe
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 import zipfile
@@ -199,8 +200,8 @@ def test_uv_comes_from_this_machine_like_the_wheels(tmp_path: Path,
     assert copy.fill is not None and copy.fill.sources == sources
     assert copy.fill.specs == (f"uv=={installer.UV_VERSION}",)
     assert copy.fill.platform[:3] == ("--no-deps", "--platform", "manylinux_2_28_aarch64")
-    assert copy.then == ("/usr/bin/python3", "-c", installer._UNPACK, copy.remote_path,
-                         installer.UV)
+    assert copy.then == ("/usr/bin/python3", "-c", installer._UNPACK, copy.staged,
+                         installer.UV, copy.remote_path)  # root's checked copy: wheels.staged
     assert installer.uv_copy(installer.UvState(True), "x86_64", "/p", sources) is None
 
 
@@ -261,16 +262,18 @@ def test_the_pip_wheel_is_found_where_this_python_keeps_it() -> None:
 
 
 def test_uv_is_unpacked_from_its_wheel_atomically(tmp_path: Path) -> None:
-    upload = tmp_path / "upload"
+    upload, staged = tmp_path / "upload", tmp_path / "upload.root"
     upload.mkdir()
-    with zipfile.ZipFile(upload / "uv-0.13.9-py3-none-manylinux_2_17_x86_64.whl", "w") as wheel:
+    staged.mkdir()
+    with zipfile.ZipFile(staged / "uv-0.13.9-py3-none-manylinux_2_17_x86_64.whl", "w") as wheel:
         wheel.writestr("uv/__init__.py", "")
         wheel.writestr("uv-0.13.9.data/scripts/uvx", "not this one")
         wheel.writestr("uv-0.13.9.data/scripts/uv", "#!/bin/sh\necho uv 0.13.9\n")
     dest = tmp_path / "uv-0.13.9" / "uv"
-    subprocess.run([sys.executable, "-c", installer._UNPACK, str(upload), str(dest)], check=True)
+    subprocess.run([sys.executable, "-c", installer._UNPACK, str(staged), str(dest), str(upload)],
+                   check=True)
     assert subprocess.run([str(dest)], capture_output=True, text=True).stdout == "uv 0.13.9\n"
-    assert not upload.exists() and not Path(f"{dest}.tmp").exists()
+    assert not upload.exists() and not staged.exists() and not Path(f"{dest}.tmp").exists()
 
 
 def test_uv_line_and_when_uv_cannot_be_had() -> None:
@@ -287,14 +290,20 @@ def test_uv_line_and_when_uv_cannot_be_had() -> None:
     assert installer.parse_uv_line(probe).present == os.access(installer.UV, os.X_OK)
 
 
-def test_the_upload_folder_starts_empty(tmp_path: Path) -> None:
+@pytest.mark.parametrize("script", [installer.MAKE_UPLOAD_DIR, installer.MAKE_ROOT_DIR])
+def test_the_upload_folder_starts_empty(tmp_path: Path, script: str) -> None:
     # a failed run's wheels left in the folder must not join the next run's set
     folder = tmp_path / "wheels"
     folder.mkdir()
     (folder / "six-1.0.0-py3-none-any.whl").write_text("stale")
-    subprocess.run(["sh", "-c", installer.MAKE_UPLOAD_DIR, "mkdir", str(folder)], check=True)
+    login = "nobody" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
+    subprocess.run(["sh", "-c", script, "mkdir", str(folder)], check=True,
+                   env={**os.environ, "SUDO_USER": login})  # as if run under sudo
     assert folder.is_dir() and list(folder.iterdir()) == []
     assert folder.stat().st_mode & 0o777 == 0o700
+    # the upload folder is the login user's (SFTP writes it), root's folder root's alone
+    owner = pwd.getpwnam(login).pw_uid if script == installer.MAKE_UPLOAD_DIR else os.geteuid()
+    assert folder.stat().st_uid == owner
 
 
 def test_the_install_script_uses_the_stores_and_the_pip_folder_named_here() -> None:

@@ -31,6 +31,7 @@ from nodeprov.wheels.peers import (
     plan_download,
 )
 from nodeprov.wheels.sources import Sources
+from nodeprov.wheels.staged import root_copy
 from nodeprov.wheels.thismachine import WheelSet
 from nodeprov.wheels.wheelhouse import platform_args, target_name
 
@@ -92,15 +93,19 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
     wheels_dir = wheels_from = ""
     source, fix = where, FIX_NODE
     if params.wheelhouse or params.download_once:
-        wheels_dir = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
+        # a node downloads or fetches into a folder of root's; an upload (the login user's
+        # folder) is copied into root's, each file checked (wheels.staged): installed from
+        folder = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
+        wheels_dir = root_copy(folder) if params.wheelhouse else folder
         wanted = WheelSet(platform_args(_minor(python), _need_glibc(state), ctx.facts.arch),
                           (wheel_spec(params.version, variant), *params.wanted_packages),
                           params.sources, Sources().options(variant), variant)
         key = "\0".join((*wanted.platform, *wanted.specs, *sources, wheels_dir))
         if params.wheelhouse:
             local = local_dir(params, variant, python, state, ctx)
-            copy = PeerUpload(local, wheels_dir, key=f"{local}\0{key}", fill=wanted,
-                              optional=f"the node installs from {where} itself")
+            copy = PeerUpload(local, folder, key=f"{local}\0{key}", fill=wanted,
+                              optional=f"the node installs from {where} itself",
+                              staged=wheels_dir)
             upload, wheels_from = plan_copy(ctx.state(Distribution), ctx.host.name, ctx.facts,
                                             params.subnet, copy)
             prepare = [upload]
@@ -115,9 +120,9 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
                 remote_path=wheels_dir, wanted=wanted)
             fetched, wheels_from = plan_download(ctx.state(Distribution), ctx.host.name, ctx.facts,
                                                  params.subnet, download)
-            make_dir = Run(("sh", "-c", installer.MAKE_UPLOAD_DIR, "nodeprov-mkdir", wheels_dir))
+            make_dir = Run(("sh", "-c", installer.MAKE_ROOT_DIR, "nodeprov-mkdir", wheels_dir))
             prepare = [make_dir, fetched]
-        finish = [Run(("rm", "-rf", "--", wheels_dir))]
+        finish = [Run(("rm", "-rf", "--", *dict.fromkeys((folder, wheels_dir))))]
     uv, with_what = installed_with(ctx, params, state)
     with_uv, cert = with_what.startswith("with uv"), pip_cert(state)
     if uv is not None:

@@ -419,11 +419,13 @@ def test_wheelhouse_plan_fills_it_here_sends_it_and_installs_from_it_alone(
     # where this machine cannot fill it: the node's own sources, said in a warning
     assert copy.optional == ("the node installs from http://10.0.0.1/s (the node's pip "
                              "configuration (/etc/pip.conf)) itself")
-    assert isinstance(install, Install) and install.argv[8] == remote  # only these, if there
+    # root's copy of the upload, each file checked against this machine's (wheels.staged)
+    assert copy.staged == f"{remote}.root"
+    assert isinstance(install, Install) and install.argv[8] == copy.staged  # only these
     assert install.argv[-6:] == ("--index-url", "http://10.0.0.1/s", "--", "torch==2.13.0+cpu",
                                  "six", "numpy")
     assert install.hint == "set pip_index_url or pip_find_links to a mirror this machine reaches"
-    assert cleanup == Run(("rm", "-rf", "--", remote)) and isinstance(verify, Run)
+    assert cleanup == Run(("rm", "-rf", "--", remote, copy.staged)) and isinstance(verify, Run)
     assert not (tmp_path / "nodeprov").exists()  # planning downloads nothing
 
 
@@ -473,7 +475,9 @@ def test_download_once_plans_one_node_downloading_for_all_from_the_nodes_sources
     assert download.wanted.sources == Sources(index_url="https://mirror/simple")
     assert "could the node not reach https://mirror/simple?" in download.hint
     assert not any(isinstance(a, PeerUpload) for a in plans["node2"].changes[0].actions)
-    assert isinstance(mkdir, Run) and mkdir.argv[-1] == remote
+    # root's own folder from birth: nothing travels by SFTP, so the login user never writes it
+    assert isinstance(mkdir, Run) and mkdir.argv[2:] == (installer.MAKE_ROOT_DIR,
+                                                         "nodeprov-mkdir", remote)
     assert isinstance(install, Install) and install.argv[8] == remote
     assert cleanup == Run(("rm", "-rf", "--", remote))
     alone = plan(context("node1", cluster), wanted, observed())  # no run to share it with
