@@ -31,7 +31,7 @@ PROFILE = "inventory_legacy"
 VAULTED = "<vaulted>"  # a value from a vault-encrypted file, not shown
 
 
-def show(sources: Sources, *, as_list: bool, graph: str | None, host: str | None,
+def show(sources: Sources, *, as_list: bool, graph: str | None, host: str | None,  # noqa: PLR0913 to regroup (#33 item 3)
          extra_vars: Mapping[str, Any] | None = None, vault: Vault | None = None,
          show_vaulted: bool = False, playbook_dir: Path | None = None,
          ignored: re.Pattern[str] = DEFAULT_IGNORED) -> str:

@@ -213,7 +213,7 @@ def torchrun_command(command: list[str], script_at: int, run_dir: str) -> list[s
             *command[script_at:]]
 
 
-def start(state: str, run_id: str, token: str, quiet: float, deadline: float, workdir: str,
+def start(state: str, run_id: str, token: str, quiet: float, deadline: float, workdir: str,  # noqa: PLR0913 to regroup (#33 item 3)
           env_file: str, script_at: int, command: list[str]) -> int:
     sys.stderr.write(token + "\n")
     sys.stderr.flush()

@@ -107,7 +107,7 @@ def rendezvous_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str,
             "--max-restarts", "0"]
 
 
-def torchrun_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str, run_id: str,
+def torchrun_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str, run_id: str,  # noqa: PLR0913 to regroup (#33 item 3)
                   backend: str, run_dir: str, max_bytes: int, seconds: int) -> list[str]:
     """The job's torchrun command line on one node."""
     # A missing or unreachable peer fails the job by itself well before the deadline kill.
@@ -120,7 +120,7 @@ def torchrun_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str, run
             "--timeout", str(collective_timeout)]
 
 
-def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str, venv_path: str,
+def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str, venv_path: str,  # noqa: PLR0913 to regroup (#33 item 3)
              rdzv_port: int, timeout: int, max_bytes: int, run_id: str) -> JobPlan:
     """Each node's command line; JobPlanError when nccl is asked of a node without GPUs."""
     chosen = choose_backend(backend, [facts[host.name] for host in hosts])
@@ -170,7 +170,7 @@ def _read_result(found: Mapping[str, Stopped | Exception]) -> tuple[
     return next(iter(parsed.values()), None), problems, parsed
 
 
-def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mapping[str, Facts],
+def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mapping[str, Facts],  # noqa: PLR0913 to regroup (#33 item 3)
             *, backend: str, venv_path: str, rdzv_port: int, timeout: int,
             max_bytes: int) -> JobOutcome:
     """Run the job on ``hosts`` (the first one hosts the rendezvous) and say how it went."""

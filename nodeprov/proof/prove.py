@@ -156,7 +156,7 @@ def _pair_json(pair: PairResult) -> dict[str, Any]:
             "of_link": pair.of_link, "duration_s": round(pair.outcome.duration_s, 3)}
 
 
-def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
+def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],  # noqa: PLR0913 to regroup (#33 item 3)
                   facts: Mapping[str, Facts], params: JobParams, *, baseline: Path,
                   record: bool, pairwise: bool = False, slow_nodes: bool = False,
                   rebaseline: bool = False) -> Proof:

@@ -66,7 +66,7 @@ def run_env(request: RunRequest) -> dict[str, str]:
             **dict(request.env)}
 
 
-def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
+def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],  # noqa: PLR0913 to regroup (#33 item 3)
                  facts: Mapping[str, Facts], request: RunRequest, *, venv_path: str,
                  rdzv_port: int, log_root: Path, show: Callable[[str], None],
                  as_login: Mapping[str, bool], progress: Progress | None = None

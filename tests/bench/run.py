@@ -124,7 +124,7 @@ def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int, own: OwnCpu,
     return records
 
 
-def bench_sizes(sizes: list[int], reps: int, tools: list[Tool], root: Path, own: OwnCpu,
+def bench_sizes(sizes: list[int], reps: int, tools: list[Tool], root: Path, own: OwnCpu,  # noqa: PLR0913 to regroup (#33 item 3)
                 ansible_reps_32: int, ansible_max_nodes: int = 32, patience: float = 20.0,
                 ) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []

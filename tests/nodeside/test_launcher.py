@@ -35,7 +35,7 @@ def launcher(*args: str) -> list[str]:
     return [sys.executable, "-I", "-c", LAUNCHER, *args]
 
 
-def start_argv(state: Path, run_id: str, *command: str, quiet: float = 0, deadline: float = 0,
+def start_argv(state: Path, run_id: str, *command: str, quiet: float = 0, deadline: float = 0,  # noqa: PLR0913 to regroup (#33 item 3)
                env_file: str = "", script_at: int = 0, netns: int | None = None,
                workdir: str = "") -> list[str]:
     """The start step as nodeprov sends it, in a new network namespace or that of ``netns``."""
