@@ -21,7 +21,6 @@ def show_inventory(request: InventoryRequest, redactor: Redactor) -> str:
     group_vars/host_vars too (as ``ansible-inventory`` run in the project's folder)."""
     prepared = prepare(request.inventory or [], request.ansible, prompt=getpass.getpass,
                        redactor=redactor)
-    return show(prepared.sources, as_list=request.as_list, graph=request.graph,
-                host=request.host, extra_vars=parse_extra_vars(request.extra_vars, checked=False),
-                vault=prepared.vault, show_vaulted=request.show_vaulted,
-                playbook_dir=prepared.project, ignored=prepared.ignored)
+    return show(prepared, as_list=request.as_list, graph=request.graph, host=request.host,
+                extra_vars=parse_extra_vars(request.extra_vars, checked=False),
+                show_vaulted=request.show_vaulted)
