@@ -136,7 +136,7 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookO
     """The play's verification job, when every one of its hosts came through the tasks."""
     # lazy: the job's modules load only for a playbook with a job: play
     from nodeprov.proof.baseline import baseline_path
-    from nodeprov.proof.prove import print_proof, prove_cluster
+    from nodeprov.proof.prove import Against, print_proof, prove_cluster
 
     if request.check:
         console.print("job: not run in check mode", markup=False, highlight=False)
@@ -152,8 +152,9 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookO
     console.print(f"job: connectivity matrix, then torchrun on {len(hosts)} nodes ...",
                   markup=False, highlight=False)
     proof = prove_cluster(hosts, sessions, {k: v for k, v in facts.items() if v is not None},
-                          job.params_for(hosts[0]), baseline=baseline_path(inventory.path),
-                          record=True, rebaseline=request.rebaseline)
+                          job.params_for(hosts[0]),
+                          Against(baseline_path(inventory.path), record=True,
+                                  rebaseline=request.rebaseline))
     print_proof(console, proof)
     return [proof]
 

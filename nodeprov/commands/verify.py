@@ -105,7 +105,7 @@ def _prove_again(console: Console, inventory: Inventory, request: VerifyRequest,
     # lazy: the job's modules load only when the job runs (not for --no-job)
     from nodeprov.proof.baseline import baseline_path
     from nodeprov.proof.matrix import Matrix
-    from nodeprov.proof.prove import Proof, print_proof, prove_cluster
+    from nodeprov.proof.prove import Against, Proof, print_proof, prove_cluster
     from nodeprov.remote.hostkeys import SshFiles
 
     playbook = load_playbook(request.playbook or default_playbook(), inventory, extra)
@@ -128,8 +128,8 @@ def _prove_again(console: Console, inventory: Inventory, request: VerifyRequest,
             console.print(f"job: connectivity matrix, then torchrun on {len(play.hosts)} "
                           f"nodes{pairs} ...", markup=False, highlight=False)
             proof = prove_cluster(play.hosts, sessions, facts, play.job.params_for(play.hosts[0]),
-                                  baseline=baseline_path(inventory.path), record=False,
-                                  pairwise=pairwise, slow_nodes=slow_nodes)
+                                  Against(baseline_path(inventory.path)), pairwise=pairwise,
+                                  slow_nodes=slow_nodes)
             print_proof(console, proof)
             proofs.append(proof)
         finally:
