@@ -98,22 +98,31 @@ def endpoint(host: Host, rdzv_port: int) -> str:
     return f"[{address}]:{rdzv_port}" if ":" in address else f"{address}:{rdzv_port}"
 
 
-def rendezvous_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str,
-                    run_id: str) -> list[str]:
-    """The venv's torchrun with c10d rendezvous (which ignores --node-rank, so none is given)
-    and no restarts: a failure is the job's end."""
-    return [f"{venv_path}/bin/torchrun", "--nnodes", str(nnodes), "--nproc-per-node", str(nproc),
-            "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", run_id,
-            "--max-restarts", "0"]
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where and how one node's torchrun meets the others: the venv's torchrun, ``nnodes``
+    nodes of ``nproc`` processes here, c10d at ``endpoint`` under ``run_id``."""
+
+    venv_path: str
+    nnodes: int
+    nproc: int
+    endpoint: str
+    run_id: str
+
+    def argv(self) -> list[str]:
+        """torchrun with c10d rendezvous (which ignores --node-rank, so none is given) and no
+        restarts: a failure is the job's end."""
+        return [f"{self.venv_path}/bin/torchrun", "--nnodes", str(self.nnodes),
+                "--nproc-per-node", str(self.nproc), "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", self.endpoint, "--rdzv-id", self.run_id, "--max-restarts", "0"]
 
 
-def torchrun_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str, run_id: str,  # noqa: PLR0913 to regroup (#33 item 3)
-                  backend: str, run_dir: str, max_bytes: int, seconds: int) -> list[str]:
+def torchrun_argv(meet: Rendezvous, *, backend: str, run_dir: str, max_bytes: int,
+                  seconds: int) -> list[str]:
     """The job's torchrun command line on one node."""
     # A missing or unreachable peer fails the job by itself well before the deadline kill.
     collective_timeout = max(5, seconds // 4)
-    return [*rendezvous_argv(venv_path=venv_path, nnodes=nnodes, nproc=nproc, endpoint=endpoint,
-                             run_id=run_id),
+    return [*meet.argv(),
             "--rdzv-conf", f"join_timeout={collective_timeout}",
             "--module", PACKAGE, "--backend", backend, "--result", f"{run_dir}/result.json",
             "--min-bytes", str(min(8, max_bytes)), "--max-bytes", str(max_bytes),
@@ -133,9 +142,8 @@ def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str,
     nproc = {host.name: procs_per_node(facts[host.name]) for host in hosts}
     argv = {
         host.name: tuple(torchrun_argv(
-            venv_path=venv_path, nnodes=len(hosts), nproc=nproc[host.name], endpoint=meet,
-            run_id=run_id, backend=chosen, run_dir=run_dir(run_id), max_bytes=max_bytes,
-            seconds=timeout))
+            Rendezvous(venv_path, len(hosts), nproc[host.name], meet, run_id),
+            backend=chosen, run_dir=run_dir(run_id), max_bytes=max_bytes, seconds=timeout))
         for host in hosts
     }
     return JobPlan(run_id, chosen, nproc, argv)
