@@ -1,7 +1,8 @@
 """Run the verification job (``nodeprov.proof.allreduce``) on a set of nodes with torchrun.
 
-    outcome = run_job(hosts, sessions, facts, backend="auto", venv_path="/opt/nodeprov/venv",
-                      rdzv_port=29500, timeout=120, max_bytes=64 << 20)
+    outcome = run_job(hosts, sessions, facts, JobLaunch(
+        backend="auto", venv_path="/opt/nodeprov/venv", rdzv_port=29500, timeout=120,
+        max_bytes=64 << 20))
     print(outcome.verdict)           # PASS: 3 nodes, 3 ranks (gloo): ... peak busbw ...
     for line in outcome.failures:    # node3: firewall: gloo peers could not connect: ... (fix)
         print(line)
@@ -129,21 +130,34 @@ def torchrun_argv(meet: Rendezvous, *, backend: str, run_dir: str, max_bytes: in
             "--timeout", str(collective_timeout)]
 
 
-def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str, venv_path: str,  # noqa: PLR0913 to regroup (#33 item 3)
-             rdzv_port: int, timeout: int, max_bytes: int, run_id: str) -> JobPlan:
+@dataclass(frozen=True)
+class JobLaunch:
+    """What the job is run with (a play's ``job:`` gives it: proof.prove): the backend (auto,
+    nccl, gloo), the venv, the rendezvous port, the deadline in seconds, the largest size."""
+
+    backend: str
+    venv_path: str
+    rdzv_port: int
+    timeout: int
+    max_bytes: int
+
+
+def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], job: JobLaunch,
+             run_id: str) -> JobPlan:
     """Each node's command line; JobPlanError when nccl is asked of a node without GPUs."""
-    chosen = choose_backend(backend, [facts[host.name] for host in hosts])
+    chosen = choose_backend(job.backend, [facts[host.name] for host in hosts])
     if chosen == "nccl":
         missing = [h.name for h in hosts if not facts[h.name].gpu_count]
         if missing:
             raise JobPlanError(f"backend nccl needs GPUs on every node; {', '.join(missing)} "
                                "has none (set job_backend: gloo or auto)")
-    meet = endpoint(hosts[0], rdzv_port)
+    meet = endpoint(hosts[0], job.rdzv_port)
     nproc = {host.name: procs_per_node(facts[host.name]) for host in hosts}
     argv = {
         host.name: tuple(torchrun_argv(
-            Rendezvous(venv_path, len(hosts), nproc[host.name], meet, run_id),
-            backend=chosen, run_dir=run_dir(run_id), max_bytes=max_bytes, seconds=timeout))
+            Rendezvous(job.venv_path, len(hosts), nproc[host.name], meet, run_id),
+            backend=chosen, run_dir=run_dir(run_id), max_bytes=job.max_bytes,
+            seconds=job.timeout))
         for host in hosts
     }
     return JobPlan(run_id, chosen, nproc, argv)
@@ -178,15 +192,13 @@ def _read_result(found: Mapping[str, Stopped | Exception]) -> tuple[
     return next(iter(parsed.values()), None), problems, parsed
 
 
-def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mapping[str, Facts],  # noqa: PLR0913 to regroup (#33 item 3)
-            *, backend: str, venv_path: str, rdzv_port: int, timeout: int,
-            max_bytes: int) -> JobOutcome:
+def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mapping[str, Facts],
+            job: JobLaunch) -> JobOutcome:
     """Run the job on ``hosts`` (the first one hosts the rendezvous) and say how it went."""
     started = time.monotonic()
+    timeout = job.timeout
     try:
-        plan = plan_job(hosts, facts, backend=backend, venv_path=venv_path, rdzv_port=rdzv_port,
-                        timeout=timeout, max_bytes=max_bytes,
-                        run_id=f"nodeprov-{secrets.token_hex(6)}")
+        plan = plan_job(hosts, facts, job, run_id=f"nodeprov-{secrets.token_hex(6)}")
     except JobPlanError as error:
         return JobOutcome(False, None, f"FAIL: {error}", [str(error)],
                           time.monotonic() - started)
@@ -205,7 +217,7 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     if result is None and network_may_explain(failed):
         # The job's messages rarely name the blocked peer (the first node to fail may only say
         # that a peer closed the rendezvous); the matrix does.
-        culprits = check_connectivity(hosts, sessions, facts, rdzv_port).problems()
+        culprits = check_connectivity(hosts, sessions, facts, job.rdzv_port).problems()
         failures += culprits
     failures += unreadable
     if result is None and not failures:

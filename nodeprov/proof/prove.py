@@ -34,7 +34,7 @@ from nodeprov.proof.baseline import (
 )
 from nodeprov.proof.connectivity import check_connectivity
 from nodeprov.proof.jobfabric import JobFabric, job_fabric
-from nodeprov.proof.launch import JobOutcome, run_job
+from nodeprov.proof.launch import JobLaunch, JobOutcome, run_job
 from nodeprov.proof.matrix import Matrix
 from nodeprov.proof.pairwise import PairResult, Pairwise, Standard, run_pairwise
 from nodeprov.proof.results import TABLE_HEADER, result_json, table_rows
@@ -181,13 +181,12 @@ def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
     matrix = check_connectivity(hosts, sessions, facts, params.rdzv_port)
     if not matrix.ok:
         return Proof(matrix, None)
-    options: dict[str, Any] = {"backend": params.backend, "venv_path": params.venv_path,
-                               "rdzv_port": params.rdzv_port, "timeout": params.timeout,
-                               "max_bytes": params.max_bytes}
-    outcome = run_job(hosts, sessions, facts, **options)
+    job = JobLaunch(params.backend, params.venv_path, params.rdzv_port, params.timeout,
+                    params.max_bytes)
+    outcome = run_job(hosts, sessions, facts, job)
     found = run_pairwise(hosts, sessions, facts,
                          Standard(params.bandwidth_drop, load_baseline(baseline)),
-                         slow_nodes=slow_nodes, **options) if pairwise else None
+                         slow_nodes=slow_nodes, job=job) if pairwise else None
     pairs = found.pairs if found else ()
     link = slowest_link(hosts, facts)
     if outcome.result is None or not outcome.ok:
