@@ -40,7 +40,6 @@ from nodeprov.cli.options import (
 )
 from nodeprov.cli.testbed import app as testbed_app
 from nodeprov.config.defaults import AnsibleOptions
-from nodeprov.errors import InputError
 from nodeprov.util.redact import Redactor
 
 app = typer.Typer(
@@ -100,16 +99,18 @@ def apply(
     """Make every node match the playbook (default: the full nodeprov setup)."""
     from nodeprov.commands.apply import run_apply
     from nodeprov.commands.outputs import refuse_overwrite
+    from nodeprov.commands.requests import ApplyRequest
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
         refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
                          inventory=inventory, playbook=playbook, extra_vars=extra_vars or ())
-        code = run_apply(inventory, playbook, ansible, redactor, check=check, diff=diff,
-                         limit=limit, tags=tags, skip_tags=skip_tags, extra_vars=extra_vars or (),
-                         forks=forks, accept_new_host_keys=accept_new_host_keys,
-                         json_path=json_path, html_path=html_path, verbose=verbose,
-                         list_hosts=list_hosts, list_tasks=list_tasks, rebaseline=rebaseline)
+        code = run_apply(ApplyRequest(
+            inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
+            limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
+            json_path=json_path, playbook=playbook, html_path=html_path, check=check,
+            diff=diff, verbose=verbose, tags=tags, skip_tags=skip_tags, list_hosts=list_hosts,
+            list_tasks=list_tasks, rebaseline=rebaseline), redactor)
     raise typer.Exit(code)
 
 
@@ -127,14 +128,16 @@ def facts(
     """Show what nodeprov reads from each node (one SSH round trip per node)."""
     from nodeprov.commands.facts import run_facts
     from nodeprov.commands.outputs import refuse_overwrite
+    from nodeprov.commands.requests import FactsRequest
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
         refuse_overwrite({"--json": json_path}, ansible, inventory=inventory,
                          extra_vars=extra_vars or ())
-        code = run_facts(inventory, ansible, redactor, limit=limit, forks=forks,
-                         accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                         extra_vars=extra_vars or ())
+        code = run_facts(FactsRequest(
+            inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
+            limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
+            json_path=json_path), redactor)
     raise typer.Exit(code)
 
 
@@ -166,20 +169,18 @@ def verify(
     nodeprov.checks --inventory INVENTORY
     """
     from nodeprov.commands.outputs import refuse_overwrite
+    from nodeprov.commands.requests import VerifyRequest
     from nodeprov.commands.verify import run_verify
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
         refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
                          inventory=inventory, playbook=playbook, extra_vars=extra_vars or ())
-        if (pairwise or slow_nodes) and not job:
-            raise InputError("--pairwise and --slow-nodes run the job on pairs of nodes: drop "
-                             "--no-job")
-        code = run_verify(inventory, playbook, ansible, redactor, limit=limit,
-                          accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                          html_path=html_path, job=job, pairwise=pairwise or slow_nodes,
-                          slow_nodes=slow_nodes, forks=forks,
-                          extra_vars=extra_vars or ())
+        code = run_verify(VerifyRequest(
+            inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
+            limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
+            json_path=json_path, playbook=playbook, html_path=html_path, job=job,
+            pairwise=pairwise or slow_nodes, slow_nodes=slow_nodes), redactor)
     raise typer.Exit(code)
 
 
@@ -222,15 +223,16 @@ def inventory_command(
 ) -> None:
     """Show the inventory as nodeprov (and Ansible) resolve it; connects to nothing."""
     from nodeprov.commands.inventory import show_inventory
+    from nodeprov.commands.requests import InventoryRequest
 
     redactor = Redactor()
     with redactor.streams(), exit_on_error():
         ansible = ansible_options(inventory_option=inventory_option, vault_id=vault_id,
                                   vault_password_file=vault_password_file,
                                   ask_vault_pass=ask_vault_pass)
-        shown = show_inventory(inventory, ansible, redactor, as_list=as_list, graph=graph,
-                               host=host, extra_vars=extra_vars or (),
-                               show_vaulted=show_vaulted)
+        shown = show_inventory(InventoryRequest(
+            inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
+            as_list=as_list, graph=graph, host=host, show_vaulted=show_vaulted), redactor)
     typer.echo(shown)  # asked for: shown as it is
 
 
@@ -279,6 +281,7 @@ def run(
     inventory; the first failure, Ctrl-C, SIGTERM, SIGHUP or the timeout stops every rank on
     every node, and a node stops its ranks by itself when nodeprov is gone."""
     from nodeprov.commands.outputs import refuse_overwrite
+    from nodeprov.commands.requests import RunCommandRequest
     from nodeprov.commands.run import run_command
     from nodeprov.userjob.runargs import parse_request
 
@@ -286,9 +289,10 @@ def run(
     with redactor.streams(), exit_on_error():
         refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
                          inventory=inventory)
-        request = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
-                                env=env or [], timeout=timeout, preflight=preflight)
-        code = run_command(inventory, request, ansible, redactor, limit=limit, forks=forks,
-                           accept_new_host_keys=accept_new_host_keys, json_path=json_path,
-                           html_path=html_path)
+        job = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
+                            env=env or [], timeout=timeout, preflight=preflight)
+        code = run_command(RunCommandRequest(
+            inventory=inventory, ansible=ansible, limit=limit, forks=forks,
+            accept_new_host_keys=accept_new_host_keys, json_path=json_path, job=job,
+            html_path=html_path), redactor)
     raise typer.Exit(code)

@@ -162,7 +162,7 @@ ANSIBLE_OPTIONS: dict[str, tuple[object, object]] = {
     "user": (UserOpt, None), "private_key": (PrivateKeyOpt, None)}
 
 
-def ansible_options(*, inventory_option: list[Path] | None = None,
+def ansible_options(*, inventory_option: list[Path] | None = None,  # noqa: PLR0913 its parameters are the Typer options in ANSIBLE_OPTIONS
                     vault_id: list[str] | None = None,
                     vault_password_file: list[Path] | None = None, ask_vault_pass: bool = False,
                     ask_become_pass: bool = False, become: bool = False,

@@ -1,9 +1,8 @@
 """``nodeprov apply``: load and check the inventory and playbook, run the plays (batch by batch
 where ``serial:`` says), prove the cluster with the job, report, pick the exit code::
 
-    code = run_apply(None, None, AnsibleOptions(), Redactor(), check=True, diff=True,
-                     limit=None, tags=None, forks=None, accept_new_host_keys=False,
-                     json_path=None, verbose=False)   # inventory: from ansible.cfg, ...
+    code = run_apply(ApplyRequest(check=True, diff=True), Redactor())
+    # no inventory given: ansible.cfg's, as ansible-playbook takes it
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -21,6 +19,7 @@ from nodeprov.commands.console import LiveReporter, PlainReporter, print_batches
 from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
+from nodeprov.commands.requests import ApplyRequest
 from nodeprov.commands.verdict import (
     Part,
     passed,
@@ -29,7 +28,6 @@ from nodeprov.commands.verdict import (
     verdict,
     warned,
 )
-from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.engine.outcome import HostResult, Interrupted, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled, run_rolling
 from nodeprov.engine.runner import RunOptions
@@ -47,30 +45,26 @@ if TYPE_CHECKING:
     from nodeprov.proof.prove import Proof
 
 
-def run_apply(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
-              ansible: AnsibleOptions, redactor: Redactor, *, check: bool, diff: bool,
-              limit: str | None, tags: str | None, forks: int | None,
-              accept_new_host_keys: bool, json_path: str | None, verbose: bool,
-              html_path: str | None = None, skip_tags: str | None = None,
-              extra_vars: Sequence[str] = (), list_hosts: bool = False,
-              list_tasks: bool = False, rebaseline: bool = False) -> int:
+def run_apply(request: ApplyRequest, redactor: Redactor) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
     from nodeprov.util.progress import Transfers  # lazy: rich's live display with it
 
-    extra = parse_extra_vars(extra_vars)
-    opened = open_for(inventory_path, ansible, redactor, extra=extra,
+    check, playbook_path = request.check, request.playbook
+    extra = parse_extra_vars(request.extra_vars)
+    opened = open_for(request.inventory, request.ansible, redactor, extra=extra,
                       playbook_dir=playbook_path.parent if playbook_path else None)
     inventory = opened.inventory
     playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
-    targets = inventory.limited(limit)
-    options = RunOptions(check=check, forks=opened.forks(forks), tags=tag_set(tags),
-                         skip_tags=tag_set(skip_tags),
-                         ssh=SshOptions(accept_new_host_keys=accept_new_host_keys))
+    targets = inventory.limited(request.limit)
+    options = RunOptions(check=check, forks=opened.forks(request.forks),
+                         tags=tag_set(request.tags), skip_tags=tag_set(request.skip_tags),
+                         ssh=SshOptions(accept_new_host_keys=request.accept_new_host_keys))
     # a report on stdout (--json - or --html -): everything else goes to stderr
-    console = Console(stderr="-" in (json_path, html_path), highlight=False, soft_wrap=True)
-    if list_hosts or list_tasks:
-        print_listing(console, playbook, targets, hosts=list_hosts, tasks=list_tasks,
-                      only=options.tags, skip=options.skip_tags)
+    console = Console(stderr="-" in (request.json_path, request.html_path), highlight=False,
+                      soft_wrap=True)
+    if request.list_hosts or request.list_tasks:
+        print_listing(console, playbook, targets, hosts=request.list_hosts,
+                      tasks=request.list_tasks, only=options.tags, skip=options.skip_tags)
         return EXIT_OK
     header = Header.now("apply", inventory.path)
     console.print(header.line(), markup=False, highlight=False)
@@ -87,19 +81,19 @@ def run_apply(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
         with ExitStack() as live:
             if console.is_terminal:
                 reporter: PlainReporter = live.enter_context(
-                    LiveReporter(console, [h.name for h in targets], diff=diff, verbose=verbose,
-                                 transfers=transfers))
+                    LiveReporter(console, [h.name for h in targets], diff=request.diff,
+                                 verbose=request.verbose, transfers=transfers))
             else:
-                reporter = PlainReporter(console, diff=diff, verbose=verbose)
+                reporter = PlainReporter(console, diff=request.diff, verbose=request.verbose)
             try:
                 rolled = run_rolling(playbook, inventory, targets, options, reporter, sessions)
             except Interrupted as stopped:
                 rolled = Rolled(stopped.outcome, ())
                 interrupted = True
         rerun = [str(inventory.path), *(["-p", str(playbook_path)] if playbook_path else []),
-                 *(["--tags", tags] if tags else []),
-                 *(["--skip-tags", skip_tags] if skip_tags else []),
-                 *repeatable(extra_vars)]
+                 *(["--tags", request.tags] if request.tags else []),
+                 *(["--skip-tags", request.skip_tags] if request.skip_tags else []),
+                 *repeatable(request.extra_vars)]
         run = rolled.run
         print_recap(console, run.results, check=check, rerun=rerun)
         print_batches(console, rolled.batches, rolled.stopped,
@@ -112,15 +106,15 @@ def run_apply(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
             if play.job is not None and selected(play.job.tags, options.tags,
                                                  options.skip_tags):
                 proofs += _prove(console, play.hosts, play.job, run, sessions, inventory,
-                                 check=check, rebaseline=rebaseline)
+                                 request)
     line = verdict(_parts(run.results, check, rolled.stopped, proofs))
     print_verdict(console, line)
-    if json_path or html_path:
+    if request.json_path or request.html_path:
         write_reports(redactor.walk(apply_report(
             run.results, check=check, proofs=proofs, ok=passed(line), verdict=line,
             **header.fields(),
             batches=[dataclasses.asdict(b) for b in rolled.batches], stopped=rolled.stopped)),
-            json_path, html_path)
+            request.json_path, request.html_path)
     return EXIT_OK if passed(line) else EXIT_SLOWER_PATH if warned(line) else EXIT_HOST_FAILED
 
 
@@ -137,14 +131,14 @@ def _parts(results: Sequence[HostResult], check: bool, stopped: str | None,
 
 
 def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookOutcome,
-           sessions: Mapping[str, Session], inventory: Inventory, *, check: bool,
-           rebaseline: bool) -> list[Proof]:
+           sessions: Mapping[str, Session], inventory: Inventory,
+           request: ApplyRequest) -> list[Proof]:
     """The play's verification job, when every one of its hosts came through the tasks."""
     # lazy: the job's modules load only for a playbook with a job: play
     from nodeprov.proof.baseline import baseline_path
-    from nodeprov.proof.prove import print_proof, prove_cluster
+    from nodeprov.proof.prove import Against, print_proof, prove_cluster
 
-    if check:
+    if request.check:
         console.print("job: not run in check mode", markup=False, highlight=False)
         return []
     facts = {host.name: run.facts.get(host.name) for host in hosts}
@@ -158,8 +152,9 @@ def _prove(console: Console, hosts: Sequence[Host], job: JobSpec, run: PlaybookO
     console.print(f"job: connectivity matrix, then torchrun on {len(hosts)} nodes ...",
                   markup=False, highlight=False)
     proof = prove_cluster(hosts, sessions, {k: v for k, v in facts.items() if v is not None},
-                          job.params_for(hosts[0]), baseline=baseline_path(inventory.path),
-                          record=True, rebaseline=rebaseline)
+                          job.params_for(hosts[0]),
+                          Against(baseline_path(inventory.path), record=True,
+                                  rebaseline=request.rebaseline))
     print_proof(console, proof)
     return [proof]
 

@@ -1,14 +1,12 @@
 """``nodeprov facts``: what nodeprov reads from each node, one SSH round trip per node, as a
 table (and the JSON report)::
 
-    code = run_facts(Path("inventory.yaml"), limit=None, forks=32, accept_new_host_keys=False,
-                     json_path=None)
+    code = run_facts(FactsRequest(inventory=[Path("inventory.yaml")], forks=32), Redactor())
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -18,8 +16,8 @@ from rich.text import Text
 from nodeprov import jsonreport
 from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
+from nodeprov.commands.requests import FactsRequest
 from nodeprov.commands.verdict import Part, passed, print_verdict, verdict
-from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.inventory.extravars import parse_extra_vars
 from nodeprov.remote.connect import connect_all
@@ -29,19 +27,18 @@ from nodeprov.util.redact import Redactor
 from nodeprov.util.validate import printable
 
 
-def run_facts(inventory_path: Sequence[Path] | None, ansible: AnsibleOptions,
-              redactor: Redactor, *, limit: str | None, forks: int | None,
-              accept_new_host_keys: bool, json_path: str | None,
-              extra_vars: Sequence[str] = ()) -> int:
+def run_facts(request: FactsRequest, redactor: Redactor) -> int:
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
 
-    opened = open_for(inventory_path, ansible, redactor, extra=parse_extra_vars(extra_vars))
+    json_path = request.json_path
+    opened = open_for(request.inventory, request.ansible, redactor,
+                      extra=parse_extra_vars(request.extra_vars))
     inventory = opened.inventory
-    hosts = inventory.limited(limit)
+    hosts = inventory.limited(request.limit)
     header = Header.now("facts", inventory.path)
     sessions, facts, errors = connect_all(
-        hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), opened.forks(forks),
-        SshFiles(inventory.ssh_configs))
+        hosts, SshOptions(accept_new_host_keys=request.accept_new_host_keys),
+        opened.forks(request.forks), SshFiles(inventory.ssh_configs))
     for session in sessions.values():
         session.close()
     report = {**facts_report([host.name for host in hosts], facts, errors,

@@ -12,7 +12,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -24,12 +24,11 @@ from rich.console import Console
 from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
-from nodeprov.config.defaults import AnsibleOptions
+from nodeprov.commands.requests import RunCommandRequest
 from nodeprov.engine.node_address import with_node_addresses
 from nodeprov.errors import EnvironmentProblem, InputError
 from nodeprov.remote.connect import connect_all
 from nodeprov.remote.options import SshOptions
-from nodeprov.userjob.runargs import RunRequest
 from nodeprov.userjob.runreport import UserJobOutcome
 from nodeprov.util.redact import Redactor
 from nodeprov.util.validate import printable
@@ -41,17 +40,16 @@ RUNS_SUFFIX = ".nodeprov-runs"  # beside the inventory, as its baseline is
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
 
 
-def run_command(inventory_path: Sequence[Path] | None, request: RunRequest,
-                ansible: AnsibleOptions, redactor: Redactor, *, limit: str | None,
-                forks: int | None, accept_new_host_keys: bool, json_path: str | None,
-                html_path: str | None = None) -> int:
+def run_command(asked: RunCommandRequest, redactor: Redactor) -> int:
+    """Connect, run ``asked.job`` on every node, report; the exit code."""
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
     from nodeprov.userjob.run import run_user_job
 
-    opened = open_for(inventory_path, ansible, redactor)
+    request, json_path, html_path = asked.job, asked.json_path, asked.html_path
+    opened = open_for(asked.inventory, asked.ansible, redactor)
     inventory = opened.inventory
-    forks = opened.forks(forks)
-    hosts = inventory.limited(limit)
+    forks = opened.forks(asked.forks)
+    hosts = inventory.limited(asked.limit)
     as_login = {host.name: job_as_login(host) for host in hosts}
     log_root = writable(inventory.path.with_name(inventory.path.stem + RUNS_SUFFIX))
     shown = sys.stderr if "-" in (json_path, html_path) else sys.stdout  # "-": the report's
@@ -61,7 +59,7 @@ def run_command(inventory_path: Sequence[Path] | None, request: RunRequest,
     say(printable(header.line()))
     with signals_interrupt() as received:
         sessions, facts, errors = connect_all(
-            hosts, SshOptions(accept_new_host_keys=accept_new_host_keys), forks,
+            hosts, SshOptions(accept_new_host_keys=asked.accept_new_host_keys), forks,
             SshFiles(inventory.ssh_configs))
         hosts, problems = with_node_addresses(hosts, facts)
         errors.update(problems)

@@ -1,8 +1,7 @@
 """``nodeprov verify``: the checks (checks.verify), their drift lines and summary, then the
 cluster proven again with the job; changes nothing.
 
-    code = run_verify(None, None, AnsibleOptions(), Redactor(), limit=None,
-                      accept_new_host_keys=False, json_path="-", job=True)
+    code = run_verify(VerifyRequest(json_path="-"), Redactor())
 
 The JSON report (``--json PATH``, ``nodeprov.jsonreport``'s schema) has ``"drift": [line, ...]``
 and ``"checks": [{"check", "node", "area", "outcome", "message", "repair", "duration"}]``, and
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -22,8 +20,8 @@ from nodeprov.checks.verify import Verification, run_checks
 from nodeprov.commands.header import Header
 from nodeprov.commands.opening import open_for
 from nodeprov.commands.report import write_reports
+from nodeprov.commands.requests import VerifyRequest
 from nodeprov.commands.verdict import Part, passed, print_verdict, proof_parts, verdict
-from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.inventory import Inventory
 from nodeprov.inventory.extravars import parse_extra_vars
@@ -75,47 +73,44 @@ def _checks_part(verification: Verification) -> Part:
                 + (f", {could_not} could not run" if could_not else ""), False)
 
 
-def run_verify(inventory_path: Sequence[Path] | None, playbook_path: Path | None,
-               ansible: AnsibleOptions, redactor: Redactor, *, limit: str | None,
-               accept_new_host_keys: bool, json_path: str | None, job: bool,
-               html_path: str | None = None,
-               pairwise: bool = False, forks: int | None = None,
-               extra_vars: Sequence[str] = (), slow_nodes: bool = False) -> int:
+def run_verify(request: VerifyRequest, redactor: Redactor) -> int:
     """The checks, then (``job``) the connectivity matrix and the job compared with the
     bandwidth baseline apply recorded (``pairwise``: and the job on every pair of nodes,
     ``slow_nodes``: only until the slow nodes are named);
     prints the report and returns the exit code."""
-    extra = parse_extra_vars(extra_vars)
-    opened = open_for(inventory_path, ansible, redactor, extra=extra,
+    playbook_path = request.playbook
+    extra = parse_extra_vars(request.extra_vars)
+    opened = open_for(request.inventory, request.ansible, redactor, extra=extra,
                       playbook_dir=playbook_path.parent if playbook_path else None)
-    forks = opened.forks(forks)
+    forks = opened.forks(request.forks)
     # a report on stdout (--json - or --html -): everything else goes to stderr
-    console = Console(stderr="-" in (json_path, html_path), highlight=False, soft_wrap=True)
+    console = Console(stderr="-" in (request.json_path, request.html_path), highlight=False,
+                      soft_wrap=True)
     header = Header.now("verify", opened.inventory.path)
     console.print(header.line(), markup=False, highlight=False)
-    verification = run_checks(opened.inventory, playbook_path, limit=limit,
-                              accept_new_host_keys=accept_new_host_keys, extra_vars=extra_vars,
-                              forks=forks)
+    verification = run_checks(opened.inventory, playbook_path, limit=request.limit,
+                              accept_new_host_keys=request.accept_new_host_keys,
+                              extra_vars=request.extra_vars, forks=forks)
     print_report(console, verification)
-    proofs = _prove_again(console, opened.inventory, playbook_path,
-                          SshOptions(accept_new_host_keys=accept_new_host_keys),
-                          pairwise, forks, extra, slow_nodes) if job else []
+    proofs = _prove_again(console, opened.inventory, request, forks,
+                          extra) if request.job else []
     report = {**report_json(verification, proofs), **header.fields()}
     print_verdict(console, report["verdict"])
-    write_reports(redactor.walk(report), json_path, html_path)
+    write_reports(redactor.walk(report), request.json_path, request.html_path)
     return EXIT_OK if report["ok"] else EXIT_HOST_FAILED
 
 
-def _prove_again(console: Console, inventory: Inventory, playbook_path: Path | None,
-                 options: SshOptions, pairwise: bool, forks: int,
-                 extra: Mapping[str, Any], slow_nodes: bool = False) -> list[Proof]:
+def _prove_again(console: Console, inventory: Inventory, request: VerifyRequest, forks: int,
+                 extra: Mapping[str, Any]) -> list[Proof]:
     # lazy: the job's modules load only when the job runs (not for --no-job)
     from nodeprov.proof.baseline import baseline_path
     from nodeprov.proof.matrix import Matrix
-    from nodeprov.proof.prove import Proof, print_proof, prove_cluster
+    from nodeprov.proof.prove import Against, Proof, print_proof, prove_cluster
     from nodeprov.remote.hostkeys import SshFiles
 
-    playbook = load_playbook(playbook_path or default_playbook(), inventory, extra)
+    playbook = load_playbook(request.playbook or default_playbook(), inventory, extra)
+    options = SshOptions(accept_new_host_keys=request.accept_new_host_keys)
+    pairwise, slow_nodes = request.pairwise, request.slow_nodes
     files = SshFiles(inventory.ssh_configs)
     proofs = []
     for play in playbook.plays:
@@ -133,8 +128,8 @@ def _prove_again(console: Console, inventory: Inventory, playbook_path: Path | N
             console.print(f"job: connectivity matrix, then torchrun on {len(play.hosts)} "
                           f"nodes{pairs} ...", markup=False, highlight=False)
             proof = prove_cluster(play.hosts, sessions, facts, play.job.params_for(play.hosts[0]),
-                                  baseline=baseline_path(inventory.path), record=False,
-                                  pairwise=pairwise, slow_nodes=slow_nodes)
+                                  Against(baseline_path(inventory.path)), pairwise=pairwise,
+                                  slow_nodes=slow_nodes)
             print_proof(console, proof)
             proofs.append(proof)
         finally:

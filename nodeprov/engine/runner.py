@@ -54,6 +54,18 @@ class RunOptions:
     began: float = field(default_factory=time.monotonic)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every host's tasks share in one run: read once, passed whole to each host."""
+
+    inventory: Inventory
+    options: RunOptions
+    reporter: Reporter
+    stop: threading.Event
+    handlers: ActionTable
+    cluster: Mapping[str, tuple[Host, Facts | None]]  # every host, node_address read
+
+
 @dataclass
 class _HostRun:
     """A target host's tasks with their parameters rendered (None until facts are known)."""
@@ -119,7 +131,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
         result = results[run.host.name]
         if result.error is None:
             _apply_tasks(run, sessions[run.host.name], result, observed[run.host.name],
-                         cluster, inventory, options, reporter, stop, handlers)
+                         shared)
         # now, not when the caller closes: two runs must not wait on each other's other hosts
         sessions[run.host.name].unlock()
         result.duration = time.monotonic() - started
@@ -137,6 +149,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, targets: Sequence[Hos
     hosts, problems = with_node_addresses(
         inventory.hosts, {name: result.facts for name, result in results.items()})
     cluster = {h.name: (h, results[h.name].facts) for h in hosts}
+    shared = _Run(inventory, options, reporter, stop, handlers, cluster)
     for name, problem in problems.items():
         results[name].status, results[name].error = "failed", problem
     try:
@@ -160,16 +173,15 @@ def _probe(run: _HostRun, index: int) -> Probe | None:
 
 
 def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
-                 observed: list[str | None], cluster: Mapping[str, tuple[Host, Facts | None]],
-                 inventory: Inventory, options: RunOptions, reporter: Reporter,
-                 stop: threading.Event, handlers: ActionTable) -> None:
+                 observed: list[str | None], shared: _Run) -> None:
     facts = result.facts
     assert facts is not None
+    options, cluster, handlers = shared.options, shared.cluster, shared.handlers
     check = options.check
     # the lock was busy in phase 1: wait for it, and read again what the other run changed
     stale = not check and not session.locked
     for index, spec in enumerate(run.specs):
-        if stop.is_set():
+        if shared.stop.is_set():
             result.status = "failed"
             result.error = f"{run.host.name}: interrupted before task {spec.name!r}"
             result.tasks.extend(TaskResult(s.name, s.type.name, "skipped")
@@ -180,7 +192,7 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
                           start_s=round(started - options.began, 3))
         try:
             if spec.needs_facts:
-                run.params[index] = spec.params_for(run.host, inventory.groups, facts)
+                run.params[index] = spec.params_for(run.host, shared.inventory.groups, facts)
             if stale or observed[index] is None:
                 probes = _probes_from(run, index)
                 wait = None if check or session.locked else options.ssh.lock_timeout
@@ -225,7 +237,7 @@ def _apply_tasks(run: _HostRun, session: Session, result: HostResult,
         task.warnings[:0] = handlers.warnings_for(run.host.name)
         task.duration = time.monotonic() - started
         result.tasks.append(task)
-        reporter.task_done(run.host.name, task)
+        shared.reporter.task_done(run.host.name, task)
         if task.status == "failed":
             result.status, result.error = "failed", result.error or task.error
             if task.conflicted:

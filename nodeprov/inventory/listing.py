@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import datetime
 import json
-import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from nodeprov.errors import InputError
 from nodeprov.inventory.data import InventoryData
-from nodeprov.inventory.reading import Sources, read_inventory
+from nodeprov.inventory.opening import Prepared
+from nodeprov.inventory.reading import read_inventory
 from nodeprov.inventory.resolve import Resolved
-from nodeprov.inventory.source import DEFAULT_IGNORED
-from nodeprov.inventory.vaultlib import Vault
 from nodeprov.util.tagged import Unsafe, Vaulted
 
 # what ansible-inventory 2.19 writes beside hostvars: the variable-precedence profile it used
@@ -31,17 +28,15 @@ PROFILE = "inventory_legacy"
 VAULTED = "<vaulted>"  # a value from a vault-encrypted file, not shown
 
 
-def show(sources: Sources, *, as_list: bool, graph: str | None, host: str | None,
-         extra_vars: Mapping[str, Any] | None = None, vault: Vault | None = None,
-         show_vaulted: bool = False, playbook_dir: Path | None = None,
-         ignored: re.Pattern[str] = DEFAULT_IGNORED) -> str:
+def show(prepared: Prepared, *, as_list: bool, graph: str | None, host: str | None,
+         extra_vars: Mapping[str, Any] | None = None, show_vaulted: bool = False) -> str:
     """What ``nodeprov inventory`` prints: exactly one of --list, --graph GROUP, --host NAME;
-    ``extra_vars`` (-e) join every host's vars, as with ``ansible-inventory -e``;
-    ``playbook_dir``'s group_vars/host_vars apply, as with ``ansible-inventory
-    --playbook-dir``."""
+    ``extra_vars`` (-e) join every host's vars, as with ``ansible-inventory -e``; the project's
+    group_vars/host_vars apply, as with ``ansible-inventory --playbook-dir``."""
     if [as_list, graph is not None, host is not None].count(True) != 1:
         raise InputError("give one of --list, --graph GROUP or --host NAME")
-    resolved = read_inventory(sources, playbook_dir, vault=vault, ignored=ignored)
+    resolved = read_inventory(prepared.sources, prepared.project, vault=prepared.vault,
+                              ignored=prepared.ignored)
     resolved.add_extra_vars(extra_vars or {})
     if host is not None:
         return as_host(resolved, host, show_vaulted=show_vaulted)

@@ -48,7 +48,7 @@ class Opened:
         return given or int(self.settings.get("forks", DEFAULT_FORKS))
 
 
-def open_inventory(given: Sequence[Path], options: AnsibleOptions, *, prompt: Prompt,
+def open_inventory(given: Sequence[Path], options: AnsibleOptions, *, prompt: Prompt,  # noqa: PLR0913 to regroup (#33 item 3)
                    redactor: Redactor, extra_vars: Mapping[str, Any] | None = None,
                    playbook_dir: Path | None = None,
                    warn: Callable[[str], None] = warn_stderr,

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import NamedTuple
 
 LOCK_NAME = b"\0nodeprov-job"
 MARKER = "NODEPROV_JOB_RUN"
@@ -213,12 +214,25 @@ def torchrun_command(command: list[str], script_at: int, run_dir: str) -> list[s
             *command[script_at:]]
 
 
-def start(state: str, run_id: str, token: str, quiet: float, deadline: float, workdir: str,
-          env_file: str, script_at: int, command: list[str]) -> int:
+class Start(NamedTuple):
+    """``start``'s arguments, as the module docstring lists them."""
+
+    state: str
+    run_id: str
+    token: str
+    quiet: float
+    deadline: float
+    workdir: str
+    env_file: str
+    script_at: int
+    command: list[str]
+
+
+def start(asked: Start) -> int:
+    state, run_id, token, quiet, deadline, workdir, env_file, script_at, command = asked
     sys.stderr.write(token + "\n")
     sys.stderr.flush()
-    environment = dict(os.environ, **read_env(env_file))
-    environment[MARKER] = run_id
+    environment = {**os.environ, **read_env(env_file), MARKER: run_id}
     try:
         lock = Lock(run_id)
     except OSError:
@@ -273,8 +287,8 @@ def main(argv: list[str]) -> int:
     if len(argv) > 10 and argv[0] == "start" and argv[9] == "--":
         state, run_id, token, quiet, deadline, workdir, env_file, script_at = argv[1:9]
         try:
-            return start(state, run_id, token, float(quiet), float(deadline), workdir, env_file,
-                         int(script_at), argv[10:])
+            return start(Start(state, run_id, token, float(quiet), float(deadline), workdir,
+                               env_file, int(script_at), argv[10:]))
         except OSError as error:  # the environment file, the run's folder
             print(f"{error.filename}: {error.strerror}", file=sys.stderr)
             return 1

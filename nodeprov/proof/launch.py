@@ -1,7 +1,8 @@
 """Run the verification job (``nodeprov.proof.allreduce``) on a set of nodes with torchrun.
 
-    outcome = run_job(hosts, sessions, facts, backend="auto", venv_path="/opt/nodeprov/venv",
-                      rdzv_port=29500, timeout=120, max_bytes=64 << 20)
+    outcome = run_job(hosts, sessions, facts, JobLaunch(
+        backend="auto", venv_path="/opt/nodeprov/venv", rdzv_port=29500, timeout=120,
+        max_bytes=64 << 20))
     print(outcome.verdict)           # PASS: 3 nodes, 3 ranks (gloo): ... peak busbw ...
     for line in outcome.failures:    # node3: firewall: gloo peers could not connect: ... (fix)
         print(line)
@@ -98,44 +99,65 @@ def endpoint(host: Host, rdzv_port: int) -> str:
     return f"[{address}]:{rdzv_port}" if ":" in address else f"{address}:{rdzv_port}"
 
 
-def rendezvous_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str,
-                    run_id: str) -> list[str]:
-    """The venv's torchrun with c10d rendezvous (which ignores --node-rank, so none is given)
-    and no restarts: a failure is the job's end."""
-    return [f"{venv_path}/bin/torchrun", "--nnodes", str(nnodes), "--nproc-per-node", str(nproc),
-            "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", run_id,
-            "--max-restarts", "0"]
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where and how one node's torchrun meets the others: the venv's torchrun, ``nnodes``
+    nodes of ``nproc`` processes here, c10d at ``endpoint`` under ``run_id``."""
+
+    venv_path: str
+    nnodes: int
+    nproc: int
+    endpoint: str
+    run_id: str
+
+    def argv(self) -> list[str]:
+        """torchrun with c10d rendezvous (which ignores --node-rank, so none is given) and no
+        restarts: a failure is the job's end."""
+        return [f"{self.venv_path}/bin/torchrun", "--nnodes", str(self.nnodes),
+                "--nproc-per-node", str(self.nproc), "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", self.endpoint, "--rdzv-id", self.run_id, "--max-restarts", "0"]
 
 
-def torchrun_argv(*, venv_path: str, nnodes: int, nproc: int, endpoint: str, run_id: str,
-                  backend: str, run_dir: str, max_bytes: int, seconds: int) -> list[str]:
+def torchrun_argv(meet: Rendezvous, *, backend: str, run_dir: str, max_bytes: int,
+                  seconds: int) -> list[str]:
     """The job's torchrun command line on one node."""
     # A missing or unreachable peer fails the job by itself well before the deadline kill.
     collective_timeout = max(5, seconds // 4)
-    return [*rendezvous_argv(venv_path=venv_path, nnodes=nnodes, nproc=nproc, endpoint=endpoint,
-                             run_id=run_id),
+    return [*meet.argv(),
             "--rdzv-conf", f"join_timeout={collective_timeout}",
             "--module", PACKAGE, "--backend", backend, "--result", f"{run_dir}/result.json",
             "--min-bytes", str(min(8, max_bytes)), "--max-bytes", str(max_bytes),
             "--timeout", str(collective_timeout)]
 
 
-def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], *, backend: str, venv_path: str,
-             rdzv_port: int, timeout: int, max_bytes: int, run_id: str) -> JobPlan:
+@dataclass(frozen=True)
+class JobLaunch:
+    """What the job is run with (a play's ``job:`` gives it: proof.prove): the backend (auto,
+    nccl, gloo), the venv, the rendezvous port, the deadline in seconds, the largest size."""
+
+    backend: str
+    venv_path: str
+    rdzv_port: int
+    timeout: int
+    max_bytes: int
+
+
+def plan_job(hosts: Sequence[Host], facts: Mapping[str, Facts], job: JobLaunch,
+             run_id: str) -> JobPlan:
     """Each node's command line; JobPlanError when nccl is asked of a node without GPUs."""
-    chosen = choose_backend(backend, [facts[host.name] for host in hosts])
+    chosen = choose_backend(job.backend, [facts[host.name] for host in hosts])
     if chosen == "nccl":
         missing = [h.name for h in hosts if not facts[h.name].gpu_count]
         if missing:
             raise JobPlanError(f"backend nccl needs GPUs on every node; {', '.join(missing)} "
                                "has none (set job_backend: gloo or auto)")
-    meet = endpoint(hosts[0], rdzv_port)
+    meet = endpoint(hosts[0], job.rdzv_port)
     nproc = {host.name: procs_per_node(facts[host.name]) for host in hosts}
     argv = {
         host.name: tuple(torchrun_argv(
-            venv_path=venv_path, nnodes=len(hosts), nproc=nproc[host.name], endpoint=meet,
-            run_id=run_id, backend=chosen, run_dir=run_dir(run_id), max_bytes=max_bytes,
-            seconds=timeout))
+            Rendezvous(job.venv_path, len(hosts), nproc[host.name], meet, run_id),
+            backend=chosen, run_dir=run_dir(run_id), max_bytes=job.max_bytes,
+            seconds=job.timeout))
         for host in hosts
     }
     return JobPlan(run_id, chosen, nproc, argv)
@@ -171,14 +193,12 @@ def _read_result(found: Mapping[str, Stopped | Exception]) -> tuple[
 
 
 def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mapping[str, Facts],
-            *, backend: str, venv_path: str, rdzv_port: int, timeout: int,
-            max_bytes: int) -> JobOutcome:
+            job: JobLaunch) -> JobOutcome:
     """Run the job on ``hosts`` (the first one hosts the rendezvous) and say how it went."""
     started = time.monotonic()
+    timeout = job.timeout
     try:
-        plan = plan_job(hosts, facts, backend=backend, venv_path=venv_path, rdzv_port=rdzv_port,
-                        timeout=timeout, max_bytes=max_bytes,
-                        run_id=f"nodeprov-{secrets.token_hex(6)}")
+        plan = plan_job(hosts, facts, job, run_id=f"nodeprov-{secrets.token_hex(6)}")
     except JobPlanError as error:
         return JobOutcome(False, None, f"FAIL: {error}", [str(error)],
                           time.monotonic() - started)
@@ -197,7 +217,7 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     if result is None and network_may_explain(failed):
         # The job's messages rarely name the blocked peer (the first node to fail may only say
         # that a peer closed the rendezvous); the matrix does.
-        culprits = check_connectivity(hosts, sessions, facts, rdzv_port).problems()
+        culprits = check_connectivity(hosts, sessions, facts, job.rdzv_port).problems()
         failures += culprits
     failures += unreadable
     if result is None and not failures:

@@ -2,7 +2,7 @@
 pair's busbw held against its link, and the slow nodes named.
 
     standard = Standard(drop=0.3, baseline=load_baseline(path))
-    found = run_pairwise(hosts, sessions, facts, standard, slow_nodes=True, **job_options)
+    found = run_pairwise(hosts, sessions, facts, standard, slow_nodes=True, job=job)
     for pair in found.pairs:          # slowest first
         print(pair.line())            # node1 + node4: 0.01 GB/s busbw at 1 MiB = 0.01 of ...
     print(found.finding.lines())      # ['slow node: node4: ...']
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from nodeprov.remote.facts import Facts
     from nodeprov.remote.session import Session
 
-Launch = Callable[..., JobOutcome]  # run_job's shape: (hosts, sessions, facts, **job_options)
+Launch = Callable[..., JobOutcome]  # run_job's shape: (hosts, sessions, facts, job=JobLaunch)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Prove the cluster can train: the connectivity matrix, then the torchrun job, then the
 bandwidth baseline. ``apply`` ends with it and records the baseline; ``verify`` compares.
 
-    proof = prove_cluster(hosts, sessions, facts, params, baseline=path, record=True)
+    proof = prove_cluster(hosts, sessions, facts, params, Against(path, record=True))
     print_proof(console, proof)          # matrix problems, the sweep table, FAILED lines
     print(proof.verdict)                 # PASS: 3 nodes ... or FAIL: ... (2 FAILED lines above)
 
@@ -34,7 +34,7 @@ from nodeprov.proof.baseline import (
 )
 from nodeprov.proof.connectivity import check_connectivity
 from nodeprov.proof.jobfabric import JobFabric, job_fabric
-from nodeprov.proof.launch import JobOutcome, run_job
+from nodeprov.proof.launch import JobLaunch, JobOutcome, run_job
 from nodeprov.proof.matrix import Matrix
 from nodeprov.proof.pairwise import PairResult, Pairwise, Standard, run_pairwise
 from nodeprov.proof.results import TABLE_HEADER, result_json, table_rows
@@ -156,14 +156,24 @@ def _pair_json(pair: PairResult) -> dict[str, Any]:
             "of_link": pair.of_link, "duration_s": round(pair.outcome.duration_s, 3)}
 
 
+@dataclass(frozen=True)
+class Against:
+    """The bandwidth baseline a proof is held to, at ``path``: ``record`` is apply's rule
+    (``kept_or_recorded``; ``rebaseline`` records this run's over it), else verify's (the
+    result is compared with it)."""
+
+    path: Path
+    record: bool = False
+    rebaseline: bool = False
+
+
 def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
-                  facts: Mapping[str, Facts], params: JobParams, *, baseline: Path,
-                  record: bool, pairwise: bool = False, slow_nodes: bool = False,
-                  rebaseline: bool = False) -> Proof:
-    """Matrix, then the job when the matrix is clean; ``record``: apply's rule for the
-    baseline (``kept_or_recorded``), otherwise the result is compared with it (verify);
+                  facts: Mapping[str, Facts], params: JobParams, against: Against, *,
+                  pairwise: bool = False, slow_nodes: bool = False) -> Proof:
+    """Matrix, then the job when the matrix is clean, held to the baseline ``against`` says;
     ``pairwise`` adds the job on every pair of nodes (``slow_nodes``: only until the slow
     nodes are named)."""
+    baseline = against.path
     hosts, problems = with_node_addresses(hosts, facts)
     if problems:
         return Proof(Matrix(tuple(host.name for host in hosts), (), tuple(problems.values())),
@@ -171,21 +181,20 @@ def prove_cluster(hosts: Sequence[Host], sessions: Mapping[str, Session],
     matrix = check_connectivity(hosts, sessions, facts, params.rdzv_port)
     if not matrix.ok:
         return Proof(matrix, None)
-    options: dict[str, Any] = {"backend": params.backend, "venv_path": params.venv_path,
-                               "rdzv_port": params.rdzv_port, "timeout": params.timeout,
-                               "max_bytes": params.max_bytes}
-    outcome = run_job(hosts, sessions, facts, **options)
+    job = JobLaunch(params.backend, params.venv_path, params.rdzv_port, params.timeout,
+                    params.max_bytes)
+    outcome = run_job(hosts, sessions, facts, job)
     found = run_pairwise(hosts, sessions, facts,
                          Standard(params.bandwidth_drop, load_baseline(baseline)),
-                         slow_nodes=slow_nodes, **options) if pairwise else None
+                         slow_nodes=slow_nodes, job=job) if pairwise else None
     pairs = found.pairs if found else ()
     link = slowest_link(hosts, facts)
     if outcome.result is None or not outcome.ok:
         return Proof(matrix, outcome, pairs=pairs, link=link, pairwise=found)
     fabric = seen_fabric(hosts, facts, outcome, link)
-    if record:
+    if against.record:
         stored, note, problem = kept_or_recorded(
-            baseline, outcome.result, drop=params.bandwidth_drop, rebaseline=rebaseline,
+            baseline, outcome.result, drop=params.bandwidth_drop, rebaseline=against.rebaseline,
             nodes=[host.name for host in hosts],
             link_bytes_per_s=link.bytes_per_s if link else None)
         return Proof(matrix, outcome, problem, pairs, stored, baseline, link, note,

@@ -56,7 +56,7 @@ class _Output:
         self.kept = (self.kept + text)[-KEPT:]
 
 
-def converse(transport: Any, command: str, token: str, *, password: str = "",
+def converse(transport: Any, command: str, token: str, *, password: str = "",  # noqa: PLR0913 to regroup (#33 item 3)
              prompt: str = "", send: Send | None = None, beat: float = 0.0,
              out: Echo | None = None, err: Echo | None = None,
              timeout: float | None = None) -> Conversation:

@@ -143,7 +143,7 @@ class Session:
         stderr = self._sudo.command_stderr(result.stderr) if answer else result.stderr
         return Result(result.stdout, stderr, result.exited)
 
-    def converse(self, argv: Sequence[str], token: str, *, task: str, what: str = "",
+    def converse(self, argv: Sequence[str], token: str, *, task: str, what: str = "",  # noqa: PLR0913 to regroup (#33 item 3)
                  as_login: bool = False, send: Send | None = None, beat: float = 0.0,
                  echo: tuple[Echo | None, Echo | None] | None = None,
                  timeout: float | None = None) -> Result:

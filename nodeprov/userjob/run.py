@@ -29,7 +29,7 @@ from nodeprov.errors import EnvironmentProblem, HostError
 from nodeprov.job.failures import network_may_explain
 from nodeprov.job.nodejob import Job, launch_all
 from nodeprov.proof.connectivity import check_connectivity
-from nodeprov.proof.launch import endpoint, procs_per_node, rendezvous_argv
+from nodeprov.proof.launch import Rendezvous, endpoint, procs_per_node
 from nodeprov.remote.transfer import describe
 from nodeprov.userjob.ranklog import PREFIX_TEMPLATE, NodeLogs
 from nodeprov.userjob.runfailures import failure_lines, node_run, run_failures
@@ -53,9 +53,8 @@ def plan_run(hosts: Sequence[Host], nproc: Mapping[str, int], request: RunReques
     """Each node's torchrun command, the script and its arguments last (as argv), its ranks'
     output prefixed with their global rank."""
     meet = endpoint(hosts[0], rdzv_port)
-    return {host.name: (*rendezvous_argv(venv_path=venv_path, nnodes=len(hosts),
-                                         nproc=nproc[host.name], endpoint=meet, run_id=run_id),
-                        "--tee", "3", *request.command)
+    return {host.name: (*Rendezvous(venv_path, len(hosts), nproc[host.name], meet,
+                                    run_id).argv(), "--tee", "3", *request.command)
             for host in hosts}
 
 
@@ -66,7 +65,7 @@ def run_env(request: RunRequest) -> dict[str, str]:
             **dict(request.env)}
 
 
-def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
+def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],  # noqa: PLR0913 to regroup (#33 item 3)
                  facts: Mapping[str, Facts], request: RunRequest, *, venv_path: str,
                  rdzv_port: int, log_root: Path, show: Callable[[str], None],
                  as_login: Mapping[str, bool], progress: Progress | None = None

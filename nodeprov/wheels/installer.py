@@ -184,7 +184,7 @@ class Install(Run):
         return self.venv, f"{self.venv}{UV_CACHE}", f"{self.venv}{PIP_TMP}"
 
 
-def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstall: bool = False,
+def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstall: bool = False,  # noqa: PLR0913 to regroup (#33 item 3)
             with_uv: bool = True, wheels: str = "", cert: str = "", source: str = "",
             hint: str = "") -> Install:
     """Install ``specs`` into ``venv`` from ``sources`` (pip's options), or only from the

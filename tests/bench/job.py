@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.inventory import load_inventory
-from nodeprov.proof.launch import run_job
+from nodeprov.proof.launch import JobLaunch, run_job
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.testbed.cluster import Testbed
@@ -60,8 +60,8 @@ def verification(bed: Testbed, nodes: int) -> dict[str, Any]:
         for session in sessions.values():
             session.open()
         facts = {name: session.gather([])[0] for name, session in sessions.items()}
-        outcome = run_job(hosts, sessions, facts, backend="auto", venv_path=VENV,
-                          rdzv_port=RDZV_PORT, timeout=JOB_TIMEOUT, max_bytes=MAX_BYTES)
+        outcome = run_job(hosts, sessions, facts,
+                          JobLaunch("auto", VENV, RDZV_PORT, JOB_TIMEOUT, MAX_BYTES))
     finally:
         for session in sessions.values():
             session.close()

@@ -31,7 +31,7 @@ from typing import Any
 
 from nodeprov.inventory import Host, load_inventory
 from nodeprov.proof.baseline import Baseline
-from nodeprov.proof.launch import JobOutcome, run_job
+from nodeprov.proof.launch import JobLaunch, JobOutcome, run_job
 from nodeprov.proof.pairwise import Pairwise, Standard, run_pairwise
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
@@ -70,8 +70,8 @@ def _runs(bed: Testbed, reps: int) -> list[JobOutcome]:
         for session in sessions.values():
             session.open()
         facts = {name: session.gather([])[0] for name, session in sessions.items()}
-        outcomes = [run_job(hosts, sessions, facts, backend="gloo", venv_path=VENV,
-                            rdzv_port=RDZV_PORT, timeout=300, max_bytes=MAX_BYTES)
+        outcomes = [run_job(hosts, sessions, facts,
+                            JobLaunch("gloo", VENV, RDZV_PORT, 300, MAX_BYTES))
                     for _ in range(reps)]
     finally:
         for session in sessions.values():

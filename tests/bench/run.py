@@ -124,9 +124,12 @@ def bench_tool(tool: Tool, bed: Testbed, work: Path, rep: int, own: OwnCpu,
     return records
 
 
-def bench_sizes(sizes: list[int], reps: int, tools: list[Tool], root: Path, own: OwnCpu,
-                ansible_reps_32: int, ansible_max_nodes: int = 32, patience: float = 20.0,
-                ) -> list[dict[str, Any]]:
+def bench_sizes(sizes: list[int], reps: int, tools: list[Tool], own: OwnCpu,
+                args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Each size, ``reps`` times, with each tool; ``args``: the command line's --root,
+    --ansible-reps-32, --ansible-max-nodes and --quiet-wait."""
+    root, ansible_max_nodes, patience = args.root, args.ansible_max_nodes, args.quiet_wait
+    ansible_reps_32 = args.ansible_reps_32
     records: list[dict[str, Any]] = []
     for nodes in sizes:
         if nodes > ansible_max_nodes and any(isinstance(tool, Ansible) for tool in tools):
@@ -218,8 +221,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{versions['ansible']}; {versions['pyinfra']}\n")
     started = time.perf_counter()
     with OwnCpu() as own:
-        records = bench_sizes(sizes, reps, tools, args.root, own, args.ansible_reps_32,
-                              args.ansible_max_nodes, args.quiet_wait)
+        records = bench_sizes(sizes, reps, tools, own, args)
         job_data = None if args.smoke or args.no_job else bench_job(args.root)
     if job_data:
         print(report.job_table(job_data) + "\n")

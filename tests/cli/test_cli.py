@@ -163,8 +163,8 @@ def test_the_ansible_options_are_one_set_on_every_command_that_connects() -> Non
 def test_the_ansible_options_reach_the_command_as_one_set(
         command: str, function: str, words: list[str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodeprov.commands.requests import Request, RunCommandRequest
     from nodeprov.config.defaults import AnsibleOptions, CommandLine
-    from nodeprov.userjob.runargs import RunRequest
 
     given: list[Any] = []
 
@@ -180,12 +180,12 @@ def test_the_ansible_options_reach_the_command_as_one_set(
         "-K", "-b", "--become-user", "root", "-u", "deploy", "--key-file", "key", "-T", "7",
         *words])
     assert result.exit_code == 0, result.output
-    assert [a for a in given if isinstance(a, AnsibleOptions)] == [AnsibleOptions(
+    assert [a.ansible for a in given if isinstance(a, Request)] == [AnsibleOptions(
         vault_ids=("ops@pw-ops",), vault_password_files=(str(tmp_path / "pw"),),
         ask_vault_pass=True, ask_become_pass=True, command_line=CommandLine(
             user="deploy", private_key=str(tmp_path / "key"), timeout=7, become=True,
             become_user="root"))]
-    requests = [a.timeout for a in given if isinstance(a, RunRequest)]
+    requests = [a.job.timeout for a in given if isinstance(a, RunCommandRequest)]
     assert requests == ([9] if command == "run" else [])  # run's --timeout: the job's deadline
 
 

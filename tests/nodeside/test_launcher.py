@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nodeprov.job.diagnose import diagnose
+from nodeprov.nodeside.launcher import Start
 
 LAUNCHER = resources.files("nodeprov.nodeside").joinpath("launcher.py").read_text()
 LOCKHOLDER = resources.files("nodeprov.nodeside").joinpath("lockholder.py").read_text()
@@ -35,15 +37,16 @@ def launcher(*args: str) -> list[str]:
     return [sys.executable, "-I", "-c", LAUNCHER, *args]
 
 
-def start_argv(state: Path, run_id: str, *command: str, quiet: float = 0, deadline: float = 0,
-               env_file: str = "", script_at: int = 0, netns: int | None = None,
-               workdir: str = "") -> list[str]:
-    """The start step as nodeprov sends it, in a new network namespace or that of ``netns``."""
+def start_argv(state: Path, run_id: str, *command: str, netns: int | None = None,
+               **changed: Any) -> list[str]:
+    """The start step as nodeprov sends it, in a new network namespace or that of ``netns``;
+    ``changed``: launcher.Start's fields other than the defaults here (quiet=30, ...)."""
+    asked = Start(str(state), run_id, "TOKEN", 0, 0, str(state.parent), "", 0,
+                  list(command))._replace(**changed)
     space = (["nsenter", f"--net=/proc/{netns}/ns/net", "--"] if netns else
              ["unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "netns"])
-    return [*space, *launcher("start", str(state), run_id, "TOKEN", str(quiet), str(deadline),
-                              workdir or str(state.parent), env_file, str(script_at), "--",
-                              *command)]
+    return [*space, *launcher("start", *(str(each) for each in asked[:-1]), "--",
+                              *asked.command)]
 
 
 def holder_in(netns: int) -> str:

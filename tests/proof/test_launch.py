@@ -28,6 +28,7 @@ from nodeprov.job.nodejob import JOB_DIR, Job, launch_all, launcher
 from nodeprov.proof import launch
 from nodeprov.proof.launch import (
     DEADLINE_HINT,
+    JobLaunch,
     JobPlanError,
     choose_backend,
     plan_job,
@@ -68,8 +69,8 @@ CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
 
 def plan(facts: dict[str, Facts], backend: str = "auto", hosts: Sequence[Host] = HOSTS,
          timeout: int = 120) -> launch.JobPlan:
-    return plan_job(hosts, facts, backend=backend, venv_path="/opt/nodeprov/venv",
-                    rdzv_port=29500, timeout=timeout, max_bytes=1 << 20, run_id="nodeprov-abc")
+    return plan_job(hosts, facts, JobLaunch(backend, "/opt/nodeprov/venv", 29500, timeout,
+                                            1 << 20), run_id="nodeprov-abc")
 
 
 # --- backend, processes and argv from facts ----------------------------------------------------
@@ -105,8 +106,7 @@ def test_nccl_on_a_node_without_gpus_is_refused_before_any_connection() -> None:
     with pytest.raises(JobPlanError, match="node2, node3 has none"):
         plan({"node1": facts_for("node1", gpu=gpus(2)), **{n: CPU_FACTS[n]
                                                            for n in ("node2", "node3")}}, "nccl")
-    outcome = run_job(HOSTS, {}, CPU_FACTS, backend="nccl", venv_path="/v", rdzv_port=1,
-                      timeout=10, max_bytes=8)
+    outcome = run_job(HOSTS, {}, CPU_FACTS, JobLaunch("nccl", "/v", 1, 10, 8))
     assert not outcome.ok and outcome.verdict.startswith("FAIL: backend nccl needs GPUs")
 
 
@@ -131,9 +131,8 @@ def test_each_node_runs_the_venvs_torchrun_with_c10d_and_no_node_rank() -> None:
 
 def test_values_reach_the_node_as_arguments_never_inside_the_script() -> None:
     hosts = [Host("a", "fd00::1", "fd00::1"), Host("b", "fd00::2", "fd00::2")]
-    job = plan_job(hosts, {"a": facts_for("a"), "b": facts_for("b")}, backend="gloo",
-                   venv_path="/opt/it's a venv", rdzv_port=29500, timeout=8, max_bytes=4,
-                   run_id="r1")
+    job = plan_job(hosts, {"a": facts_for("a"), "b": facts_for("b")},
+                   JobLaunch("gloo", "/opt/it's a venv", 29500, 8, 4), run_id="r1")
     argv = launcher("start", "", "r1", "token", "60", "8", "", "", "0", "--", *job.argv["a"])
     assert argv[3] == launcher()[3] and "r1" not in argv[3]  # the launcher's text is fixed
     assert "[fd00::1]:29500" in argv and "/opt/it's a venv/bin/torchrun" in argv
@@ -265,8 +264,8 @@ class FakeNode:
 
 
 def run_fake(nodes: dict[str, FakeNode]) -> launch.JobOutcome:
-    return run_job(HOSTS, nodes, CPU_FACTS, backend="auto",  # type: ignore[arg-type]
-                   venv_path="/opt/nodeprov/venv", rdzv_port=29500, timeout=60, max_bytes=1024)
+    return run_job(HOSTS, nodes, CPU_FACTS,  # type: ignore[arg-type]
+                   JobLaunch("auto", "/opt/nodeprov/venv", 29500, 60, 1024))
 
 
 def test_a_passing_job_reads_the_result_and_cleans_up_every_node() -> None:
@@ -444,8 +443,7 @@ def leftovers(bed: Testbed) -> dict[str, str]:
 def job_on(bed: Testbed, *, timeout: int = 60, max_bytes: int = 1 << 20) -> launch.JobOutcome:
     hosts, sessions, facts = open_sessions(bed)
     try:
-        return run_job(hosts, sessions, facts, backend="auto", venv_path=VENV, rdzv_port=29500,
-                       timeout=timeout, max_bytes=max_bytes)
+        return run_job(hosts, sessions, facts, JobLaunch("auto", VENV, 29500, timeout, max_bytes))
     finally:
         for session in sessions.values():
             session.close()

@@ -3,6 +3,7 @@ option), and everything after ``--`` handed to the job untouched."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,11 @@ from typer.testing import CliRunner
 
 from nodeprov.cli import app
 from nodeprov.commands import run
+from nodeprov.commands.requests import RunCommandRequest
 from nodeprov.errors import InputError
 from nodeprov.userjob.runargs import RunRequest, parse_env, parse_nproc, parse_request
 
-# what run_command was called with: the inventory sources, the request, the rest
+# what run_command was called with: the inventory sources, the job, the rest of the request
 Ran = list[tuple[list[Path] | None, RunRequest, dict[str, Any]]]
 
 
@@ -100,13 +102,13 @@ def test_bad_script(command: tuple[str, ...], says: str) -> None:
 # --- through the CLI --------------------------------------------------------------------------
 
 @pytest.fixture
-def ran(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path | None, RunRequest, dict[str, Any]]]:
+def ran(monkeypatch: pytest.MonkeyPatch) -> Ran:
     """What the command would run, instead of connecting anywhere."""
-    calls: list[tuple[Path | None, RunRequest, dict[str, Any]]] = []
+    calls: Ran = []
 
-    def record(inventory: Path | None, made: RunRequest, ansible: Any, redactor: Any,
-               **options: Any) -> int:
-        calls.append((inventory, made, options))
+    def record(asked: RunCommandRequest, redactor: Any) -> int:
+        options = {f.name: getattr(asked, f.name) for f in fields(asked)}
+        calls.append((options.pop("inventory"), options.pop("job"), options))
         return 0
 
     monkeypatch.setattr(run, "run_command", record)

@@ -81,7 +81,7 @@ def installed_with(ctx: Context, params: TorchParams, state: TorchState
                   else f"with pip ({why_not})")
 
 
-def install_actions(ctx: Context, params: TorchParams, state: TorchState, variant: str,
+def install_actions(ctx: Context, params: TorchParams, state: TorchState, variant: str,  # noqa: PLR0913 to regroup (#33 item 3)
                     python: str, specs: list[str], force: bool, chosen: Sources,
                     where: str) -> tuple[tuple[Action, ...], str, str]:
     """Everything but the final import check: uv sent if need be, the wheels, the install;
