@@ -91,7 +91,8 @@ def test_uv_is_pushed_where_missing_and_pip_installs_where_uv_cannot_run(
     assert "manylinux_2_17_x86_64" in copy.fill.platform
     assert "manylinux_2_36_x86_64" in copy.fill.platform
     assert copy.optional == installer.WITHOUT_UV  # without uv: ensurepip, then pip
-    assert copy.then[-2:] == (copy.remote_path, installer.UV)
+    # unpacked from root's checked copy of the upload, never from the login user's folder
+    assert copy.staged and copy.then[-3:] == (copy.staged, installer.UV, copy.remote_path)
     assert "--without-pip" in str(create)
     assert change.summary.endswith(
         f"pip put in by uv (uv {installer.UV_VERSION} uploaded from this machine)")
