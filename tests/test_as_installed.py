@@ -65,7 +65,9 @@ def test_apply_verify_and_run_from_a_plain_install_on_an_admin_without_internet(
                       env=env)
         out = " ".join(applied.stdout.split())
         assert applied.returncode == 0, applied.stdout + applied.stderr
-        assert "Traceback" not in applied.stderr and "PASS: 2 nodes, 2 ranks (gloo)" in out
+        last = applied.stdout.splitlines()[-1]  # the verdict: the hosts, then the job's
+        assert "Traceback" not in applied.stderr and last.startswith("PASS: "), out
+        assert "; job: 2 nodes, 2 ranks (gloo)" in last, last
         # uv like the wheels: from this machine once, then from a node over the subnet
         assert out.count("pip put in by uv (uv 0.13.9 uploaded from this machine)") == 1, out
         assert out.count("pip put in by uv (uv 0.13.9 from node") == 1, out

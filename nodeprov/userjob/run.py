@@ -128,7 +128,8 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],  # noqa
                           matrix=matrix, log_dir=str(directory), ranks=sum(nproc.values()),
                           first_failure=FirstFailure(first, failed[first].rank,
                                                      failed[first].tail) if first else None,
-                          notes=tuple(f"{name}: {note}" for name, note in launch.notes.items()))
+                          notes=tuple(f"{name}: {note}" for name, note in launch.notes.items()),
+                          failed=tuple(name for name in names if name in failed))
 
 
 def _line(name: str, error: Exception) -> str:

@@ -63,6 +63,7 @@ class UserJobOutcome:
     ranks: int = 0
     notes: tuple[str, ...] = ()  # what the nodes said of the run before (stopped by the node)
     unreached: int = 0  # nodes no session reached: nothing started
+    failed: tuple[str, ...] = ()  # the nodes the diagnosis names as failing, not their peers
 
     @classmethod
     def not_reached(cls, errors: Mapping[str, str], names: Sequence[str]) -> UserJobOutcome:
@@ -109,7 +110,9 @@ class UserJobOutcome:
         if (self.refused or self.unreached or self.interrupted or self.ok
                 or not self.diagnosis):
             return self.verdict()
-        failed = [name for name, node in self.nodes.items() if _failed_itself(node)]
+        # the nodes the diagnosis names; a peer whose ranks ended because of them is not one
+        failed = list(self.failed) or [name for name, node in self.nodes.items()
+                                       if _failed_itself(node)]
         if not failed:  # every node was stopped (the deadline): none failed by itself
             return (f"FAIL: {_nodes(len(self.nodes))} stopped, as said above "
                     f"(logs: {self.log_dir})")

@@ -54,7 +54,8 @@ def test_a_gpu_only_script_says_once_for_every_node_that_it_needs_a_gpu(
     first = names.split(", ")[0]
     assert sorted(names.split(", ")) == ["node1", "node2", "node3"]
     assert said == NEEDS_GPU.format(first=first, rank=int(first.removeprefix("node")) - 1)
-    assert report["verdict"] == "FAIL: 3 nodes: " + report["diagnosis"][0]
+    assert report["verdict"] == ("FAIL: 3 of 3 nodes failed (node1, node2, node3), as said "
+                                 f"above (logs: {report['log_dir']})")
     assert f"FAILED {report['diagnosis'][0]}" in shown
 
 
