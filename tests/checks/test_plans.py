@@ -8,7 +8,7 @@ from nodeprov.checks import Drift
 from nodeprov.checks.plans import plan_results
 from nodeprov.engine.outcome import HostResult, PlaybookOutcome, TaskResult
 from nodeprov.inventory import load_inventory
-from nodeprov.playbook import TaskSpec, load_playbook
+from nodeprov.playbook import Playbook, TaskSpec, load_playbook
 
 PLAYBOOK = """\
 - name: Kernel and names
@@ -19,14 +19,22 @@ PLAYBOOK = """\
 """
 
 
-def test_each_node_and_task_is_one_result_a_changed_plan_its_drift_line(tmp_path: Path) -> None:
+def playbook_on(tmp_path: Path, nodes: int) -> Playbook:
+    """PLAYBOOK loaded against an inventory of ``nodes`` nodes n1, n2, ... (none reached)."""
+    hosts = "".join(f"    n{i}: {{ansible_host: 10.0.0.{i}}}\n" for i in range(1, nodes + 1))
     (tmp_path / "inventory.yaml").write_text(
-        "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n"
-        "    n1: {ansible_host: 10.0.0.1}\n    n2: {ansible_host: 10.0.0.2}\n"
-        "    n3: {ansible_host: 10.0.0.3}\n")
+        f"all:\n  vars: {{node_subnet: 10.0.0.0/24}}\n  hosts:\n{hosts}")
     (tmp_path / "site.yaml").write_text(PLAYBOOK)
-    inventory = load_inventory(tmp_path / "inventory.yaml")
-    playbook = load_playbook(tmp_path / "site.yaml", inventory)
+    return load_playbook(tmp_path / "site.yaml", load_inventory(tmp_path / "inventory.yaml"))
+
+
+def drift(node: str, spec: TaskSpec) -> Drift:
+    """A node's drift lines for a task, its repair on the task's first tag."""
+    return Drift(node, spec.type.name, "inv.yaml", spec.tags[0] if spec.tags else None)
+
+
+def test_each_node_and_task_is_one_result_a_changed_plan_its_drift_line(tmp_path: Path) -> None:
+    playbook = playbook_on(tmp_path, 3)
     failed = "n2: sysctl: no such sysctl on this kernel: net.core.somaxconn"
     outcome = PlaybookOutcome([
         HostResult("n1", "changed", [
@@ -36,9 +44,6 @@ def test_each_node_and_task_is_one_result_a_changed_plan_its_drift_line(tmp_path
                                     TaskResult("Notice", "block", "skipped")], error=failed),
         HostResult("n3", "unreachable", error="n3: cannot connect to 10.0.0.3:22")],
         {"n1": None, "n2": None, "n3": None})
-
-    def drift(node: str, spec: TaskSpec) -> Drift:
-        return Drift(node, spec.type.name, "inv.yaml", spec.tags[0] if spec.tags else None)
 
     results = plan_results(outcome, playbook, drift)
     assert [(r.check, r.area, r.outcome, r.message) for r in results] == [
@@ -53,12 +58,7 @@ def test_each_node_and_task_is_one_result_a_changed_plan_its_drift_line(tmp_path
 
 def test_a_conflict_is_said_by_hand_with_an_apply_command_only_where_apply_changes_something(
         tmp_path: Path) -> None:
-    (tmp_path / "inventory.yaml").write_text(
-        "all:\n  vars: {node_subnet: 10.0.0.0/24}\n  hosts:\n"
-        "    n1: {ansible_host: 10.0.0.1}\n    n2: {ansible_host: 10.0.0.2}\n")
-    (tmp_path / "site.yaml").write_text(PLAYBOOK)
-    inventory = load_inventory(tmp_path / "inventory.yaml")
-    playbook = load_playbook(tmp_path / "site.yaml", inventory)
+    playbook = playbook_on(tmp_path, 2)
     removal = "/etc/sysctl.d/99-z.conf:2 sets net.core.somaxconn=128 after ours: remove it"
 
     def conflicted(node: str, changes: list[str]) -> TaskResult:
@@ -70,9 +70,6 @@ def test_a_conflict_is_said_by_hand_with_an_apply_command_only_where_apply_chang
         HostResult("n2", "failed", [conflicted("n2", ["write f"]),
                                     TaskResult("Notice", "block", "ok")])],
         {"n1": None, "n2": None})
-
-    def drift(node: str, spec: TaskSpec) -> Drift:
-        return Drift(node, spec.type.name, "inv.yaml", spec.tags[0] if spec.tags else None)
 
     results = plan_results(outcome, playbook, drift)
     assert [(r.outcome, r.message, r.repair) for r in results if r.area == "sysctl"] == [
