@@ -183,3 +183,13 @@ tasks of the default playbook's fabric repairs do nothing, and say why."""
         "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1, NCCL_IB_GID_INDEX=7): by hand: another PAM file sets "
         "them (~/.pam_environment, /etc/security/pam_env.conf, ~/.ssh/environment): remove "
         "those lines"]
+    # what the lines say to do, done on the node: the named limits.d file, the PAM file that
+    # set the variable; then a new login has ours again and verify is clean
+    bed.exec("node1", "rm", "/etc/security/limits.d/99-site.conf", "/root/.pam_environment",
+             check=True)
+    again = subprocess.run([sys.executable, "-m", "nodeprov", "verify", str(bed.inventory_path),
+                            "-p", str(playbook), "--no-job"],
+                           capture_output=True, text=True, timeout=180, check=False)
+    assert again.returncode == 0, again.stdout + again.stderr
+    login = bed.ssh("node1", "sh", "-c", 'echo "$(ulimit -l) $NCCL_IB_HCA"', check=True)
+    assert login.stdout == f"{limit} =mlx5_0:1,mlx5_1:1\n", login.stdout
