@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from nodeprov.errors import CommandFailed
 from nodeprov.nodeside.launcher import EXIT_BUSY
 from nodeprov.remote.actions import Write
+from nodeprov.remote.channel import Terms
 from nodeprov.remote.nodelock import STATE_DIR
 from nodeprov.remote.session import Result
 from nodeprov.util.fanout import on_every_name
@@ -186,8 +187,10 @@ def _start(session: Session, job: Job, name: str, env_file: str, wait_s: float,
     argv = launcher("start", job.state, job.run_id, token, f"{QUIET:g}", str(job.seconds),
                     job.workdir, env_file, str(job.script_at), "--", *job.commands[name])
     as_login = job.as_login.get(name, False)
-    result = session.converse(argv, token, task="job", what="the job", as_login=as_login,
-                              beat=HEARTBEAT, echo=echo, timeout=wait_s)
+    out, err = echo or (None, None)
+    result = session.converse(argv, token, Terms(beat=HEARTBEAT, out=out, err=err,
+                                                 timeout=wait_s),
+                              task="job", what="the job", as_login=as_login)
     if result.exit_code != EXIT_BUSY:
         return result
     # the node is held: who holds it, as the kernel says (anyone may bind the lock's name)

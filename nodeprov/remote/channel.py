@@ -1,14 +1,15 @@
 """A command on an SSH channel of its own, for what invoke's runner cannot do: send bulk data to
 its stdin (invoke pumps one byte per 10 ms) or keep a heartbeat going while it runs.
 
-    done = converse(transport, command, token, send=lambda write: write(data))
-    done = converse(transport, command, token, beat=5.0, out=log_out, err=log_err)
+    done = converse(transport, command, token, Terms(send=lambda write: write(data)))
+    done = converse(transport, command, token, Terms(beat=5.0, out=log_out, err=log_err))
     done.exit_code, done.stdout, done.stderr
 
 The command says ``token`` on a line of stderr once it runs (after sudo, whose prompt is
-answered once with ``password``). Only then does its stdin carry anything: ``send``'s data in
-large writes (then EOF), or a byte every ``beat`` seconds until the command ends. Output goes to
-``out``/``err`` as it comes, as UTF-8 text; the last ``KEPT`` characters of each come back.
+answered once with ``password``). The ``Terms`` say the rest: only once the token came does its
+stdin carry anything, ``send``'s data in large writes (then EOF), or a byte every ``beat``
+seconds until the command ends. Output goes to ``out``/``err`` as it comes, as UTF-8 text; the
+last ``KEPT`` characters of each come back.
 """
 
 from __future__ import annotations
@@ -35,6 +36,17 @@ class Echo(Protocol):
 
 
 @dataclass(frozen=True)
+class Terms:
+    """What a conversation carries besides the command, and how long it may take."""
+
+    send: Send | None = None  # stdin: this data (then EOF) ...
+    beat: float = 0.0  # ... else a byte every ``beat`` s until the command ends (0: none)
+    out: Echo | None = None  # where stdout and stderr go as they come
+    err: Echo | None = None
+    timeout: float | None = None  # s it may run (None: no bound)
+
+
+@dataclass(frozen=True)
 class Conversation:
     exit_code: int  # -1: none came (the connection went away)
     stdout: str
@@ -56,19 +68,17 @@ class _Output:
         self.kept = (self.kept + text)[-KEPT:]
 
 
-def converse(transport: Any, command: str, token: str, *, password: str = "",  # noqa: PLR0913 to regroup (#33 item 3)
-             prompt: str = "", send: Send | None = None, beat: float = 0.0,
-             out: Echo | None = None, err: Echo | None = None,
-             timeout: float | None = None) -> Conversation:
+def converse(transport: Any, command: str, token: str, terms: Terms = Terms(), *,
+             password: str = "", prompt: str = "") -> Conversation:
     """Run ``command`` on a new channel of ``transport`` (see the module docstring); the channel
     is closed on the way out, whatever happens. Raises SudoRefused, TimeoutError (not started
-    within START_WAIT s, or still running after ``timeout`` s), what ``send`` raised; transport
-    errors propagate."""
+    within START_WAIT s, or still running after the terms' ``timeout`` s), what ``send``
+    raised; transport errors propagate."""
     channel = transport.open_session()
     try:
         channel.exec_command(command)
-        return _Talk(channel, token, password, prompt, _Output(out), _Output(err)).run(
-            send, beat, timeout)
+        return _Talk(channel, token, password, prompt, _Output(terms.out),
+                     _Output(terms.err)).run(terms.send, terms.beat, terms.timeout)
     finally:
         channel.close()
 

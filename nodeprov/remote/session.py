@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.remote.actions import Action, ConfirmNewConnection, Local, Probe, Run, Upload, Write
 from nodeprov.remote.batch import batch_script, batches, failed_step
-from nodeprov.remote.channel import Echo, Send, converse
+from nodeprov.remote.channel import Terms, converse
 from nodeprov.remote.facts import Facts, parse_facts, read_script, split_sections
 from nodeprov.remote.nodelock import RunLock, holder_argv, keepalive, under_batch_lock
 from nodeprov.remote.options import OUTPUT_LIMIT, SshOptions
@@ -143,22 +143,21 @@ class Session:
         stderr = self._sudo.command_stderr(result.stderr) if answer else result.stderr
         return Result(result.stdout, stderr, result.exited)
 
-    def converse(self, argv: Sequence[str], token: str, *, task: str, what: str = "",  # noqa: PLR0913 to regroup (#33 item 3)
-                 as_login: bool = False, send: Send | None = None, beat: float = 0.0,
-                 echo: tuple[Echo | None, Echo | None] | None = None,
-                 timeout: float | None = None) -> Result:
-        """``run`` on a channel of its own (remote.channel), for ``send``'s bulk data to stdin
-        or a heartbeat byte every ``beat`` s; ``argv`` says ``token`` on stderr once it runs."""
+    def converse(self, argv: Sequence[str], token: str, terms: Terms, *, task: str,
+                 what: str = "", as_login: bool = False) -> Result:
+        """``run`` on a channel of its own (remote.channel), for bulk data to stdin or a
+        heartbeat byte, as ``terms`` say (no timeout there: the command timeout); ``argv``
+        says ``token`` on stderr once it runs."""
         what = what or clipped(" ".join(argv), 59)
         self.round_trips += 1
         try:
             done = converse(self._connection.transport,
                             shlex.join(argv if as_login else as_root(self.host, argv, self._sudo,
                                                                      mark=False)), token,
+                            dataclasses.replace(terms, timeout=terms.timeout
+                                                or self.options.command_timeout),
                             password="" if as_login else self.host.become_password or "",
-                            prompt=self._sudo.text, send=send, beat=beat,
-                            out=echo[0] if echo else None, err=echo[1] if echo else None,
-                            timeout=timeout or self.options.command_timeout)
+                            prompt=self._sudo.text)
         except SudoRefused:
             raise refused(self.host.name, task, what) from None
         except (TimeoutError, InterruptedError) as error:  # too slow, or stopped by the caller

@@ -32,6 +32,7 @@ from typing import IO, TYPE_CHECKING, Protocol
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.nodeside.syncnode import REFUSED, SKIPPED
+from nodeprov.remote.channel import Terms
 from nodeprov.util.fanout import on_every
 from nodeprov.util.safejson import loads_object
 
@@ -150,8 +151,8 @@ def sync_nodes(sessions: Mapping[str, Session], root: Path, *, as_login: Mapping
             try:
                 received = sessions[name].converse(
                     ["python3", "-I", "-c", script, "receive", str(root), token], token,
-                    task="sync", what=what, as_login=as_login[name],
-                    send=lambda write: _stream(spool, size, write, stop, progress, name))
+                    Terms(send=lambda write: _stream(spool, size, write, stop, progress, name)),
+                    task="sync", what=what, as_login=as_login[name])
                 _check(name, received.exit_code, received.stderr or received.stdout, what)
                 failed = False
             finally:

@@ -24,6 +24,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from nodeprov.errors import HostError
+from nodeprov.remote.channel import Terms
 from nodeprov.util.lines import LineWriter
 
 if TYPE_CHECKING:
@@ -88,9 +89,9 @@ def counting_writes(session: Session, task: str, what: str, python: str,
     def run() -> None:
         try:
             session.converse([python, "-I", "-c", SCRIPT, token, f"{lifetime:g}", *folders],
-                             token, task=task, what="count the bytes the install writes",
-                             send=until_ended, echo=(count.lines, None),
-                             timeout=lifetime + LAST_COUNT_WAIT)
+                             token, Terms(send=until_ended, out=count.lines,
+                                          timeout=lifetime + LAST_COUNT_WAIT),
+                             task=task, what="count the bytes the install writes")
         except HostError:  # a courtesy: the install says what went wrong, if anything
             pass
         finally:

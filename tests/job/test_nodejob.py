@@ -20,7 +20,7 @@ class BusyNode:
     def __init__(self, lockholder: Result) -> None:
         self.lockholder, self.ran = lockholder, list[tuple[Sequence[str], bool]]()
 
-    def converse(self, argv: Sequence[str], token: str, **options: Any) -> Result:
+    def converse(self, argv: Sequence[str], token: str, *_: Any, **options: Any) -> Result:
         return Result("", f"{token}\n{HELD}\n", 75)
 
     def run(self, argv: Sequence[str], **options: Any) -> Result:

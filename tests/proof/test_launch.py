@@ -254,7 +254,7 @@ class FakeNode:
         self.stopped.set()
         return Result(json.dumps({"result": self.result or None, "ranks": {}}), "", 0)
 
-    def converse(self, argv: Sequence[str], token: str, **_: Any) -> Result:
+    def converse(self, argv: Sequence[str], token: str, *_: Any, **__: Any) -> Result:
         assert mode(argv) == "start"
         self.calls.append("launch")
         if self.exit_code is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from nodeprov.remote.channel import converse
+from nodeprov.remote.channel import Terms, converse
 from nodeprov.remote.sudo import SudoPrompt, SudoRefused
 
 TOKEN = "0f0f0f0f0f0f0f0f"
@@ -108,9 +108,11 @@ class Transport:
         return self.channel
 
 
-def talk(command: str, **options: Any) -> tuple[Any, LocalChannel]:
+def talk(command: str, *, password: str = "", prompt: str = "", **terms: Any
+         ) -> tuple[Any, LocalChannel]:
     transport = Transport()
-    return converse(transport, command, TOKEN, **options), transport.channel
+    return (converse(transport, command, TOKEN, Terms(**terms), password=password,
+                     prompt=prompt), transport.channel)
 
 
 # sudo -S as it behaves: the prompt on stderr, one line read from stdin as the password

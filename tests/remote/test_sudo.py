@@ -13,6 +13,7 @@ from invoke.exceptions import ResponseNotAccepted
 
 from nodeprov.errors import HostError
 from nodeprov.inventory import Host
+from nodeprov.remote.channel import Terms
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.remote.sudo import Answer, SudoGate, SudoPrompt, SudoRefused, as_root
@@ -111,11 +112,12 @@ def test_a_command_that_prints_the_prompt_never_receives_the_password(
             # on a channel of its own (converse) too, where its stdin reaches it once it said
             # its token, after sudo took its password
             stolen = session.converse(["sh", "-c", f"echo {TOKEN} >&2; {THIEF}"], TOKEN,
-                                      task="sudo")
+                                      Terms(), task="sudo")
             assert stolen.stdout.endswith("stdin:[]\n"), (nopasswd, stolen)
             assert PASSWORD not in stolen.stdout + stolen.stderr
-            fed = session.converse(["sh", "-c", f"echo {TOKEN} >&2; cat"], TOKEN, task="sudo",
-                                   send=lambda write: write(b"to the command\n"))
+            fed = session.converse(["sh", "-c", f"echo {TOKEN} >&2; cat"], TOKEN,
+                                   Terms(send=lambda write: write(b"to the command\n")),
+                                   task="sudo")
             assert fed.stdout == "to the command\n"
             assert session.run(["id", "-u"]).stdout == "0\n"
     bed.exec("node1", "sh", "-c", ADD_USER, "add-user", PASSWORD, "", check=True)
@@ -126,5 +128,5 @@ def test_a_command_that_prints_the_prompt_never_receives_the_password(
         with pytest.raises(HostError, match="sudo refused the password"):
             session.run(["true"])
         with pytest.raises(HostError, match="sudo refused the password"):
-            session.converse(["sh", "-c", f"echo {TOKEN} >&2; cat"], TOKEN, task="sudo",
-                             send=lambda write: write(b"never to sudo\n"))
+            session.converse(["sh", "-c", f"echo {TOKEN} >&2; cat"], TOKEN,
+                             Terms(send=lambda write: write(b"never to sudo\n")), task="sudo")

@@ -8,13 +8,14 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import pytest
 
 from nodeprov.job import nodejob
 from nodeprov.proof.matrix import Matrix
 from nodeprov.remote.actions import Write
+from nodeprov.remote.channel import Terms
 from nodeprov.remote.session import Result
 from nodeprov.userjob import run
 from nodeprov.userjob.ranklog import rank_of
@@ -65,13 +66,12 @@ class FakeNode:
                  for rank, code in (self.ranks or {}).items()}
         return Result(json.dumps({"result": None, "ranks": ranks}), "", 0)
 
-    def converse(self, argv: Sequence[str], token: str, *,
-                 echo: tuple[TextIO, TextIO] | None = None, **_: Any) -> Result:
+    def converse(self, argv: Sequence[str], token: str, terms: Terms, **_: Any) -> Result:
         assert mode(argv) == "start"
         self.argvs.append(argv)
         self.calls.append("launch")
-        if echo:
-            echo[1].write(self.output)
+        if terms.err:
+            terms.err.write(self.output)
         if self.exit_code is None:
             assert self.stopped.wait(10), "the launcher never stopped this node"
             return Result("", self.output, 143)

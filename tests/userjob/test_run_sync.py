@@ -20,6 +20,7 @@ import pytest
 
 from nodeprov.errors import CommandFailed, HostError
 from nodeprov.inventory import Host
+from nodeprov.remote.channel import Terms
 from nodeprov.remote.session import Result
 from nodeprov.userjob import sync
 from nodeprov.userjob.sync import Synced, frame, local_manifest, plan_sync, summary, sync_nodes
@@ -86,15 +87,16 @@ class FakeNode:
                               check=False)
         return Result(done.stdout, done.stderr, done.returncode)
 
-    def converse(self, argv: Sequence[str], token: str, *, as_login: bool = False,
-                 send: Callable[[Callable[[bytes], None]], None], **_: Any) -> Result:
+    def converse(self, argv: Sequence[str], token: str, terms: Terms, *,
+                 as_login: bool = False, **_: Any) -> Result:
         self.logins.append(as_login)
         with subprocess.Popen(self._argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) as node:
             assert node.stdin and node.stdout and node.stderr
             assert node.stderr.readline() == f"{token}\n".encode()  # then stdin is its own
+            assert terms.send is not None
             try:
-                send(self._counted(node.stdin.write))
+                terms.send(self._counted(node.stdin.write))
             finally:
                 node.stdin.close()
             out, err = node.stdout.read(), node.stderr.read()

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from nodeprov.errors import HostError
 from nodeprov.inventory.model import Host
+from nodeprov.remote.channel import Terms
 from nodeprov.remote.options import SshOptions
 from nodeprov.remote.session import Session
 from nodeprov.util.progress import Transfers
@@ -34,8 +35,7 @@ class HereSession:
         self.options = SshOptions()
         self.transfers = transfers
 
-    def converse(self, argv: Sequence[str], token: str, *, send: Any, echo: Any,
-                 timeout: float, **_: Any) -> None:
+    def converse(self, argv: Sequence[str], token: str, terms: Terms, **_: Any) -> None:
         try:
             process = subprocess.Popen(list(argv), stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -45,14 +45,15 @@ class HereSession:
             assert process.stderr is not None and process.stdout is not None
             if process.stderr.readline() != f"{token}\n":
                 raise HostError(self.host.name, "torch", "it did not start")
-            out = process.stdout
-            reader = threading.Thread(target=lambda: [echo[0].write(line) for line in out])
+            out, echo, send = process.stdout, terms.out, terms.send
+            assert echo is not None and send is not None
+            reader = threading.Thread(target=lambda: [echo.write(line) for line in out])
             reader.start()
             send(lambda data: None)
             assert process.stdin is not None
             process.stdin.close()
-            reader.join(timeout)
-            process.wait(timeout)
+            reader.join(terms.timeout)
+            process.wait(terms.timeout)
 
 
 def here(transfers: Transfers | None) -> Session:
