@@ -30,7 +30,7 @@ from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.errors import InputError
 from nodeprov.inventory import Host
 from nodeprov.inventory.extravars import parse_extra_vars
-from nodeprov.inventory.opening import open_inventory
+from nodeprov.inventory.opening import Surroundings, open_inventory
 from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.hostkeys import SshFiles
 from nodeprov.remote.options import SshOptions
@@ -60,8 +60,8 @@ def _cluster_plan(config: pytest.Config) -> Cluster:
         extra = parse_extra_vars(extra_args)
         # verify's, else read here with ansible.cfg's settings and vault passwords
         inventory = opened.inventory if opened is not None and opened.inventory else (
-            open_inventory([Path(inventory_arg)], AnsibleOptions(), prompt=getpass.getpass,
-                           redactor=Redactor(), extra_vars=extra).inventory)
+            open_inventory([Path(inventory_arg)], AnsibleOptions(),
+                           Surroundings(getpass.getpass, Redactor()), extra_vars=extra).inventory)
         playbook = load_playbook(Path(playbook_arg) if playbook_arg else default_playbook(),
                                  inventory, extra)
         targets = inventory.limited(config.getoption("limit", default=None))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.config.defaults import AnsibleOptions
-from nodeprov.inventory.opening import Opened, open_inventory
+from nodeprov.inventory.opening import Opened, Surroundings, open_inventory
 from nodeprov.util.redact import Redactor
 
 
@@ -21,5 +21,5 @@ def open_for(given: Sequence[Path] | None, ansible: AnsibleOptions, redactor: Re
              extra: Mapping[str, Any] | None = None,
              playbook_dir: Path | None = None) -> Opened:
     """``given``: the INVENTORY arguments (None or empty: -i, else the configured ones)."""
-    return open_inventory(given or [], ansible, prompt=getpass.getpass, redactor=redactor,
+    return open_inventory(given or [], ansible, Surroundings(getpass.getpass, redactor),
                           extra_vars=extra, playbook_dir=playbook_dir)

@@ -3,8 +3,8 @@
 Ansible takes them from, and what the command line says, each below or above the inventory's
 own variables as in Ansible.
 
-    opened = open_inventory([], AnsibleOptions(vault_ids=("prod@prompt",)), prompt=getpass,
-                            redactor=redactor)   # masks each password and decrypted value
+    opened = open_inventory([], AnsibleOptions(vault_ids=("prod@prompt",)),
+                            Surroundings(getpass, redactor))  # masks each password and value
     opened.inventory.hosts, opened.forks(None)
 """
 
@@ -38,6 +38,18 @@ Prompt = Callable[[str], str]  # asks for a password without echo (getpass)
 
 
 @dataclass(frozen=True)
+class Surroundings:
+    """What opening an inventory meets on this machine: ``prompt`` asks for each password,
+    ``redactor`` learns every secret as soon as it is known, ``warn`` says what the settings
+    hold that matters, ``environ`` is the environment (None: this process's)."""
+
+    prompt: Prompt
+    redactor: Redactor
+    warn: Callable[[str], None] = warn_stderr
+    environ: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class Opened:
     inventory: Inventory
     settings: Settings
@@ -48,25 +60,23 @@ class Opened:
         return given or int(self.settings.get("forks", DEFAULT_FORKS))
 
 
-def open_inventory(given: Sequence[Path], options: AnsibleOptions, *, prompt: Prompt,  # noqa: PLR0913 to regroup (#33 item 3)
-                   redactor: Redactor, extra_vars: Mapping[str, Any] | None = None,
-                   playbook_dir: Path | None = None,
-                   warn: Callable[[str], None] = warn_stderr,
-                   environ: Mapping[str, str] | None = None) -> Opened:
+def open_inventory(given: Sequence[Path], options: AnsibleOptions, around: Surroundings, *,
+                   extra_vars: Mapping[str, Any] | None = None,
+                   playbook_dir: Path | None = None) -> Opened:
     """Read the settings, say once those nodeprov does not use that might matter, ask for the
     passwords the options and settings ask for, then load the inventory with them: ``given``
     (INVENTORY) and ``-i``, else the configured sources (``finding``), with the
     group_vars/host_vars beside ``playbook_dir``, else beside the project's ansible.cfg.
-    ``redactor`` learns every password and decrypted value as soon as it is known, errors of
+    The redactor learns every password and decrypted value as soon as it is known, errors of
     the loading included.
     """
-    prepared = prepare(given, options, prompt=prompt, redactor=redactor, warn=warn,
-                       environ=environ, become=True)
-    inventory = load_inventory(prepared.sources, playbook_dir or prepared.project, warn,
+    prepared = prepare(given, options, around, become=True)
+    inventory = load_inventory(prepared.sources, playbook_dir or prepared.project, around.warn,
                                extra_vars=extra_vars,
                                defaults=host_defaults(prepared.settings, prepared.command_line),
                                vault=prepared.vault, ignored=prepared.ignored)
-    redactor.add(host.become_password for host in inventory.hosts if host.become_password)
+    around.redactor.add(host.become_password for host in inventory.hosts
+                        if host.become_password)
     return Opened(inventory, prepared.settings, prepared.vault)
 
 
@@ -83,12 +93,12 @@ class Prepared:
     ignored: re.Pattern[str]
 
 
-def prepare(given: Sequence[Path], options: AnsibleOptions, *, prompt: Prompt,
-            redactor: Redactor, warn: Callable[[str], None] = warn_stderr,
-            environ: Mapping[str, str] | None = None, become: bool = False) -> Prepared:
+def prepare(given: Sequence[Path], options: AnsibleOptions, around: Surroundings, *,
+            become: bool = False) -> Prepared:
     """The settings (their warnings said), the inventory's sources, the vault with its secrets
     and (``become``) the sudo password asked for: what ``nodeprov inventory`` needs too."""
-    environ = os.environ if environ is None else environ
+    environ = os.environ if around.environ is None else around.environ
+    warn, redactor = around.warn, around.redactor
     settings = read_settings(environ, Path.cwd())
     for warning in settings.warnings:
         warn(warning)
@@ -99,25 +109,24 @@ def prepare(given: Sequence[Path], options: AnsibleOptions, *, prompt: Prompt,
     sources = inventory_sources([*given, *options.inventories], settings, environ, warn)
     command_line = options.command_line
     if become and (options.ask_become_pass or settings.get("become_ask_pass")):
-        typed = prompt("BECOME password: ")
+        typed = around.prompt("BECOME password: ")
         redactor.add({typed})
         command_line = dataclasses.replace(command_line, become_password=typed)
     if settings.get("become_pass"):
         redactor.add({settings.get("become_pass")})
-    vault = _vault(options, settings, prompt, warn, redactor)
+    vault = _vault(options, settings, around)
     redactor.follow(vault.snapshot)
     redactor.add(secret.password.decode(errors="replace") for secret in vault.secrets)
     return Prepared(sources, settings, vault, command_line, project_folder(settings, environ),
                     ignored(settings))
 
 
-def _vault(options: AnsibleOptions, settings: Settings, prompt: Prompt,
-           warn: Callable[[str], None], redactor: Redactor) -> Vault:
+def _vault(options: AnsibleOptions, settings: Settings, around: Surroundings) -> Vault:
     """The vault secrets in Ansible's order: vault_identity_list, --vault-id, each password
     file (--vault-password-file, then vault_password_file), then the prompt."""
     def asked(text: str) -> str:
-        typed = prompt(text)
-        redactor.add({typed})
+        typed = around.prompt(text)
+        around.redactor.add({typed})
         return typed
 
     identity = str(settings.get("vault_identity") or DEFAULT_IDENTITY)
@@ -127,7 +136,7 @@ def _vault(options: AnsibleOptions, settings: Settings, prompt: Prompt,
         [*filter(None, settings.get("vault_identity_list", [])), *options.vault_ids],
         [*options.vault_password_files, *([configured_file] if configured_file else [])],
         ask=options.ask_vault_pass or bool(settings.get("ask_vault_pass")),
-        prompt=asked, warn=warn, identity=identity)
+        prompt=asked, warn=around.warn, identity=identity)
     # no type in Ansible: any text turns it on, "False" too
     return Vault(secrets, identity=identity, id_match=bool(settings.get("vault_id_match")))
 

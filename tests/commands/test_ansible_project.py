@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from nodeprov.cli import app
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.config.definitions import DEFINITIONS
-from nodeprov.inventory.opening import open_inventory
+from nodeprov.inventory.opening import Surroundings, open_inventory
 from nodeprov.util.redact import MASK, Redactor
 from tests.inventory.oracle import ANSIBLE_BIN
 from tests.inventory.test_vault import made
@@ -106,7 +106,7 @@ def test_an_inventory_password_beats_the_one_typed_for_minus_k(
 
     redactor = Redactor()
     opened = open_inventory([Path("hosts.ini")], AnsibleOptions(ask_become_pass=True),
-                            prompt=typed, redactor=redactor, warn=lambda line: None)
+                            Surroundings(typed, redactor, warn=lambda line: None))
     assert asked == ["BECOME password: "]
     assert {h.name: h.become_password for h in opened.inventory.hosts} == {
         "n1": "typed-at-K", "n2": "from-inventory"}

@@ -16,7 +16,7 @@ import pytest
 
 from nodeprov.config.defaults import AnsibleOptions, CommandLine
 from nodeprov.inventory.extravars import parse_extra_vars
-from nodeprov.inventory.opening import open_inventory
+from nodeprov.inventory.opening import Surroundings, open_inventory
 from nodeprov.util.redact import Redactor
 from tests.inventory.oracle import ANSIBLE_BIN
 
@@ -96,10 +96,11 @@ def test_each_host_connects_as_ansible_would(name: str, cfg: str | None, env: di
     options = AnsibleOptions(command_line=CommandLine(
         user=given.get("user"), timeout=given.get("timeout"),
         private_key=str(tmp_path / given["private_key"]) if "private_key" in given else None))
-    opened = open_inventory([Path("hosts.ini")], options, prompt=input, redactor=Redactor(),
+    opened = open_inventory([Path("hosts.ini")], options,
+                            Surroundings(input, Redactor(), warn=lambda line: None,
+                                         environ={"HOME": str(tmp_path), **env}),
                             extra_vars=parse_extra_vars([given["extra"]] if "extra" in given
-                                                        else []),
-                            warn=lambda line: None, environ={"HOME": str(tmp_path), **env})
+                                                        else []))
     for host in opened.inventory.hosts:
         ssh = theirs[host.address]
         ours = {"user": host.user, "port": host.port, "identityfile": host.key_file,

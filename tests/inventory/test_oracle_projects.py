@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from nodeprov.cli import app
 from nodeprov.config.defaults import AnsibleOptions
-from nodeprov.inventory.opening import open_inventory
+from nodeprov.inventory.opening import Surroundings, open_inventory
 from nodeprov.inventory.reading import read_inventory
 from nodeprov.inventory.templating import HostTemplar
 from nodeprov.util.redact import MASK, Redactor
@@ -107,8 +107,8 @@ def test_apply_connects_with_what_the_project_says(tmp_path: Path,
     monkeypatch.chdir(root)
     monkeypatch.setenv("HOME", str(root))
     redactor = Redactor()
-    opened = open_inventory([], AnsibleOptions(), prompt=input, redactor=redactor,
-                            warn=pytest.fail)  # DeepOps-style settings: nothing to say
+    opened = open_inventory([], AnsibleOptions(),  # DeepOps-style settings: nothing to say
+                            Surroundings(input, redactor, warn=pytest.fail))
     gpu02 = opened.inventory.host("gpu02")
     assert (gpu02.address, gpu02.port, gpu02.user, gpu02.become_password) == (
         "10.0.0.12", 2222, "ops", "Become-Canary-77c1")
