@@ -3,7 +3,7 @@
     state = parse_uv_line("no-uv glibc 2.36")        # from UV_PROBE, in a task's probe
     why_not = uv_unusable(state, "x86_64")           # None: uv can be had
     copy = uv_copy(state, "x86_64", "/usr/bin/python3", sources)   # a PeerUpload, or None
-    step = install(venv, ("--find-links", "/opt/wheels"), ["torch==2.13.0+cpu"])
+    step = install(venv, ["torch==2.13.0+cpu"], Origin(("--find-links", "/opt/wheels")))
 
 uv travels like the wheels: this machine downloads uv's wheel for the node's platform once
 (from the inventory's sources, else its own pip configuration: ``thismachine``), the first node
@@ -166,6 +166,19 @@ def uv_for(state: UvState, arch: str, python: str, sources: Sources,
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where an install comes from: pip's ``sources`` options, or only the folder ``wheels``
+    where it exists; ``cert`` is pip's CA bundle (``pipconfig``), which uv is given too. A
+    failure is said as the install's from ``source``, and ``hint`` says how to fix it."""
+
+    sources: Sequence[str] = ()
+    wheels: str = ""
+    cert: str = ""
+    source: str = ""
+    hint: str = ""
+
+
+@dataclass(frozen=True)
 class Install(Run):
     """An install into ``venv`` (``_INSTALL``), shown as what it installs; its failure is said
     as ``what`` could not be installed from ``source``, and ``hint`` says how to fix it
@@ -184,19 +197,18 @@ class Install(Run):
         return self.venv, f"{self.venv}{UV_CACHE}", f"{self.venv}{PIP_TMP}"
 
 
-def install(venv: str, sources: Sequence[str], specs: Sequence[str], *, reinstall: bool = False,  # noqa: PLR0913 to regroup (#33 item 3)
-            with_uv: bool = True, wheels: str = "", cert: str = "", source: str = "",
-            hint: str = "") -> Install:
-    """Install ``specs`` into ``venv`` from ``sources`` (pip's options), or only from the
-    folder ``wheels`` where it exists, with uv (pip if uv does not run or fails; pip only
-    without ``with_uv``); ``reinstall`` replaces them without their dependencies. uv verifies
-    HTTPS as pip does: with ``cert``, pip's CA bundle (``pipconfig``), the system store and
-    pip's own roots together, else with the system store."""
+def install(venv: str, specs: Sequence[str], origin: Origin = Origin(), *,
+            reinstall: bool = False, with_uv: bool = True) -> Install:
+    """Install ``specs`` into ``venv`` from ``origin``, with uv (pip if uv does not run or
+    fails; pip only without ``with_uv``); ``reinstall`` replaces them without their
+    dependencies. uv verifies HTTPS as pip does: with the origin's ``cert``, the system store
+    and pip's own roots together, else with the system store."""
     more = f" and {len(specs) - 1} more" if len(specs) > 1 else ""
     return Install(("sh", "-c", _INSTALL, "nodeprov-install", UV if with_uv else "", venv,
-                    "reinstall" if reinstall else "install", f"{venv}{UV_CACHE}", wheels,
-                    cert, f"{venv}{UV_CERTS}", *sources, "--", *specs),
-                   hint=hint, what=f"{specs[0]}{more}" if specs else "", source=source, venv=venv)
+                    "reinstall" if reinstall else "install", f"{venv}{UV_CACHE}", origin.wheels,
+                    origin.cert, f"{venv}{UV_CERTS}", *origin.sources, "--", *specs),
+                   hint=origin.hint, what=f"{specs[0]}{more}" if specs else "",
+                   source=origin.source, venv=venv)
 
 
 def last_output(output: str) -> str:

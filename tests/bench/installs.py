@@ -24,6 +24,7 @@ from pathlib import Path
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import down, up
 from nodeprov.wheels import installer
+from nodeprov.wheels.installer import Origin
 from nodeprov.wheels.wheelhouse import fetch, manylinux_platforms
 from tests.mirrors import LOCAL_MIRRORS
 
@@ -71,14 +72,14 @@ def one_round(bed: Testbed) -> dict[str, tuple[float, float]]:
     steps = {
         "pip: python -m venv": timed(bed, installer.create_venv("/usr/bin/python3", pip_venv,
                                                                 with_uv=False)[0].argv),
-        "pip: pip install torch": timed(bed, installer.install(pip_venv, SOURCES, [SPEC],
+        "pip: pip install torch": timed(bed, installer.install(pip_venv, [SPEC], Origin(SOURCES),
                                                                with_uv=False).argv),
     }
     create, seed = installer.create_venv("/usr/bin/python3", uv_venv, with_uv=True)
     steps["uv: venv --without-pip"] = timed(bed, create.argv)
     steps["uv: pip into the venv"] = timed(bed, seed.argv)
-    steps["uv: uv pip install torch"] = timed(bed, installer.install(uv_venv, SOURCES,
-                                                                     [SPEC]).argv)
+    steps["uv: uv pip install torch"] = timed(bed, installer.install(uv_venv, [SPEC],
+                                                                     Origin(SOURCES)).argv)
     check = bed.exec(NODE, f"{uv_venv}/bin/python", "-W", "ignore", "-c",
                      "import torch; print(torch.__version__)")
     if check.stdout.strip() != "2.13.0+cpu" or bed.exec(

@@ -25,13 +25,14 @@ from nodeprov.remote import actions, batch, facts, nodelock, reader, sudo
 from nodeprov.remote.actions import Probe, Run, Write
 from nodeprov.tasks import firewall, torch, venv
 from nodeprov.wheels import installer, pipconfig, staged
+from nodeprov.wheels.installer import Origin
 from tests.nodeside.test_nodeside import problems
 from tests.sources import package_modules
 
 PROBES = [Probe(("sh", "-c", script, "nodeprov-x", "/opt/venv"))
           for script in (venv._PROBE, torch._PROBE, firewall._READ_ALL)]
 READ = facts.read_script([reader.read_many_probe("/etc/hosts"), None, *PROBES])
-INSTALL = installer.install("/opt/venv", ["--index-url", "https://mirror/simple"], ["torch"])
+INSTALL = installer.install("/opt/venv", ["torch"], Origin(["--index-url", "https://mirror/simple"]))
 SEED = installer.create_venv("/usr/bin/python3", "/opt/venv", with_uv=True)
 
 # name: (language, the script whole). "python+torch" runs in the venv nodeprov made, with torch;

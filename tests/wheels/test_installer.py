@@ -14,6 +14,7 @@ import pytest
 
 from nodeprov.remote.actions import Run
 from nodeprov.wheels import installer
+from nodeprov.wheels.installer import Origin
 from nodeprov.wheels.sources import Sources
 
 # Records its arguments (and uv's cache folder) in $0.log; fails when $0.fail exists.
@@ -54,15 +55,15 @@ def logged(program: Path) -> list[str]:
 def test_uv_installs_with_the_given_sources_and_its_cache_beside_the_venv(
         fakes: tuple[Path, Path]) -> None:
     uv, venv = fakes
-    done = run(installer.install(str(venv), ("--find-links", "/opt/wheels"), ["torch==2.13.0"]),
-               uv)
+    done = run(installer.install(str(venv), ["torch==2.13.0"],
+                                 Origin(("--find-links", "/opt/wheels"))), uv)
     assert done.returncode == 0, done.stderr
     assert logged(uv) == [f"{venv}.uv-cache", "pip", "install", "--no-config", "--no-progress",
                           "--python", f"{venv}/bin/python", "--index-strategy",
                           "unsafe-best-match", *SYSTEM_CERTS, "--find-links", "/opt/wheels",
                           "--", "torch==2.13.0"]
     assert not Path(f"{venv}.uv-cache").exists()  # removed after the install
-    run(installer.install(str(venv), (), ["torch"], reinstall=True), uv)
+    run(installer.install(str(venv), ["torch"], reinstall=True), uv)
     assert logged(uv)[9:] == [*SYSTEM_CERTS, "--reinstall", "--no-deps", "--", "torch"]
 
 
@@ -80,24 +81,25 @@ def test_uv_trusts_pips_ca_bundle_with_the_system_store_and_pips_roots_else_the_
     uv.write_text(RECORDER.replace("printf", '[ "$9" != --cert ] || { stat -c %a "${10}" > '
                                              '"$0.mode"; cp "${10}" "$0.bundle"; }\nprintf'))
     sources = ("--index-url", "https://mirror.site/simple")
-    assert run(installer.install(str(venv), sources, ["six"]), uv).returncode == 0
+    assert run(installer.install(str(venv), ["six"], Origin(sources)), uv).returncode == 0
     assert logged(uv)[9:] == [*SYSTEM_CERTS, *sources, "--", "six"]
     assert SYSTEM_CERTS or not Path("/etc/ssl/certs/ca-certificates.crt").exists()
     files = {name: tmp_path / f"{name}.pem" for name in ("site", "store", "certifi")}
     for name, path in files.items():
         path.write_text(f"-- {name} --\n")
     env = {"SSL_CERT_FILE": str(files["store"]), "FAKE_WHEELS": str(files["certifi"])}
-    assert run(installer.install(str(venv), sources, ["six"]), uv, env).returncode == 0
+    assert run(installer.install(str(venv), ["six"], Origin(sources)), uv, env).returncode == 0
     assert logged(uv)[9:] == ["--system-certs", *sources, "--", "six"]  # SSL_CERT_FILE's
     if fails:
         Path(f"{uv}.fail").touch()
-    done = run(installer.install(str(venv), sources, ["six"], cert=str(files["site"])), uv, env)
+    done = run(installer.install(str(venv), ["six"], Origin(sources, cert=str(files["site"]))),
+               uv, env)
     bundle = f"{venv}{installer.UV_CERTS}"
     assert done.returncode == 0 and logged(uv)[9:] == ["--cert", bundle, *sources, "--", "six"]
     assert Path(f"{uv}.bundle").read_text() == "-- site --\n-- store --\n-- certifi --\n"
     assert Path(f"{uv}.mode").read_text() == "600\n" and not Path(bundle).exists()
     uv.unlink()  # pip reads its own configuration (cert included): nothing added for it
-    assert run(installer.install(str(venv), sources, ["six"], cert=str(files["site"])),
+    assert run(installer.install(str(venv), ["six"], Origin(sources, cert=str(files["site"]))),
                uv).returncode == 0
     assert logged(venv / "bin" / "python")[-4:] == [*sources, "--", "six"]
     assert str(files["site"]) not in logged(venv / "bin" / "python")
@@ -109,8 +111,8 @@ def test_a_uv_failure_is_recorded_with_its_last_cause(fakes: tuple[Path, Path]) 
 https://10.0.0.1:8443/simple/six/" >&2
 echo "  cause: client error (Connect)" >&2
 echo "  cause: invalid peer certificate: UnknownIssuer" >&2; exit 2"""))
-    done = run(installer.install(str(venv), ("--index-url", "https://10.0.0.1:8443/simple"),
-                                 ["six"]), uv)
+    done = run(installer.install(str(venv), ["six"],
+                                 Origin(("--index-url", "https://10.0.0.1:8443/simple"))), uv)
     assert done.returncode == 0, done.stderr  # pip installed
     assert installer.parse_uv_line(uv_line(uv)).failed == (
         "could not install what pip then did: error: Failed to fetch: "
@@ -121,7 +123,8 @@ def test_a_failed_uv_install_is_tried_again_with_pip_and_uv_set_aside_if_pip_suc
         fakes: tuple[Path, Path]) -> None:
     uv, venv = fakes
     Path(f"{uv}.fail").touch()
-    done = run(installer.install(str(venv), ("--index-url", "http://m/simple"), ["six"]), uv)
+    done = run(installer.install(str(venv), ["six"], Origin(("--index-url", "http://m/simple"))),
+               uv)
     assert done.returncode == 0 and not Path(f"{venv}.uv-cache").exists()
     assert "nodeprov: uv failed (uv exited 1): trying pip" in done.stderr
     assert logged(venv / "bin" / "python")[-4:] == ["--index-url", "http://m/simple", "--", "six"]
@@ -136,7 +139,7 @@ def test_when_uv_and_pip_both_fail_the_install_fails_and_uv_is_not_blamed(
     uv, venv = fakes
     Path(f"{uv}.fail").touch()
     Path(f"{venv}/bin/python.fail").touch()
-    done = run(installer.install(str(venv), (), ["six"]), uv)
+    done = run(installer.install(str(venv), ["six"]), uv)
     assert done.returncode == 1 and not (uv.parent / "failed").exists()
 
 
@@ -144,13 +147,13 @@ def test_without_uv_pip_installs_and_nothing_is_recorded_against_uv(
         fakes: tuple[Path, Path]) -> None:
     uv, venv = fakes
     uv.unlink()  # uv could not be had: not there at all
-    done = run(installer.install(str(venv), (), ["six"]), uv)
+    done = run(installer.install(str(venv), ["six"]), uv)
     assert done.returncode == 0 and done.stderr == ""
     assert logged(venv / "bin" / "python")[1:4] == ["-m", "pip", "install"]
     assert not (uv.parent / "failed").exists()
     uv.write_text(RECORDER)  # uv runs, but the plan said pip (uv_unusable): pip
     uv.chmod(0o755)
-    assert run(installer.install(str(venv), (), ["six"], with_uv=False), uv).returncode == 0
+    assert run(installer.install(str(venv), ["six"], with_uv=False), uv).returncode == 0
     assert not Path(f"{uv}.log").exists()
 
 
@@ -165,7 +168,7 @@ def test_pip_downloads_into_a_private_folder_beside_the_venv_removed_after(
                       f'exit {1 if fails else 0}\n')
     Path(f"{venv}.pip-tmp").mkdir()  # a killed run's leftovers: emptied first
     Path(f"{venv}.pip-tmp/stale.whl").write_text("x")
-    done = run(installer.install(str(venv), (), ["six"]), uv)
+    done = run(installer.install(str(venv), ["six"]), uv)
     assert done.returncode == (1 if fails else 0)
     assert Path(f"{python}.tmp").read_text() == f"{venv}.pip-tmp 700\n"
     assert not Path(f"{venv}.pip-tmp").exists()
@@ -175,8 +178,8 @@ def test_this_machines_wheels_are_all_that_is_installed_where_they_arrived(
         fakes: tuple[Path, Path], tmp_path: Path) -> None:
     uv, venv = fakes
     wheels = tmp_path / "wheelhouse"
-    step = installer.install(str(venv), ("--index-url", "http://m/simple"), ["torch"],
-                             wheels=str(wheels))
+    step = installer.install(str(venv), ["torch"],
+                             Origin(("--index-url", "http://m/simple"), wheels=str(wheels)))
     assert run(step, uv).returncode == 0  # no folder (its copy failed): the sources
     assert logged(uv)[-4:] == ["--index-url", "http://m/simple", "--", "torch"]
     wheels.mkdir()
@@ -216,7 +219,7 @@ def test_pip_installs_where_uv_does_not_run_and_says_so(fakes: tuple[Path, Path]
     uv, venv = fakes
     assert uv_line(uv) == "uv\n"
     Path(f"{uv}.broken").touch()
-    done = run(installer.install(str(venv), ("--index-url", "http://m/simple"), ["torch"],
+    done = run(installer.install(str(venv), ["torch"], Origin(("--index-url", "http://m/simple")),
                                  reinstall=True), uv)
     why = "uv: /lib64/ld-linux-x86-64.so.2: bad ELF interpreter"
     assert done.returncode == 0 and f"installed with pip: uv failed: {why}\n" in done.stderr

@@ -21,6 +21,7 @@ from nodeprov.inventory import Host
 from nodeprov.remote.actions import Action, Run, Upload, Write
 from nodeprov.remote.session import Result, Session
 from nodeprov.wheels import installer
+from nodeprov.wheels.installer import Origin
 from nodeprov.wheels.peer_exec import InstallFailed, execute
 from nodeprov.wheels.peers import Distribution, PeerUpload
 from nodeprov.wheels.sources import Sources
@@ -286,11 +287,11 @@ def test_an_install_that_fails_says_what_from_where_and_the_fix_in_one_short_lin
         "echo 'ERROR: No matching distribution found for torch==2.13.0+cpu at "
         "https://ci:s3cret@mirror.example/simple' >&2\nexit 1\n")
     (venv / "bin" / "python").chmod(0o755)
-    step = installer.install(str(venv), ("--index-url", "https://ci:s3cret@mirror.example/"
-                                         "simple"), ["torch==2.13.0+cpu", "numpy"],
-                             with_uv=False, source="https://ci:***@mirror.example/simple",
-                             hint="set pip_index_url or pip_find_links to an index the node "
-                                  "reaches, or wheelhouse: true")
+    origin = Origin(("--index-url", "https://ci:s3cret@mirror.example/simple"),
+                    source="https://ci:***@mirror.example/simple",
+                    hint="set pip_index_url or pip_find_links to an index the node reaches, or "
+                         "wheelhouse: true")
+    step = installer.install(str(venv), ["torch==2.13.0+cpu", "numpy"], origin, with_uv=False)
     with pytest.raises(InstallFailed) as failed:
         execute(cast(Session, LocalSession("node1")), Distribution(), "torch",
                 [Run(("true",)), step])

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from nodeprov.cli import app
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.wheels import installer
+from nodeprov.wheels.installer import Origin
 from nodeprov.wheels.sources import Sources
 from nodeprov.wheels.thismachine import ThisMachine, WheelSet
 from nodeprov.wheels.wheelhouse import DownloadFailed
@@ -82,8 +83,9 @@ def test_uv_trusts_the_system_store_and_pips_cert_together_as_pip_does(
     uv = uv_binary(tmp_path / "uv")
     with serving(system, "127.0.0.1", [str(tmp_path / "public")]) as public, \
             serving(site, "127.0.0.1", [str(tmp_path / "private")]) as private:
-        step = installer.install(str(venv), ("--index-url", public.url, "--extra-index-url",
-                                             private.url), ["alpha", "beta"], cert=str(site.ca))
+        step = installer.install(str(venv), ["alpha", "beta"],
+                                 Origin(("--index-url", public.url, "--extra-index-url",
+                                         private.url), cert=str(site.ca)))
         done = subprocess.run([str(uv) if arg == installer.UV else arg for arg in step.argv],
                               capture_output=True, text=True, check=False,
                               env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),

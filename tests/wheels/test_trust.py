@@ -7,6 +7,7 @@ from pathlib import Path
 
 from nodeprov.errors import CommandFailed
 from nodeprov.wheels import installer, trust
+from nodeprov.wheels.installer import Origin
 from nodeprov.wheels.peer_exec import install_failed
 from nodeprov.wheels.wheelhouse import pip_reason
 
@@ -31,11 +32,11 @@ def test_this_machine_says_the_certificate_where_pip_said_no_matching_distributi
 
 
 def test_a_node_that_trusts_no_certificate_of_the_index_is_told_to_install_the_ca() -> None:
-    step = installer.install("/opt/venv", ("--index-url", "https://ci:s3cret@10.9.8.1:44321/"
-                                           "simple"), ["torch==2.13.0+cpu", "numpy"],
-                             source="https://ci:***@10.9.8.1:44321/simple",
-                             hint="set pip_index_url or pip_find_links to an index it reaches, "
-                                  "or wheelhouse: true")
+    origin = Origin(("--index-url", "https://ci:s3cret@10.9.8.1:44321/simple"),
+                    source="https://ci:***@10.9.8.1:44321/simple",
+                    hint="set pip_index_url or pip_find_links to an index it reaches, or "
+                         "wheelhouse: true")
+    step = installer.install("/opt/venv", ["torch==2.13.0+cpu", "numpy"], origin)
     output = f"{UV}nodeprov: uv failed (error: Failed to fetch): trying pip\n{PIP}"
     failed = install_failed(CommandFailed("node1", "torch", str(step), 1, output), step)
     first, *details = str(failed).splitlines()
@@ -53,8 +54,9 @@ def test_a_node_that_trusts_no_certificate_of_the_index_is_told_to_install_the_c
 
 def test_uvs_refusal_is_not_why_pip_failed_after_it() -> None:
     # uv refused the certificate, pip then reached the index and found nothing: pip's reason
-    step = installer.install("/opt/venv", ("--index-url", "https://10.9.8.1/simple"), ["six"],
-                             source="https://10.9.8.1/simple", hint="set pip_index_url")
+    step = installer.install("/opt/venv", ["six"], Origin(("--index-url", "https://10.9.8.1/simple"),
+                                                          source="https://10.9.8.1/simple",
+                                                          hint="set pip_index_url"))
     output = (f"{UV}nodeprov: uv failed (error: Failed to fetch: https://10.9.8.1/simple/six/ "
               f"(invalid peer certificate: UnknownIssuer)): trying pip\n{NOT_FOUND}")
     failed = install_failed(CommandFailed("node1", "torch", str(step), 1, output), step)

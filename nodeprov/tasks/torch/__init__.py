@@ -44,7 +44,7 @@ from nodeprov.tasks.base import (
     TaskType,
 )
 from nodeprov.tasks.torch.choice import choose_for_host
-from nodeprov.tasks.torch.install import install_actions, local_dir, sources_for
+from nodeprov.tasks.torch.install import Wanted, install_actions, local_dir, sources_for
 from nodeprov.tasks.torch.params import TorchParams, TorchState
 from nodeprov.tasks.torch.requirements import marker_environment, parse_dist_infos, unsatisfied
 from nodeprov.tasks.venv import node_python, parse_pyvenv_cfg
@@ -171,7 +171,7 @@ def plan(ctx: Context, params: TorchParams, observed: str) -> Plan:
     sources, where = sources_for(params, state, variant)
     force = bool(problem) and not unsatisfied([spec], state.installed, environment)
     actions, wheels_from, installer_words = install_actions(
-        ctx, params, state, variant, python, [spec, *missing], force, sources, where)
+        ctx, params, state, Wanted(variant, python, (spec, *missing), force, sources, where))
     if params.wheelhouse:
         local = local_dir(params, variant, python, state, ctx)
         where = f"this machine's wheelhouse ({local}, {wheels_from})"

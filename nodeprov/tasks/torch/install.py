@@ -1,8 +1,8 @@
 """How the torch task installs: its sources, the wheelhouse, and uv or pip on the node.
 
     sources, where = sources_for(params, state, variant)
-    actions, wheels_from, with_what = install_actions(ctx, params, state, variant, python, specs,
-                                                      force, sources, where)
+    wanted = Wanted(variant, python, (spec, *missing), force, sources, where)
+    actions, wheels_from, with_what = install_actions(ctx, params, state, wanted)
 
 Sources: the inventory's ``pip_*`` variables, else the node's own pip configuration
 (``pipconfig``), else PyTorch's index of the variant with PyPI. In wheelhouse mode this machine
@@ -18,6 +18,7 @@ pip wherever uv cannot be had.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nodeprov.tasks.base import Action, Context, Run, TaskFailed
@@ -41,6 +42,20 @@ if TYPE_CHECKING:
 REMOTE_WHEELHOUSE = "/var/cache/nodeprov/wheelhouse"
 FIX_NODE = "set pip_index_url or pip_find_links to an index it reaches, or wheelhouse: true"
 FIX_HERE = "set pip_index_url or pip_find_links to a mirror this machine reaches"
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the plan decided: ``specs`` (torch's first) for ``variant`` and the venv's
+    ``python``, from ``sources`` (``where``: those words for the plan line); ``force`` replaces
+    torch's files first (its version.py disagrees with the metadata pip trusts)."""
+
+    variant: str
+    python: str
+    specs: tuple[str, ...]
+    force: bool
+    sources: Sources
+    where: str
 
 
 def sources_for(params: TorchParams, state: TorchState, variant: str) -> tuple[Sources, str]:
@@ -81,13 +96,13 @@ def installed_with(ctx: Context, params: TorchParams, state: TorchState
                   else f"with pip ({why_not})")
 
 
-def install_actions(ctx: Context, params: TorchParams, state: TorchState, variant: str,  # noqa: PLR0913 to regroup (#33 item 3)
-                    python: str, specs: list[str], force: bool, chosen: Sources,
-                    where: str) -> tuple[tuple[Action, ...], str, str]:
+def install_actions(ctx: Context, params: TorchParams, state: TorchState, wanted: Wanted
+                    ) -> tuple[tuple[Action, ...], str, str]:
     """Everything but the final import check: uv sent if need be, the wheels, the install;
     the words on where the wheels come from (wheelhouse and download_once modes) and on the
     installer (uv, or pip and why)."""
-    sources = chosen.options(variant)
+    variant, python, specs, where = wanted.variant, wanted.python, wanted.specs, wanted.where
+    sources = wanted.sources.options(variant)
     prepare: list[Action] = []
     finish: list[Action] = []
     wheels_dir = wheels_from = ""
@@ -97,13 +112,13 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
         # folder) is copied into root's, each file checked (wheels.staged): installed from
         folder = f"{REMOTE_WHEELHOUSE}/{variant}-torch-{params.version}"
         wheels_dir = root_copy(folder) if params.wheelhouse else folder
-        wanted = WheelSet(platform_args(_minor(python), _need_glibc(state), ctx.facts.arch),
-                          (wheel_spec(params.version, variant), *params.wanted_packages),
-                          params.sources, Sources().options(variant), variant)
-        key = "\0".join((*wanted.platform, *wanted.specs, *sources, wheels_dir))
+        wheel_set = WheelSet(platform_args(_minor(python), _need_glibc(state), ctx.facts.arch),
+                             (wheel_spec(params.version, variant), *params.wanted_packages),
+                             params.sources, Sources().options(variant), variant)
+        key = "\0".join((*wheel_set.platform, *wheel_set.specs, *sources, wheels_dir))
         if params.wheelhouse:
             local = local_dir(params, variant, python, state, ctx)
-            copy = PeerUpload(local, folder, key=f"{local}\0{key}", fill=wanted,
+            copy = PeerUpload(local, folder, key=f"{local}\0{key}", fill=wheel_set,
                               optional=f"the node installs from {where} itself",
                               staged=wheels_dir)
             upload, wheels_from = plan_copy(ctx.state(Distribution), ctx.host.name, ctx.facts,
@@ -114,10 +129,10 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
             download = PeerDownload(
                 (f"{params.venv}/bin/python", "-m", "pip", "download", "--dest", wheels_dir,
                  "--no-cache-dir", "--disable-pip-version-check", "--only-binary=:all:",
-                 *wanted.platform, "--no-input", "--progress-bar", "off", *sources, "--",
-                 *wanted.specs),
+                 *wheel_set.platform, "--no-input", "--progress-bar", "off", *sources, "--",
+                 *wheel_set.specs),
                 hint=f"could the node not reach {where}? {FIX_NODE}", key=key,
-                remote_path=wheels_dir, wanted=wanted)
+                remote_path=wheels_dir, wanted=wheel_set)
             fetched, wheels_from = plan_download(ctx.state(Distribution), ctx.host.name, ctx.facts,
                                                  params.subnet, download)
             make_dir = Run(("sh", "-c", installer.MAKE_ROOT_DIR, "nodeprov-mkdir", wheels_dir))
@@ -127,12 +142,11 @@ def install_actions(ctx: Context, params: TorchParams, state: TorchState, varian
     with_uv, cert = with_what.startswith("with uv"), pip_cert(state)
     if uv is not None:
         prepare.insert(0, uv)
-    if force:  # version.py disagrees with the metadata pip trusts: replace torch's files
-        prepare.append(installer.install(params.venv, sources, specs[:1], reinstall=True,
-                                         with_uv=with_uv, wheels=wheels_dir, cert=cert,
-                                         source=source, hint=fix))
-    return (*prepare, installer.install(params.venv, sources, specs, with_uv=with_uv,
-                                        wheels=wheels_dir, cert=cert, source=source, hint=fix),
+    origin = installer.Origin(sources, wheels_dir, cert, source, fix)
+    if wanted.force:  # version.py disagrees with the metadata pip trusts: replace torch's files
+        prepare.append(installer.install(params.venv, specs[:1], origin, reinstall=True,
+                                         with_uv=with_uv))
+    return (*prepare, installer.install(params.venv, specs, origin, with_uv=with_uv),
             *finish), wheels_from, with_what
 
 
