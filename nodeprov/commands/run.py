@@ -43,7 +43,7 @@ STOPPING = (signal.SIGTERM, signal.SIGHUP)
 def run_command(asked: RunCommandRequest, redactor: Redactor) -> int:
     """Connect, run ``asked.job`` on every node, report; the exit code."""
     from nodeprov.remote.hostkeys import SshFiles  # lazy: Fabric is slow to import
-    from nodeprov.userjob.run import run_user_job
+    from nodeprov.userjob.run import Output, Site, run_user_job
 
     request, json_path, html_path = asked.job, asked.json_path, asked.html_path
     opened = open_for(asked.inventory, asked.ansible, redactor)
@@ -72,9 +72,10 @@ def run_command(asked: RunCommandRequest, redactor: Redactor) -> int:
                 try:
                     with SyncBars(err) as bars:
                         outcome = run_user_job(
-                            hosts, sessions, facts, request, venv_path=hosts[0].vars["venv_path"],
-                            rdzv_port=hosts[0].vars["rdzv_port"], log_root=log_root,
-                            show=lines_to(shown), as_login=as_login, progress=bars)
+                            hosts, sessions, facts, request,
+                            Site(hosts[0].vars["venv_path"], hosts[0].vars["rdzv_port"],
+                                 as_login),
+                            Output(log_root, lines_to(shown), bars))
                 except KeyboardInterrupt:  # before the launch (matrix, sync): none started
                     name = received[-1] if received else "SIGINT"
                     say(f"INTERRUPTED ({name}): before the job started", style="bold red")

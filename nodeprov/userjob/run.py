@@ -2,9 +2,9 @@
 machinery (``nodejob``: one job per node, stopped everywhere together and by each node when
 nodeprov is gone; ``runfailures`` and ``diagnose``: one line per failing node)::
 
-    outcome = run_user_job(hosts, sessions, facts, request, venv_path="/opt/nodeprov/venv",
-                           rdzv_port=29500, log_root=Path("cluster.nodeprov-runs"), show=print,
-                           as_login={"node1": True, "node2": True})
+    site = Site("/opt/nodeprov/venv", 29500, as_login={"node1": True, "node2": True})
+    outcome = run_user_job(hosts, sessions, facts, request, site,
+                           Output(Path("cluster.nodeprov-runs"), show=print))
     outcome.exit_code        # 0 every rank exited 0, 1 otherwise, 130 after Ctrl-C
     outcome.diagnosis        # ("node2: job: rank 1 raised ValueError: boom (...)",)
 
@@ -21,7 +21,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,18 +42,40 @@ if TYPE_CHECKING:
     from nodeprov.remote.session import Session
     from nodeprov.userjob.runargs import RunRequest
 
+
+@dataclass(frozen=True)
+class Site:
+    """Where and as whom the job runs, as the inventory says: in the venv at ``venv_path``,
+    meeting on the first node's ``rdzv_port``, on each node as the login user or as root
+    (``as_login``)."""
+
+    venv_path: str
+    rdzv_port: int
+    as_login: Mapping[str, bool]
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a run's output goes on this machine: each node's log under ``log_root``, rank 0's
+    lines to ``show``, ``--sync``'s progress to ``progress``."""
+
+    log_root: Path
+    show: Callable[[str], None]
+    progress: Progress | None = None
+
+
 def nprocs(hosts: Sequence[Host], facts: Mapping[str, Facts], request: RunRequest
            ) -> dict[str, int]:
     """Processes per node: the request's count, or one per GPU (one on a CPU node)."""
     return {host.name: request.nproc or procs_per_node(facts[host.name]) for host in hosts}
 
 
-def plan_run(hosts: Sequence[Host], nproc: Mapping[str, int], request: RunRequest, *,
-             venv_path: str, rdzv_port: int, run_id: str) -> dict[str, tuple[str, ...]]:
+def plan_run(hosts: Sequence[Host], nproc: Mapping[str, int], request: RunRequest, site: Site,
+             run_id: str) -> dict[str, tuple[str, ...]]:
     """Each node's torchrun command, the script and its arguments last (as argv), its ranks'
     output prefixed with their global rank."""
-    meet = endpoint(hosts[0], rdzv_port)
-    return {host.name: (*Rendezvous(venv_path, len(hosts), nproc[host.name], meet,
+    meet = endpoint(hosts[0], site.rdzv_port)
+    return {host.name: (*Rendezvous(site.venv_path, len(hosts), nproc[host.name], meet,
                                     run_id).argv(), "--tee", "3", *request.command)
             for host in hosts}
 
@@ -65,26 +87,26 @@ def run_env(request: RunRequest) -> dict[str, str]:
             **dict(request.env)}
 
 
-def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],  # noqa: PLR0913 to regroup (#33 item 3)
-                 facts: Mapping[str, Facts], request: RunRequest, *, venv_path: str,
-                 rdzv_port: int, log_root: Path, show: Callable[[str], None],
-                 as_login: Mapping[str, bool], progress: Progress | None = None
+def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
+                 facts: Mapping[str, Facts], request: RunRequest, site: Site, output: Output
                  ) -> UserJobOutcome:
     """Preflight, sync, run on ``hosts`` (the first hosts the rendezvous), say how it went."""
     started = time.monotonic()
     run_id = f"nodeprov-run-{secrets.token_hex(6)}"
     names = [host.name for host in hosts]
     nproc = nprocs(hosts, facts, request)
-    matrix = check_connectivity(hosts, sessions, facts, rdzv_port) if request.preflight else None
+    matrix = (check_connectivity(hosts, sessions, facts, site.rdzv_port) if request.preflight
+              else None)
     if matrix is not None and not matrix.ok:
         return UserJobOutcome(run_id, {}, tuple(matrix.problems()), time.monotonic() - started,
                               matrix=matrix, refused=True)
     synced: dict[str, Synced | Exception] = {}
     if request.sync:  # KeyboardInterrupt: nothing started
-        synced = sync_nodes(sessions, request.sync, as_login={n: as_login[n] for n in names},
-                            stop=threading.Event(), progress=progress)
-        if progress is not None:
-            progress.close(summary(synced))
+        synced = sync_nodes(sessions, request.sync,
+                            as_login={n: site.as_login[n] for n in names},
+                            stop=threading.Event(), progress=output.progress)
+        if output.progress is not None:
+            output.progress.close(summary(synced))
         problems = {n: e for n, e in synced.items() if isinstance(e, Exception)}
         if problems:
             return UserJobOutcome(run_id, {n: NodeRun(None, time.monotonic() - started, False,
@@ -92,13 +114,12 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],  # noqa
                                            for n, e in problems.items()},
                                   tuple(_line(n, e) for n, e in problems.items()),
                                   time.monotonic() - started, matrix=matrix, refused=True)
-    commands = plan_run(hosts, nproc, request, venv_path=venv_path, rdzv_port=rdzv_port,
-                        run_id=run_id)
+    commands = plan_run(hosts, nproc, request, site, run_id)
     job = Job(run_id, commands, request.timeout, run_env(request), request.workdir,
-              script_at=len(commands[names[0]]) - len(request.command), as_login=as_login)
-    directory = log_root / run_id
+              script_at=len(commands[names[0]]) - len(request.command), as_login=site.as_login)
+    directory = output.log_root / run_id
     try:
-        logs = NodeLogs(directory, names, show)
+        logs = NodeLogs(directory, names, output.show)
     except OSError as error:
         raise EnvironmentProblem(f"cannot keep the run's logs in {directory}: "
                                  f"{describe(error)}") from None
@@ -119,7 +140,7 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],  # noqa
     unexplained = {name: f.failure for name, f in failed.items() if f.exception is None}
     if diagnosis and not request.preflight and network_may_explain(unexplained):
         # The job's messages rarely name the blocked peer; the matrix does.
-        diagnosis += check_connectivity(hosts, sessions, facts, rdzv_port).problems()
+        diagnosis += check_connectivity(hosts, sessions, facts, site.rdzv_port).problems()
     nodes = {name: _with_sync(node_run(name, launch, logs.paths[name], nproc[name]),
                               synced.get(name)) for name in names}
     # The node whose rank raised by itself, else the first to fail: its tail is the one to read.

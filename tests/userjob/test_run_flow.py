@@ -19,7 +19,7 @@ from nodeprov.remote.channel import Terms
 from nodeprov.remote.session import Result
 from nodeprov.userjob import run
 from nodeprov.userjob.ranklog import rank_of
-from nodeprov.userjob.run import nprocs, plan_run, run_env, run_user_job
+from nodeprov.userjob.run import Output, Site, nprocs, plan_run, run_env, run_user_job
 from nodeprov.userjob.runargs import RunRequest
 from nodeprov.userjob.runreport import UserJobOutcome
 from tests.proof.test_connectivity import facts_for
@@ -84,9 +84,8 @@ def run_fake(nodes: dict[str, FakeNode], tmp_path: Path, shown: list[str] | None
     """The run on fake nodes; its JSON report checked against the one schema."""
     outcome = run_user_job(HOSTS, nodes, CPU_FACTS,  # type: ignore[arg-type]
                            RunRequest(("train.py",), preflight=False, **request),
-                           venv_path="/opt/nodeprov/venv", rdzv_port=29500, log_root=tmp_path,
-                           show=(shown if shown is not None else []).append,
-                           as_login=dict.fromkeys(nodes, True))
+                           Site("/opt/nodeprov/venv", 29500, dict.fromkeys(nodes, True)),
+                           Output(tmp_path, (shown if shown is not None else []).append))
     assert_valid(json.loads(json.dumps(outcome.to_json())))
     return outcome
 
@@ -211,7 +210,7 @@ def test_each_node_runs_torchrun_in_the_venv_with_the_request_as_argv() -> None:
     nproc = nprocs(HOSTS, facts, request)
     assert nproc == {"node1": 1, "node2": 4, "node3": 1}
     assert nprocs(HOSTS, facts, RunRequest(("t.py",), nproc=2)) == dict.fromkeys(facts, 2)
-    argv = plan_run(HOSTS, nproc, request, venv_path="/opt/venv", rdzv_port=29400, run_id="r1")
+    argv = plan_run(HOSTS, nproc, request, Site("/opt/venv", 29400, {}), "r1")
     assert argv["node2"] == (
         "/opt/venv/bin/torchrun", "--nnodes", "3", "--nproc-per-node", "4",
         "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.0.0.11:29400", "--rdzv-id", "r1",
