@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from jinja2 import PackageLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
+from nodeprov.errors import InputError
 from nodeprov.htmlreport.grid import MAX_GRID_NODES, MatrixGrid, matrix_grid
 from nodeprov.htmlreport.source import check_report
 from nodeprov.htmlreport.sweep import SweepPlot, sweep_plot
@@ -40,10 +41,7 @@ class ProofView:
 
 
 def _proofs(report: Mapping[str, Any]) -> list[ProofView]:
-    if report["command"] == "run":
-        preflight = report["preflight"]
-        return [] if preflight is None else [
-            ProofView(1, "Preflight", matrix_grid(preflight), ok=preflight["ok"])]
+    """apply's and verify's proofs, one a verification job."""
     proofs = report.get("proofs", [])
     return [ProofView(number, "Proof" if len(proofs) == 1 else f"Proof {number}",
                       matrix_grid(proof["connectivity"]), sweep_plot(proof), proof["ok"],
@@ -90,24 +88,65 @@ def drift_table(checks: Sequence[Mapping[str, Any]]) -> DriftTable:
     return DriftTable(tuple(items), rows)
 
 
-def _summary(report: Mapping[str, Any]) -> list[str]:
-    """The lines under the title: the verdict the command printed last (reports written
-    before they held one: none), then what happened, in numbers."""
-    command = report["command"]
+def _header(report: Mapping[str, Any]) -> list[str]:
+    """The lines under the title every report has: the verdict the command printed last
+    (reports written before they held one: none), then what ran, where and when."""
     lines = [report["verdict"]] if "verdict" in report else []
-    if "started" in report:  # what ran, where, when (older reports do not say)
+    if "started" in report:  # older reports do not say
         script = f": {shlex.join(report['script'])}" if report.get("script") else ""
         lines.append(f"on {report['inventory']} at {report['started']}{script}")
-    if command == "run":
-        return lines
-    if command == "verify":
-        return [*lines, f"{len(report['checks'])} checks, {len(report['drift'])} drifted"]
-    hosts = Counter(host["status"] for host in report["hosts"].values())
-    lines.append(f"{'tasks on ' if command == 'apply' else ''}{sum(hosts.values())} hosts: "
-                 + ", ".join(f"{count} {status}" for status, count in sorted(hosts.items())))
-    if report.get("check"):
-        lines.append("check mode: nothing was changed")
     return lines
+
+
+def _hosts_line(report: Mapping[str, Any], what: str) -> str:
+    hosts = Counter(host["status"] for host in report["hosts"].values())
+    return (f"{what}{sum(hosts.values())} hosts: "
+            + ", ".join(f"{count} {status}" for status, count in sorted(hosts.items())))
+
+
+@dataclass(frozen=True)
+class View:
+    """What the page shows of one kind of report under its header: ``summary`` lines, its
+    ``section`` template with what that draws, and its proofs."""
+
+    section: str
+    summary: Sequence[str] = ()
+    proofs: Sequence[ProofView] = ()
+    drift: DriftTable | None = None
+    ranks: Sequence[tuple[int, str, Mapping[str, Any]]] = ()
+    timeline: Any = None  # apply's tasks over time (timeline.timeline), when it ran any
+    task_columns: bool = False  # apply: each host's tasks counted by status
+    facts: bool = False  # facts: each host's facts
+
+
+def _apply_view(report: Mapping[str, Any]) -> View:
+    ran = any(host.get("tasks") for host in report["hosts"].values())
+    return View("hosts.html", [_hosts_line(report, "tasks on "),
+                               *(["check mode: nothing was changed"] if report.get("check")
+                                 else [])],
+                _proofs(report), timeline=timeline(report["hosts"]) if ran else None,
+                task_columns=True)
+
+
+def _facts_view(report: Mapping[str, Any]) -> View:
+    return View("hosts.html", [_hosts_line(report, "")], facts=True)
+
+
+def _verify_view(report: Mapping[str, Any]) -> View:
+    return View("drift.html",
+                [f"{len(report['checks'])} checks, {len(report['drift'])} drifted"],
+                _proofs(report), drift=drift_table(report["checks"]))
+
+
+def _run_view(report: Mapping[str, Any]) -> View:
+    preflight = report["preflight"]
+    return View("run.html", proofs=[] if preflight is None else [
+        ProofView(1, "Preflight", matrix_grid(preflight), ok=preflight["ok"])],
+                ranks=_ranks(report))
+
+
+VIEWS: Mapping[str, Callable[[Mapping[str, Any]], View]] = {
+    "apply": _apply_view, "facts": _facts_view, "verify": _verify_view, "run": _run_view}
 
 
 def _ranks(report: Mapping[str, Any]) -> list[tuple[int, str, Mapping[str, Any]]]:
@@ -125,16 +164,15 @@ def _shown(value: Any) -> Any:
 
 def render_html(report: Mapping[str, Any], source: str = "the report") -> str:
     """The HTML page of ``report`` (a JSON report as a dict); ``source`` names it in the
-    InputError that a report breaking the schema raises."""
+    InputError that a report breaking the schema, or of a kind with no page, raises."""
     check_report(report, source)
+    viewed = VIEWS.get(report["command"])
+    if viewed is None:
+        raise InputError(f"a {report['command']} report has no HTML page (pages are drawn for "
+                         f"{', '.join(VIEWS)})", source=source)
     environment = ImmutableSandboxedEnvironment(
         loader=PackageLoader("nodeprov.htmlreport", "templates"), autoescape=True,
         undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=_shown)
-    with_tasks = report["command"] == "apply" and any(
-        host.get("tasks") for host in report["hosts"].values())
     return environment.get_template("report.html").render(
-        report=report, summary=_summary(report), proofs=_proofs(report),
-        max_grid_nodes=MAX_GRID_NODES,
-        drift=drift_table(report["checks"]) if report["command"] == "verify" else None,
-        ranks=_ranks(report) if report["command"] == "run" else [],
-        timeline=timeline(report["hosts"]) if with_tasks else None)
+        report=report, header=_header(report), view=viewed(report),
+        max_grid_nodes=MAX_GRID_NODES)

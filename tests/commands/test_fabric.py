@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from nodeprov.cli import app
-from nodeprov.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_SLOWER_PATH
+from nodeprov.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_SLOWER_PATH, InputError
+from nodeprov.htmlreport import render_html
 from tests.report_schema import assert_valid
 
 LOGS = Path(__file__).parents[1] / "data" / "nccl-logs"
@@ -92,3 +94,7 @@ def test_report_refuses_to_draw_a_fabric_report(tmp_path: Path) -> None:
     assert result.exit_code == EXIT_BAD_INPUT
     assert result.stderr == f"nodeprov: {saved}: a fabric report has no HTML page: nodeprov " \
                             "fabric prints it, and --json keeps it\n"
+    # the page's own guard, for a caller that skips the command's: the kinds it draws
+    with pytest.raises(InputError, match=r"a fabric report has no HTML page \(pages are drawn "
+                                         r"for apply, facts, verify, run\)"):
+        render_html(json.loads(saved.read_text()), str(saved))
