@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from nodeprov.errors import HostError
 from nodeprov.remote.facts import Facts, split_sections
 from nodeprov.remote.session import Session
+from nodeprov.tasks.textfiles import byhand, envfile
 from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
 # $1 a marker token, $2 the getent database, then the names to resolve (the node's own
@@ -87,6 +88,28 @@ def parse_fresh(output: str, token: str) -> Fresh:
                  tuple((path, text) for path, text in ((user_conf, sections.get(
                      "nccl_conf_user", "")), ("/etc/nccl.conf", sections.get("nccl_conf", "")))
                        if text))
+
+
+def nccl_reads(seen: Fresh, wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """What NCCL takes from its files where the environment lacks a variable (the first
+    assignment, ~/.nccl.conf before /etc/nccl.conf), and by hand each line it takes for one of
+    ``wanted`` that holds another value (run as the login user: ~ is that user's home).
+
+        >>> nccl_reads(Fresh({}, nccl_files=(("~/.nccl.conf", "A=2\\n"),)), {"A": "1"})
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ({'A': '2'}, ["~/.nccl.conf:1 'A=2' is what NCCL takes for A, not '1': comment it out:
+        sed -i '/^A=2$/s/^/# /' ~/.nccl.conf"])
+    """
+    read: dict[str, tuple[str, str, int, str]] = {}  # name: (value, path, number, line)
+    for path, text in seen.nccl_files:
+        lines = text.split("\n")
+        for number, name, value in envfile.parse_nccl_conf(text):
+            read.setdefault(name, (value, path, number, lines[number - 1]))
+    removals = [byhand.line(path, number, line, f"is what NCCL takes for {name}, not "
+                            f"{wanted[name]!r}")
+                for name, (value, path, number, line) in read.items()
+                if name in wanted and value != wanted[name]]
+    return {name: value for name, (value, *_) in read.items()}, removals
 
 
 def _named(sections: Mapping[str, str], prefix: str) -> dict[str, list[str]]:

@@ -63,9 +63,17 @@ def test_memlock_lines_pam_limits_may_take_over_ours_are_named_by_line() -> None
              "# site\ntrainer  hard  memlock  65536\n*  soft nofile 4096\n@rdma - memlock 8\n",
              "/etc/security/limits.conf": "# <domain> <type> <item> <value>\nother - memlock 1\n"}
     assert run(files, systemd=False).in_sync  # the effect is verify's: a new login's ulimit
+    site = "/etc/security/limits.d/99-site.conf"
     assert memlock_lines(files, "trainer") == [
-        "/etc/security/limits.d/99-site.conf:2 'trainer  hard  memlock  65536'",
-        "/etc/security/limits.d/99-site.conf:4 '@rdma - memlock 8'"]
+        f"{site}:2 'trainer  hard  memlock  65536' may take over {LIMITS_FILE}: comment it out: "
+        f"sed -i '/^trainer  hard  memlock  65536$/s/^/# /' {site}",
+        f"{site}:4 '@rdma - memlock 8' may take over {LIMITS_FILE}: comment it out: "
+        f"sed -i '/^@rdma - memlock 8$/s/^/# /' {site}"]
+    fixed = files[site]
+    for line in memlock_lines(files, "trainer"):
+        fixed = subprocess.run(["sed", line.split("'")[-2]], input=fixed, capture_output=True,
+                               text=True, check=True).stdout
+    assert memlock_lines({**files, site: fixed}, "trainer") == []
 
 
 def test_a_limit_in_kib_and_no_systemd() -> None:

@@ -39,9 +39,10 @@ def test_ipv6_back_on_by_a_later_file_is_named_and_stays_off_after_boot(
     # the kernel copies "all" to "default" too, so both are set again
     line = named(lines, "node2", "ipv6", "plan: disable IPv6 now: net.ipv6.conf.all."
                  "disable_ipv6=1, net.ipv6.conf.default.disable_ipv6=1; by hand: "
-                 f"{IPV6_ON}:2 sets net.ipv6.conf.all.disable_ipv6 = 0, "
-                 "applied after /etc/sysctl.d/99-zz-nodeprov-ipv6.conf at boot, so IPv6 would not "
-                 f"stay as asked: comment it out: sed -i '2s/^/# /' {IPV6_ON}; repair: ")
+                 f"{IPV6_ON}:2 'net.ipv6.conf.all.disable_ipv6 = 0' is applied after "
+                 "/etc/sysctl.d/99-zz-nodeprov-ipv6.conf at boot, so IPv6 would not stay as "
+                 "asked: comment it out: sed -i "
+                 f"'/^net\\.ipv6\\.conf\\.all\\.disable_ipv6 = 0$/s/^/# /' {IPV6_ON}; repair: ")
     assert code == 1 and line.endswith(" --limit node2 --tags ipv6"), line
 
     run_as_printed(bed, "node2", line)
