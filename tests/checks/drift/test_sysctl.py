@@ -16,7 +16,7 @@ from tests.checks.drift.printed import (
     kernel,
     named,
     reaches,
-    run_as_printed,
+    run_printed,
     verify,
 )
 
@@ -45,7 +45,7 @@ def test_ipv6_back_on_by_a_later_file_is_named_and_stays_off_after_boot(
                  f"'/^net\\.ipv6\\.conf\\.all\\.disable_ipv6 = 0$/s/^/# /' {IPV6_ON}; repair: ")
     assert code == 1 and line.endswith(" --limit node2 --tags ipv6"), line
 
-    run_as_printed(bed, "node2", line)
+    run_printed(bed, line)
     clean(bed, playbook)
     boot(bed, "node2")
     assert kernel(bed, "node2", "net.ipv6.conf.all.disable_ipv6") == "1"
@@ -73,14 +73,14 @@ def test_the_range_moved_by_a_later_file_is_named_then_opened(
                  f"the rules open: apply it now, then repair again: sysctl -w '{RANGE}=40000 "
                  "50000'")
     assert code == 1 and "repair:" not in line, line
-    run_as_printed(bed, "node3", line)
+    run_printed(bed, line)
 
     code, lines = verify(bed, playbook)
     line = named(lines, "node3", "firewall", f"plan: add ufw rule(s): allow from {bed.subnet} to "
                  f"any port 40000:50000 proto tcp; remove stale nodeprov ufw rule(s): allow from "
                  f"{bed.subnet} to any port {low}:{high} proto tcp; repair: ")
     assert code == 1
-    run_as_printed(bed, "node3", line)
+    run_printed(bed, line)
     clean(bed, playbook)
     boot(bed, "node3")
     assert kernel(bed, "node3", RANGE) == "40000 50000"
