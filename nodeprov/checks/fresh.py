@@ -25,6 +25,13 @@ from nodeprov.remote.session import Session
 from nodeprov.tasks.textfiles import byhand, envfile
 from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
+# the files besides /etc/environment that set a new SSH session's variables: pam_env's (its
+# configuration, the user's file, Debian's second pam_env line's envfile) and sshd's (where
+# PermitUserEnvironment is on); and those a login shell runs besides /etc/profile.d (which the
+# nccl_env task reads), each as the login user reads it
+SESSION_FILES = ("~/.pam_environment", "/etc/security/pam_env.conf", "/etc/default/locale",
+                 "~/.ssh/environment")
+LOGIN_FILES = ("/etc/profile", "~/.bash_profile", "~/.bash_login", "~/.profile")
 # $1 a marker token, $2 the getent database, then the names to resolve (the node's own
 # hostname among them); getent fails when nothing resolves; NCCL reads $NCCL_CONF_FILE instead
 # of ~/.nccl.conf where it is set
@@ -33,7 +40,8 @@ mark() { printf '\\n@@%s %s\\n' "$token" "$1"; }
 env; mark login; "${SHELL:-/bin/sh}" -lc env </dev/null 2>/dev/null || true
 mark nccl_conf_user; cat -- "${NCCL_CONF_FILE:-$HOME/.nccl.conf}" 2>/dev/null
 mark nccl_conf; cat /etc/nccl.conf 2>/dev/null
-for name do
+""" + "".join(f'mark "file {path}"; cat -- "{path.replace("~/", "$HOME/")}" 2>/dev/null\n'
+              for path in (*SESSION_FILES, *LOGIN_FILES)) + """for name do
   mark "name $name"; getent "$family" -- "$name" || true
   mark "first $name"; getent hosts -- "$name" || true
 done
@@ -54,6 +62,8 @@ class Fresh:
     first_match: dict[str, list[str]] = field(default_factory=dict)
     # (path, text) of the files NCCL reads after the environment, in its order; absent: none
     nccl_files: tuple[tuple[str, str], ...] = ()
+    # {path: text} of the SESSION_FILES and LOGIN_FILES that are there and not empty
+    files: dict[str, str] = field(default_factory=dict)
 
 
 def parse_env(output: str) -> dict[str, str]:
@@ -87,7 +97,9 @@ def parse_fresh(output: str, token: str) -> Fresh:
                  _named(sections, "name "), _named(sections, "first "),
                  tuple((path, text) for path, text in ((user_conf, sections.get(
                      "nccl_conf_user", "")), ("/etc/nccl.conf", sections.get("nccl_conf", "")))
-                       if text))
+                       if text),
+                 {path: text for path in (*SESSION_FILES, *LOGIN_FILES)
+                  if (text := sections.get(f"file {path}"))})
 
 
 def nccl_reads(seen: Fresh, wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -110,6 +122,32 @@ def nccl_reads(seen: Fresh, wanted: Mapping[str, str]) -> tuple[dict[str, str], 
                 for name, (value, path, number, line) in read.items()
                 if name in wanted and value != wanted[name]]
     return {name: value for name, (value, *_) in read.items()}, removals
+
+
+def setting_lines(seen: Fresh, names: Sequence[str], *, login: bool = False) -> str:
+    """By hand, each line of the SESSION_FILES (``login``: the LOGIN_FILES) that sets one of
+    ``names``; where none does, the files to look in.
+
+        >>> setting_lines(Fresh({}, files={"~/.pam_environment": "A DEFAULT=2"}), ["A"])
+        ... # doctest: +NORMALIZE_WHITESPACE
+        "~/.pam_environment:1 'A DEFAULT=2' sets A for a new SSH session too: comment it out:
+        sed -i '/^A DEFAULT=2$/s/^/# /' ~/.pam_environment"
+    """
+    paths, reader = ((LOGIN_FILES, "a login shell") if login else
+                     (SESSION_FILES, "a new SSH session"))
+    found = [byhand.line(path, number, seen.files[path].split("\n")[number - 1],
+                         f"sets {name} for {reader} too")
+             for path in paths if path in seen.files
+             for number, name in _settings(seen.files[path], login) if name in names]
+    return "; ".join(found) or f"none of {', '.join(paths)} sets them: find what does " + (
+        "(a file one of them runs)" if login else "(a pam_env line of sshd's PAM stack with "
+        "its own envfile=)")
+
+
+def _settings(text: str, shell: bool) -> list[tuple[int, str]]:
+    if shell:
+        return [(number, name) for number, name, _ in envfile.parse_profile_sh(text)]
+    return envfile.session_settings(text)
 
 
 def _named(sections: Mapping[str, str], prefix: str) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from nodeprov.checks import Drift
-from nodeprov.checks.fresh import Fresh, nccl_reads
+from nodeprov.checks.fresh import Fresh, nccl_reads, setting_lines
 from nodeprov.inventory import Host
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks import nccl_env
@@ -62,15 +62,13 @@ def test_new_session_has_variables(fresh: Mapping[str, Fresh | str], node: Host,
                                    ifname: str, params: nccl_env.NcclEnvParams, plan: Plan,
                                    drift: Drift) -> None:
     seen = fresh[node.name]
-    environment = seen if isinstance(seen, str) else seen.environment
     wanted = wanted_variables(ifname, params.extra, nccl_env.ENVIRONMENT)
-    assert not isinstance(environment, str), drift.line(
-        f"a new SSH session failed: {environment}", _listed(wanted))
-    wrong = _differing(environment, wanted)
+    assert not isinstance(seen, str), drift.line(f"a new SSH session failed: {seen}",
+                                                 _listed(wanted))
+    wrong = _differing(seen.environment, wanted)
     assert not wrong, drift.effect_line(
-        f"a new SSH session has {', '.join(wrong)}", _listed(wanted), plan,
-        "another PAM file sets them (~/.pam_environment, /etc/security/pam_env.conf, "
-        "~/.ssh/environment): remove those lines")
+        f"a new SSH session has {', '.join(wrong)}", _listed(wanted), plan, setting_lines(
+            seen, [name for name, value in wanted.items() if seen.environment.get(name) != value]))
 
 
 @pytest.mark.parametrize("variable", nccl_env.OWN_NAMES)
@@ -107,9 +105,9 @@ def test_login_shell_has_variables(fresh: Mapping[str, Fresh | str], node: Host,
     wanted = wanted_variables(ifname, params.extra, nccl_env.ENVIRONMENT)
     wrong = _differing(seen.login, wanted)
     assert not wrong, drift.effect_line(
-        f"a login shell has {', '.join(wrong)}", _listed(wanted), plan,
-        "a file the login shell runs (/etc/profile, ~/.profile, ~/.bash_profile) sets them: "
-        "remove those lines")
+        f"a login shell has {', '.join(wrong)}", _listed(wanted), plan, setting_lines(
+            seen, [name for name, value in wanted.items() if seen.login.get(name) != value],
+            login=True))
 
 
 def test_nccl_reads_them_from_its_files(fresh: Mapping[str, Fresh | str], node: Host,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import pytest
 
 from nodeprov.checks import Drift
-from nodeprov.checks.fresh import Fresh, nccl_reads
+from nodeprov.checks.fresh import Fresh, nccl_reads, setting_lines
 from nodeprov.inventory import Host
 from nodeprov.tasks import nccl_env, nccl_fabric
 from nodeprov.tasks.base import Context
@@ -31,9 +31,8 @@ def test_new_session_selects_the_ports(fresh: Mapping[str, Fresh | str], node: H
     wrong = [f"{name}={seen.environment.get(name, '(unset)')}" for name, value in wanted.items()
              if seen.environment.get(name) != value]
     assert not wrong, drift.effect_line(
-        f"a new SSH session has {', '.join(wrong)}", listed, plan,
-        "another PAM file sets them (~/.pam_environment, /etc/security/pam_env.conf, "
-        "~/.ssh/environment): remove those lines")
+        f"a new SSH session has {', '.join(wrong)}", listed, plan, setting_lines(
+            seen, [name for name, value in wanted.items() if seen.environment.get(name) != value]))
     read, removals = nccl_reads(seen, wanted)
     in_files = [f"{name}={read.get(name, '(unset)')}" for name, value in wanted.items()
                 if read.get(name) != value]
