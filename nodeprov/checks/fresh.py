@@ -22,8 +22,16 @@ from dataclasses import dataclass, field
 from nodeprov.errors import HostError
 from nodeprov.remote.facts import Facts, split_sections
 from nodeprov.remote.session import Session
+from nodeprov.tasks.textfiles import byhand, envfile
 from nodeprov.util.fanout import DEFAULT_FORKS, on_every, raise_first
 
+# the files besides /etc/environment that set a new SSH session's variables: pam_env's (its
+# configuration, the user's file, Debian's second pam_env line's envfile) and sshd's (where
+# PermitUserEnvironment is on); and those a login shell runs besides /etc/profile.d (which the
+# nccl_env task reads), each as the login user reads it
+SESSION_FILES = ("~/.pam_environment", "/etc/security/pam_env.conf", "/etc/default/locale",
+                 "~/.ssh/environment")
+LOGIN_FILES = ("/etc/profile", "~/.bash_profile", "~/.bash_login", "~/.profile")
 # $1 a marker token, $2 the getent database, then the names to resolve (the node's own
 # hostname among them); getent fails when nothing resolves; NCCL reads $NCCL_CONF_FILE instead
 # of ~/.nccl.conf where it is set
@@ -32,7 +40,8 @@ mark() { printf '\\n@@%s %s\\n' "$token" "$1"; }
 env; mark login; "${SHELL:-/bin/sh}" -lc env </dev/null 2>/dev/null || true
 mark nccl_conf_user; cat -- "${NCCL_CONF_FILE:-$HOME/.nccl.conf}" 2>/dev/null
 mark nccl_conf; cat /etc/nccl.conf 2>/dev/null
-for name do
+""" + "".join(f'mark "file {path}"; cat -- "{path.replace("~/", "$HOME/")}" 2>/dev/null\n'
+              for path in (*SESSION_FILES, *LOGIN_FILES)) + """for name do
   mark "name $name"; getent "$family" -- "$name" || true
   mark "first $name"; getent hosts -- "$name" || true
 done
@@ -53,6 +62,8 @@ class Fresh:
     first_match: dict[str, list[str]] = field(default_factory=dict)
     # (path, text) of the files NCCL reads after the environment, in its order; absent: none
     nccl_files: tuple[tuple[str, str], ...] = ()
+    # {path: text} of the SESSION_FILES and LOGIN_FILES that are there and not empty
+    files: dict[str, str] = field(default_factory=dict)
 
 
 def parse_env(output: str) -> dict[str, str]:
@@ -86,7 +97,57 @@ def parse_fresh(output: str, token: str) -> Fresh:
                  _named(sections, "name "), _named(sections, "first "),
                  tuple((path, text) for path, text in ((user_conf, sections.get(
                      "nccl_conf_user", "")), ("/etc/nccl.conf", sections.get("nccl_conf", "")))
-                       if text))
+                       if text),
+                 {path: text for path in (*SESSION_FILES, *LOGIN_FILES)
+                  if (text := sections.get(f"file {path}"))})
+
+
+def nccl_reads(seen: Fresh, wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """What NCCL takes from its files where the environment lacks a variable (the first
+    assignment, ~/.nccl.conf before /etc/nccl.conf), and by hand each line it takes for one of
+    ``wanted`` that holds another value (run as the login user: ~ is that user's home).
+
+        >>> nccl_reads(Fresh({}, nccl_files=(("~/.nccl.conf", "A=2\\n"),)), {"A": "1"})
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ({'A': '2'}, ["~/.nccl.conf:1 'A=2' is what NCCL takes for A, not '1': comment it out:
+        sed -i '/^A=2$/s/^/# /' ~/.nccl.conf"])
+    """
+    read: dict[str, tuple[str, str, int, str]] = {}  # name: (value, path, number, line)
+    for path, text in seen.nccl_files:
+        lines = text.split("\n")
+        for number, name, value in envfile.parse_nccl_conf(text):
+            read.setdefault(name, (value, path, number, lines[number - 1]))
+    removals = [byhand.line(path, number, line, f"is what NCCL takes for {name}, not "
+                            f"{wanted[name]!r}")
+                for name, (value, path, number, line) in read.items()
+                if name in wanted and value != wanted[name]]
+    return {name: value for name, (value, *_) in read.items()}, removals
+
+
+def setting_lines(seen: Fresh, names: Sequence[str], *, login: bool = False) -> str:
+    """By hand, each line of the SESSION_FILES (``login``: the LOGIN_FILES) that sets one of
+    ``names``; where none does, the files to look in.
+
+        >>> setting_lines(Fresh({}, files={"~/.pam_environment": "A DEFAULT=2"}), ["A"])
+        ... # doctest: +NORMALIZE_WHITESPACE
+        "~/.pam_environment:1 'A DEFAULT=2' sets A for a new SSH session too: comment it out:
+        sed -i '/^A DEFAULT=2$/s/^/# /' ~/.pam_environment"
+    """
+    paths, reader = ((LOGIN_FILES, "a login shell") if login else
+                     (SESSION_FILES, "a new SSH session"))
+    found = [byhand.line(path, number, seen.files[path].split("\n")[number - 1],
+                         f"sets {name} for {reader} too")
+             for path in paths if path in seen.files
+             for number, name in _settings(seen.files[path], login) if name in names]
+    return "; ".join(found) or f"none of {', '.join(paths)} sets them: find what does " + (
+        "(a file one of them runs)" if login else "(a pam_env line of sshd's PAM stack with "
+        "its own envfile=)")
+
+
+def _settings(text: str, shell: bool) -> list[tuple[int, str]]:
+    if shell:
+        return [(number, name) for number, name, _ in envfile.parse_profile_sh(text)]
+    return envfile.session_settings(text)
 
 
 def _named(sections: Mapping[str, str], prefix: str) -> dict[str, list[str]]:

@@ -30,6 +30,6 @@ def test_new_login_has_the_limit(context: Context, node: Host, params: memlock.M
     assert said == params.limit, drift.effect_line(
         f"a new SSH login gets ulimit -l {said} (KiB)", params.limit, plan,
         memlock.UNKNOWN_USER if not user else
-        f"{'; '.join(others)} may take over {memlock.LIMITS_FILE}: remove them" if others else
+        "; ".join(others) if others else
         "sshd's PAM session has no pam_limits (UsePAM no?): set UsePAM yes, or LimitMEMLOCK "
         "on sshd's service")

@@ -12,12 +12,11 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from nodeprov.checks import Drift
-from nodeprov.checks.fresh import Fresh
+from nodeprov.checks.fresh import Fresh, nccl_reads, setting_lines
 from nodeprov.inventory import Host
 from nodeprov.remote.facts import Facts
 from nodeprov.tasks import nccl_env
 from nodeprov.tasks.base import Context, Plan, TaskFailed
-from nodeprov.tasks.textfiles import envfile
 
 AREA = "nccl_env"
 
@@ -63,15 +62,13 @@ def test_new_session_has_variables(fresh: Mapping[str, Fresh | str], node: Host,
                                    ifname: str, params: nccl_env.NcclEnvParams, plan: Plan,
                                    drift: Drift) -> None:
     seen = fresh[node.name]
-    environment = seen if isinstance(seen, str) else seen.environment
     wanted = wanted_variables(ifname, params.extra, nccl_env.ENVIRONMENT)
-    assert not isinstance(environment, str), drift.line(
-        f"a new SSH session failed: {environment}", _listed(wanted))
-    wrong = _differing(environment, wanted)
+    assert not isinstance(seen, str), drift.line(f"a new SSH session failed: {seen}",
+                                                 _listed(wanted))
+    wrong = _differing(seen.environment, wanted)
     assert not wrong, drift.effect_line(
-        f"a new SSH session has {', '.join(wrong)}", _listed(wanted), plan,
-        "another PAM file sets them (~/.pam_environment, /etc/security/pam_env.conf, "
-        "~/.ssh/environment): remove those lines")
+        f"a new SSH session has {', '.join(wrong)}", _listed(wanted), plan, setting_lines(
+            seen, [name for name, value in wanted.items() if seen.environment.get(name) != value]))
 
 
 @pytest.mark.parametrize("variable", nccl_env.OWN_NAMES)
@@ -108,9 +105,9 @@ def test_login_shell_has_variables(fresh: Mapping[str, Fresh | str], node: Host,
     wanted = wanted_variables(ifname, params.extra, nccl_env.ENVIRONMENT)
     wrong = _differing(seen.login, wanted)
     assert not wrong, drift.effect_line(
-        f"a login shell has {', '.join(wrong)}", _listed(wanted), plan,
-        "a file the login shell runs (/etc/profile, ~/.profile, ~/.bash_profile) sets them: "
-        "remove those lines")
+        f"a login shell has {', '.join(wrong)}", _listed(wanted), plan, setting_lines(
+            seen, [name for name, value in wanted.items() if seen.login.get(name) != value],
+            login=True))
 
 
 def test_nccl_reads_them_from_its_files(fresh: Mapping[str, Fresh | str], node: Host,
@@ -120,19 +117,11 @@ def test_nccl_reads_them_from_its_files(fresh: Mapping[str, Fresh | str], node: 
     if isinstance(seen, str):
         pytest.skip("no new session (test_new_session_has_variables says why)")
     wanted = wanted_variables(ifname, params.extra, nccl_env.NCCL_CONF)
-    read: dict[str, tuple[str, str]] = {}  # name: (value, path:line), the first one wins
-    for path, text in seen.nccl_files:
-        for number, name, value in envfile.parse_nccl_conf(text):
-            read.setdefault(name, (value, f"{path}:{number}"))
-    taken = {name: value for name, (value, _) in read.items()}
+    taken, removals = nccl_reads(seen, wanted)
     wrong = _differing(taken, wanted)
-    where = [f"{read[name][1]} (sed -i '{read[name][1].rsplit(':', 1)[1]}d' "
-             f"{read[name][1].rsplit(':', 1)[0]})"
-             for name in wanted if name in read and read[name][0] != wanted[name]]
     assert not wrong, drift.effect_line(
         f"NCCL reads {', '.join(wrong)} from its files", _listed(wanted), plan,
-        f"remove the line{'s' if len(where) > 1 else ''} {', '.join(where)}" if where else
-        "nccl.conf lacks them")
+        "; ".join(removals) or "nccl.conf lacks them")
 
 
 def _differing(seen: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:

@@ -10,12 +10,10 @@ from collections.abc import Mapping
 import pytest
 
 from nodeprov.checks import Drift
-from nodeprov.checks.fresh import Fresh
+from nodeprov.checks.fresh import Fresh, nccl_reads, setting_lines
 from nodeprov.inventory import Host
-from nodeprov.remote import reader
 from nodeprov.tasks import nccl_env, nccl_fabric
 from nodeprov.tasks.base import Context
-from nodeprov.tasks.textfiles import envfile
 
 AREA = "nccl_fabric"
 
@@ -33,18 +31,11 @@ def test_new_session_selects_the_ports(fresh: Mapping[str, Fresh | str], node: H
     wrong = [f"{name}={seen.environment.get(name, '(unset)')}" for name, value in wanted.items()
              if seen.environment.get(name) != value]
     assert not wrong, drift.effect_line(
-        f"a new SSH session has {', '.join(wrong)}", listed, plan,
-        "another PAM file sets them (~/.pam_environment, /etc/security/pam_env.conf, "
-        "~/.ssh/environment): remove those lines")
-    read: dict[str, str] = {}  # NCCL keeps the first assignment, ~/.nccl.conf first
-    for _path, text in seen.nccl_files:
-        for _number, name, value in envfile.parse_nccl_conf(text):
-            read.setdefault(name, value)
+        f"a new SSH session has {', '.join(wrong)}", listed, plan, setting_lines(
+            seen, [name for name, value in wanted.items() if seen.environment.get(name) != value]))
+    read, removals = nccl_reads(seen, wanted)
     in_files = [f"{name}={read.get(name, '(unset)')}" for name, value in wanted.items()
                 if read.get(name) != value]
-    files = reader.observed_files(observed)
     assert not in_files, drift.effect_line(
         f"NCCL reads {', '.join(in_files)} from its files", listed, plan,
-        f"a line of ~/.nccl.conf or of {nccl_env.NCCL_CONF} before the block sets them: "
-        "remove it" if files.get(nccl_env.NCCL_CONF) is not None else
-        f"{nccl_env.NCCL_CONF} lacks them")
+        "; ".join(removals) or f"{nccl_env.NCCL_CONF} lacks them")

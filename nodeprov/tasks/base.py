@@ -86,12 +86,13 @@ class Plan:
 
     ``conflicts`` are what would still keep the task's effect from holding once its changes
     are made, and what nodeprov must not change itself (a user's line outside our block, a
-    user's firewall rule): each says exactly what to remove, where. A plan with conflicts is
-    not in sync: the task fails with them (after its own changes), and ``verify`` prints them
-    with no repair command, since no nodeprov command would fix them::
+    user's firewall rule): each says where, what and why, and the one command that undoes
+    it, in the words of ``textfiles.byhand``. A plan with conflicts is not in sync: the task
+    fails with them (after its own changes), and ``verify`` prints them by hand, with no apply
+    command, since no nodeprov command would fix them::
 
-        Plan.noop(conflicts=["/etc/hosts:5 '10.1.2.77 node1' makes node1 resolve to "
-                             "10.1.2.77: remove that line"])
+        Plan.noop(conflicts=[byhand.line("/etc/hosts", 5, "10.1.2.77 node1",
+                                         "maps node1 to 10.1.2.77, not 10.0.0.1")])
     """
 
     changes: tuple[Change, ...] = ()

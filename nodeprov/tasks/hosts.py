@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -40,7 +39,7 @@ from nodeprov.tasks.base import (
     whole_block,
 )
 from nodeprov.tasks.hostnames import Entry, cluster_names
-from nodeprov.tasks.textfiles import blocks
+from nodeprov.tasks.textfiles import blocks, byhand
 from nodeprov.util import validate
 from nodeprov.util.yamlfile import load_limited
 
@@ -97,8 +96,8 @@ def plan(ctx: Context, params: HostsParams, observed: str) -> Plan:
         changes.append(Change(f"{params.path}: {'; '.join(what) or 'rewrite'}",
                               (Write(params.path, new),),
                               diff=blocks.unified_diff(params.path, old, new)))
-    # kept lines, numbered as the file will be once the block is written
-    kept = [] if params.fix_conflicts else conflict_lines(new, displacing, params.path)
+    # kept lines, numbered as read (their sed finds them by text, before or after the write)
+    kept = [] if params.fix_conflicts else conflict_lines(old or "", displacing, params.path)
     notes = [f"{params.path} lists the {len(entries)} nodes"
              + ("" if conflicts else " and maps no node name elsewhere")]
     if params.path == DEFAULT_PATH:
@@ -178,18 +177,18 @@ def comment_out_conflicts(text: str, entries: Sequence[Line], *,
 
 
 def conflict_lines(text: str, entries: Sequence[Line], path: str) -> list[str]:
-    """Where ``hosts_fix_conflicts`` is false, what the user must remove: each line outside
-    the block that maps a node name to another address, by number in ``text`` (which holds the
-    block). Before the block, gethostbyname answers it first; anywhere, getaddrinfo answers its
-    address too, sorted by RFC 6724, not by place.
+    """Where ``hosts_fix_conflicts`` is false, what the user must comment out: each line
+    outside the block that maps a node name to another address, by number in ``text``. Before
+    the block, gethostbyname answers it first; anywhere, getaddrinfo answers its address too,
+    sorted by RFC 6724, not by place.
 
         >>> conflict_lines("10.1.2.77 node1\\n", [("10.0.0.1", ("node1",))], "/h")[0][:48]
         "/h:1 '10.1.2.77 node1' maps node1 to 10.1.2.77, "
     """
     wanted = {name.lower(): address for address, names in entries for name in names}
-    return [f"{path}:{number} {line.strip()!r} maps {', '.join(clashing)} to {fields[0]}, not "
-            f"{wanted[clashing[0].lower()]}: remove that line (sed -i '{number}d' "
-            f"{shlex.quote(path)}), or set hosts_fix_conflicts: true"
+    return [byhand.line(path, number, line.rstrip("\n"),
+                        f"maps {', '.join(clashing)} to {fields[0]}, not "
+                        f"{wanted[clashing[0].lower()]} (or set hosts_fix_conflicts: true)")
             for number, line, fields in _outside_block(text)
             for clashing in [_clashing(fields, wanted)] if clashing]
 
@@ -226,12 +225,13 @@ def cloud_init(found: Mapping[str, str | None]
     after, _ = manage_etc_hosts({**configs, CLOUD_DROPIN: CLOUD_DROPIN_TEXT})
     conflicts = []
     if after is not None and _manages(after):
-        number = _setting_line(configs.get(after[1]) or "")
-        removal = (f"remove that line (sed -i '{number}d' {shlex.quote(after[1])})" if number
-                   else "remove that setting")
-        conflicts.append(f"{after[1]}{f':{number}' if number else ''} sets manage_etc_hosts: "
-                         f"{after[0]} after {CLOUD_DROPIN}, which wins: cloud-init will rewrite "
-                         f"/etc/hosts at boot: {removal}")
+        text = configs.get(after[1]) or ""
+        number = _setting_line(text)
+        why = f"after {CLOUD_DROPIN}, so it wins: cloud-init will rewrite /etc/hosts at boot"
+        conflicts.append(byhand.line(after[1], number, text.split("\n")[number - 1],
+                                     f"comes {why}") if number else
+                         f"{after[1]} sets manage_etc_hosts: {after[0]} {why}: remove that "
+                         "setting")
     if configs.get(CLOUD_DROPIN) == CLOUD_DROPIN_TEXT:
         return None, "", warnings, conflicts
     assert setting is not None

@@ -41,7 +41,7 @@ from nodeprov.tasks.base import (
     Write,
     checked,
 )
-from nodeprov.tasks.textfiles import blocks
+from nodeprov.tasks.textfiles import blocks, byhand
 from nodeprov.util import validate
 
 LIMITS_FILE = "/etc/security/limits.d/90-nodeprov-memlock.conf"
@@ -111,12 +111,14 @@ def _write(path: str, old: str | None, text: str) -> Change | None:
 
 
 def memlock_lines(found: Mapping[str, str | None], user: str) -> list[str]:
-    """``path:line 'text'`` of every memlock line for ``user``, everyone or a group in the
-    probe's limits files but ours: the lines pam_limits may take over ours."""
-    return [f"{path}:{number} {line.strip()!r}"
+    """Every memlock line for ``user``, everyone or a group in the probe's limits files but
+    ours (the lines pam_limits may take over ours), by hand: each with the sed that comments
+    it out."""
+    return [byhand.line(path, number, line, f"may take over {LIMITS_FILE}")
             for path, text in sorted(found.items()) if text is not None and path != LIMITS_FILE
             and path.startswith("/etc/security/")
-            for number, line in enumerate(text.splitlines(), 1) if _memlock_line(line, user)]
+            for number, line in enumerate(blocks.split_lines(text), 1)
+            if _memlock_line(line, user)]
 
 
 def _memlock_line(line: str, user: str) -> bool:

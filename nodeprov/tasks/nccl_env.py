@@ -13,12 +13,11 @@ the one place that says what goes where.
 A user's line outside the block that its reader takes over ours (in /etc/environment one after
 the block: pam_env keeps the last; in /etc/nccl.conf one before it: NCCL keeps the first; any in
 /etc/profile.d/*.sh, which a login shell runs after pam_env) is the user's: the task fails
-naming it by line, with the ``sed`` that removes it (``Plan.conflicts``).
+naming it by line, with the ``sed`` that comments it out (``Plan.conflicts``).
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -37,7 +36,7 @@ from nodeprov.tasks.base import (
     checked,
     whole_block,
 )
-from nodeprov.tasks.textfiles import blocks, envfile
+from nodeprov.tasks.textfiles import blocks, byhand, envfile
 from nodeprov.util import validate
 
 if TYPE_CHECKING:
@@ -106,7 +105,9 @@ def persist(found: Mapping[str, str | None], block: str, variables: Mapping[str,
         if new != old:
             changes.append(Change(f"{path}: set {', '.join(_names(lines))}",
                                   (Write(path, new),), diff=blocks.unified_diff(path, old, new)))
-        conflicts += overriding(path, new, block_values(path, lines), block)
+        # numbered as read: a block apply appends leaves the lines above it where they are
+        read = old if old is not None and blocks.find_block(old, block) else new
+        conflicts += overriding(path, read, block_values(path, lines), block)
     ours = block_values(ENVIRONMENT, wanted[ENVIRONMENT])
     for path, text in sorted(found.items()):
         if path not in PARSERS and text is not None:  # /etc/profile.d/*.sh
@@ -154,12 +155,12 @@ def overriding(path: str, text: str, ours: Mapping[str, str], block: str = BLOCK
                ) -> list[str]:
     """The lines outside our block of ``path`` that its reader takes over the block's value:
     after it in /etc/environment (pam_env keeps the last), before it in /etc/nccl.conf (NCCL
-    keeps the first); each with the ``sed`` that removes it."""
+    keeps the first); each with the ``sed`` that comments it out."""
     inside = blocks.find_block(text, block)
     if inside is None:
         return []
     last_wins = path == ENVIRONMENT
-    return [_removal(path, number, name, value, ours[name],
+    return [_removal(path, text, number, name, ours[name],
                      "pam_env keeps the last assignment" if last_wins else
                      "NCCL keeps the first assignment")
             for number, name, value in PARSERS[path](text)
@@ -179,14 +180,14 @@ def profile_overrides(path: str, text: str, ours: Mapping[str, str]
             unknown.append(f"{path}:{number} sets {name} in a way only running it can tell; a "
                            f"login shell may not have the block's {ours[name]!r}")
         else:
-            overrides.append(_removal(path, number, name, value, ours[name],
+            overrides.append(_removal(path, text, number, name, ours[name],
                                       "a login shell runs it after pam_env"))
     return overrides, unknown
 
 
-def _removal(path: str, number: int, name: str, value: str, ours: str, why: str) -> str:
-    return (f"{path}:{number} sets {name}={value!r} over nodeprov's {ours!r} ({why}): remove "
-            f"that line (sed -i '{number}d' {shlex.quote(path)})")
+def _removal(path: str, text: str, number: int, name: str, ours: str, why: str) -> str:
+    return byhand.line(path, number, text.split("\n")[number - 1],
+                       f"overrides nodeprov's {name}={ours!r} ({why})")
 
 
 def block_values(path: str, lines: list[str]) -> dict[str, str]:

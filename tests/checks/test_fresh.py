@@ -3,15 +3,19 @@ session) and the checks' own."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 from nodeprov.checks.cluster import Cluster, Opened
-from nodeprov.checks.fresh import Fresh, read_all_fresh
+from nodeprov.checks.fresh import Fresh, read_all_fresh, setting_lines
 from nodeprov.remote.session import Session
+from nodeprov.tasks.textfiles.envfile import session_settings
 from tests.tasks.kit import make_facts
+from tests.tasks.textfiles.test_envfile import TURNED_ON
 
 
 class FakeSession:
@@ -72,3 +76,31 @@ def test_the_checks_keep_to_verifys_forks_too() -> None:
 
     cluster.each(work, cast(Any, list(range(9))))
     assert most == 3
+
+
+def test_each_line_setting_a_wrong_variable_is_said_by_hand_and_its_sed_comments_it_out(
+        tmp_path: Path) -> None:
+    """Linux-PAM's example pam_env.conf, turned on, as the user's ~/.pam_environment (the
+    commands run as printed, in a shell whose home is ``tmp_path``), and a login shell's."""
+    files = {"~/.pam_environment": TURNED_ON, "~/.ssh/environment": "export LESS=-R\n",
+             "~/.profile": "PATH=$HOME/bin:$PATH\nexport NCCL_SOCKET_IFNAME=lo\n"}
+    for path, text in files.items():
+        (tmp_path / path.removeprefix("~/")).parent.mkdir(exist_ok=True)
+        (tmp_path / path.removeprefix("~/")).write_text(text)
+    seen = Fresh({}, files=files)
+    said = [setting_lines(seen, ["LESS", "PAGER"]),
+            setting_lines(seen, ["NCCL_SOCKET_IFNAME"], login=True)]
+    assert said[1] == ("~/.profile:2 'export NCCL_SOCKET_IFNAME=lo' sets NCCL_SOCKET_IFNAME for "
+                       "a login shell too: comment it out: sed -i "
+                       "'/^export NCCL_SOCKET_IFNAME=lo$/s/^/# /' ~/.profile")
+    commands = [item.rpartition(": comment it out: ")[2] for line in said
+                for item in line.split("; ")]
+    assert len(commands) == 4, said
+    for command in commands:
+        subprocess.run(["sh", "-c", command], env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                       check=True)
+    assert session_settings((tmp_path / ".pam_environment").read_text()) == [
+        item for item in session_settings(TURNED_ON) if item[1] not in ("LESS", "PAGER")]
+    assert (tmp_path / ".ssh" / "environment").read_text() == "# export LESS=-R\n"
+    assert (tmp_path / ".profile").read_text().endswith("\n# export NCCL_SOCKET_IFNAME=lo\n")
+    assert setting_lines(Fresh({}), ["LESS"]).startswith("none of ~/.pam_environment, ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -135,10 +136,13 @@ def test_conflicts_kept_when_not_fixing_are_what_the_user_must_remove_by_line() 
     assert not kept.changes and not kept.in_sync and kept.warnings == ()
     assert kept.conflicts == result.conflicts == (
         "/etc/hosts:2 '127.0.1.1\\tnode1.cluster.local\\tnode1' maps node1.cluster.local, node1 "
-        "to 127.0.1.1, not 10.0.0.11: remove that line (sed -i '2d' /etc/hosts), or set "
-        "hosts_fix_conflicts: true",)
-    removed = subprocess.run(["sed", "2d"], input=written(result), capture_output=True,
+        "to 127.0.1.1, not 10.0.0.11 (or set hosts_fix_conflicts: true): comment it out: "
+        "sed -i '/^127\\.0\\.1\\.1.node1\\.cluster\\.local.node1$/s/^/# /' /etc/hosts",)
+    sed, in_place, script, path = shlex.split(kept.conflicts[0].rpartition(": ")[2])
+    assert (sed, in_place, path) == ("sed", "-i", "/etc/hosts")
+    removed = subprocess.run(["sed", script], input=written(result), capture_output=True,
                              text=True, check=True).stdout
+    assert removed == written(result).replace("127.0.1.1", "# 127.0.1.1")
     assert run(removed, params=HostsParams(fix_conflicts=False, domain="cluster.local")).in_sync
 
 
@@ -163,10 +167,10 @@ def test_a_stale_line_for_a_node_whose_hostname_is_its_inventory_name_is_comment
     assert run(written(result), ctx=context("node2", SAME_NAMES)).in_sync
     kept = run(stale, ctx=context("node2", SAME_NAMES), params=HostsParams(fix_conflicts=False))
     assert not kept.changes
-    number = 7 if stale.endswith("77 node1\n") else 2  # getaddrinfo answers it either way
+    number = stale.split("\n").index("10.1.2.77 node1") + 1  # getaddrinfo answers it anywhere
     assert kept.conflicts == (f"/etc/hosts:{number} '10.1.2.77 node1' maps node1 to 10.1.2.77, "
-                              f"not 10.0.0.11: remove that line (sed -i '{number}d' /etc/hosts), "
-                              "or set hosts_fix_conflicts: true",)
+                              "not 10.0.0.11 (or set hosts_fix_conflicts: true): comment it out: "
+                              "sed -i '/^10\\.1\\.2\\.77 node1$/s/^/# /' /etc/hosts",)
 
 
 def test_every_node_gets_the_same_block() -> None:
@@ -310,12 +314,15 @@ def test_later_cloud_file_overriding_the_drop_in_is_said_by_hand_by_line() -> No
     assert len(result.warnings) == 1
     assert result.warnings[0].startswith("/etc/cloud/cloud.cfg.d/10-bad.cfg is not valid YAML")
     assert result.conflicts == (
-        f"{pve}:2 sets manage_etc_hosts: template after {CLOUD_DROPIN}, which wins: cloud-init "
-        f"will rewrite /etc/hosts at boot: remove that line (sed -i '2d' {pve})",)
+        f"{pve}:2 'manage_etc_hosts: template' comes after {CLOUD_DROPIN}, so it wins: cloud-init "
+        f"will rewrite /etc/hosts at boot: comment it out: sed -i "
+        f"'/^manage_etc_hosts: template$/s/^/# /' {pve}",)
     fixed = run(hosts, cloud={**cloud, pve: "# Proxmox\n", CLOUD_DROPIN: CLOUD_DROPIN_TEXT})
     assert not fixed.changes and not fixed.conflicts
     flow = run(hosts, cloud={**cloud, pve: "{manage_etc_hosts: true}\n"})
-    assert flow.conflicts[0].endswith(": remove that setting")
+    assert flow.conflicts == (f"{pve} sets manage_etc_hosts: True after {CLOUD_DROPIN}, so it "
+                              "wins: cloud-init will rewrite /etc/hosts at boot: remove that "
+                              "setting",)
 
 
 def test_other_path_ignores_cloud_init() -> None:

@@ -127,8 +127,9 @@ def test_files_applied_after_ours_are_conflicts_named_with_their_line() -> None:
         "/usr/lib/sysctl.d/zz-shadow.conf": f"{DEFAULT}=0\n"})
     result = run(found)
     assert not result.in_sync and not result.changes and result.conflicts == (
-        f"/etc/sysctl.d/zz-ipv6.conf:2 sets {ALL} = 0, applied after {OURS} at boot, so IPv6 "
-        "would not stay as asked: comment it out: sed -i '2s/^/# /' /etc/sysctl.d/zz-ipv6.conf",)
+        f"/etc/sysctl.d/zz-ipv6.conf:2 '{ALL}=0' is applied after {OURS} at boot, so IPv6 "
+        "would not stay as asked: comment it out: sed -i "
+        "'/^net\\.ipv6\\.conf\\.all\\.disable_ipv6=0$/s/^/# /' /etc/sysctl.d/zz-ipv6.conf",)
 
 
 def test_kernel_without_ipv6() -> None:

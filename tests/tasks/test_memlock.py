@@ -18,6 +18,7 @@ from nodeprov.remote.rdma import read_rdma
 from nodeprov.tasks.base import ConfirmNewConnection, Plan, Run, Write
 from nodeprov.tasks.memlock import LIMITS_FILE, TASK, memlock_lines
 from nodeprov.testbed.cluster import Testbed
+from tests.checks.drift.printed import run_printed
 from tests.conftest import MakeTestbed
 from tests.remote.rdma_trees import DATA, MOUNT_IN_NODE, build_tree, port_lines, tree_files
 from tests.tasks.kit import HOST, make_facts, one_node, plan_task
@@ -63,9 +64,17 @@ def test_memlock_lines_pam_limits_may_take_over_ours_are_named_by_line() -> None
              "# site\ntrainer  hard  memlock  65536\n*  soft nofile 4096\n@rdma - memlock 8\n",
              "/etc/security/limits.conf": "# <domain> <type> <item> <value>\nother - memlock 1\n"}
     assert run(files, systemd=False).in_sync  # the effect is verify's: a new login's ulimit
+    site = "/etc/security/limits.d/99-site.conf"
     assert memlock_lines(files, "trainer") == [
-        "/etc/security/limits.d/99-site.conf:2 'trainer  hard  memlock  65536'",
-        "/etc/security/limits.d/99-site.conf:4 '@rdma - memlock 8'"]
+        f"{site}:2 'trainer  hard  memlock  65536' may take over {LIMITS_FILE}: comment it out: "
+        f"sed -i '/^trainer  hard  memlock  65536$/s/^/# /' {site}",
+        f"{site}:4 '@rdma - memlock 8' may take over {LIMITS_FILE}: comment it out: "
+        f"sed -i '/^@rdma - memlock 8$/s/^/# /' {site}"]
+    fixed = files[site]
+    for line in memlock_lines(files, "trainer"):
+        fixed = subprocess.run(["sed", line.split("'")[-2]], input=fixed, capture_output=True,
+                               text=True, check=True).stdout
+    assert memlock_lines({**files, site: fixed}, "trainer") == []
 
 
 def test_a_limit_in_kib_and_no_systemd() -> None:
@@ -175,18 +184,20 @@ tasks of the default playbook's fabric repairs do nothing, and say why."""
                               str(bed.inventory_path), "-p", str(playbook), "--no-job"],
                              capture_output=True, text=True, timeout=180, check=False)
     assert drifted.returncode == 1
-    assert drifted.stdout.splitlines()[1:-2] == [
-        f"node1 memlock: a new SSH login gets ulimit -l {int(limit) // 2} (KiB) (expected "
-        f"{limit}): by hand: /etc/security/limits.d/99-site.conf:1 'root hard memlock "
-        f"{int(limit) // 2}' may take over {LIMITS_FILE}: remove them",
+    lines = drifted.stdout.splitlines()[1:-2]
+    half = int(limit) // 2
+    assert lines == [
+        f"node1 memlock: a new SSH login gets ulimit -l {half} (KiB) (expected {limit}): by "
+        f"hand: /etc/security/limits.d/99-site.conf:1 'root hard memlock {half}' may take over "
+        f"{LIMITS_FILE}: comment it out: sed -i '/^root hard memlock {half}$/s/^/# /' "
+        "/etc/security/limits.d/99-site.conf",
         "node1 nccl_fabric: a new SSH session has NCCL_IB_HCA=mlx5 (expected "
-        "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1, NCCL_IB_GID_INDEX=7): by hand: another PAM file sets "
-        "them (~/.pam_environment, /etc/security/pam_env.conf, ~/.ssh/environment): remove "
-        "those lines"]
-    # what the lines say to do, done on the node: the named limits.d file, the PAM file that
-    # set the variable; then a new login has ours again and verify is clean
-    bed.exec("node1", "rm", "/etc/security/limits.d/99-site.conf", "/root/.pam_environment",
-             check=True)
+        "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1, NCCL_IB_GID_INDEX=7): by hand: ~/.pam_environment:1 "
+        "'NCCL_IB_HCA DEFAULT=mlx5' sets NCCL_IB_HCA for a new SSH session too: comment it "
+        "out: sed -i '/^NCCL_IB_HCA DEFAULT=mlx5$/s/^/# /' ~/.pam_environment"]
+    # what the lines say to do, run on the node as printed (root is the login user here);
+    # then a new login has ours again and verify is clean
+    assert len(run_printed(bed, *lines)) == 2
     again = subprocess.run([sys.executable, "-m", "nodeprov", "verify", str(bed.inventory_path),
                             "-p", str(playbook), "--no-job"],
                            capture_output=True, text=True, timeout=180, check=False)

@@ -62,12 +62,14 @@ def test_user_lines_kept_and_those_their_reader_takes_over_ours_are_conflicts() 
                               NCCL_CONF: nccl_conf + "\n" + NCCL_CONF_BLOCK}
     # /etc/environment:3 NCCL_DEBUG=WARN comes before the block: pam_env keeps the block's
     assert result.warnings == () and result.conflicts == (
-        f"{NCCL_CONF}:2 sets NCCL_DEBUG='VERSION' over nodeprov's 'INFO' (NCCL keeps the first "
-        f"assignment): remove that line (sed -i '2d' {NCCL_CONF})",)
+        f"{NCCL_CONF}:2 'NCCL_DEBUG=VERSION' overrides nodeprov's NCCL_DEBUG='INFO' (NCCL keeps "
+        f"the first assignment): comment it out: sed -i '/^NCCL_DEBUG=VERSION$/s/^/# /' "
+        f"{NCCL_CONF}",)
     written = run(environment + ENVIRONMENT_BLOCK, nccl_conf + "\n" + NCCL_CONF_BLOCK)
     assert not written.changes and written.conflicts == result.conflicts
     assert run(environment + ENVIRONMENT_BLOCK,
-               sed("2d", nccl_conf + "\n" + NCCL_CONF_BLOCK)).in_sync
+               sed(result.conflicts[0].split("'")[-2], nccl_conf + "\n" + NCCL_CONF_BLOCK)
+               ).in_sync
 
 
 def sed(script: str, text: str) -> str:
@@ -79,11 +81,13 @@ def sed(script: str, text: str) -> str:
 # #32: appended after a clean apply; NCCL reads nccl.conf's first assignment, pam_env the last
 @pytest.mark.parametrize(("environment", "nccl_conf", "conflict"), [
     (ENVIRONMENT_BLOCK + "GLOO_SOCKET_IFNAME=lo\n", NCCL_CONF_BLOCK,
-     f"{ENVIRONMENT}:8 sets GLOO_SOCKET_IFNAME='lo' over nodeprov's 'eth0' (pam_env keeps the "
-     f"last assignment): remove that line (sed -i '8d' {ENVIRONMENT})"),
+     f"{ENVIRONMENT}:8 'GLOO_SOCKET_IFNAME=lo' overrides nodeprov's GLOO_SOCKET_IFNAME='eth0' "
+     f"(pam_env keeps the last assignment): comment it out: sed -i "
+     f"'/^GLOO_SOCKET_IFNAME=lo$/s/^/# /' {ENVIRONMENT}"),
     (ENVIRONMENT_BLOCK, "NCCL_SOCKET_IFNAME=lo\n" + NCCL_CONF_BLOCK,
-     f"{NCCL_CONF}:1 sets NCCL_SOCKET_IFNAME='lo' over nodeprov's '=eth0' (NCCL keeps the first "
-     f"assignment): remove that line (sed -i '1d' {NCCL_CONF})")])
+     f"{NCCL_CONF}:1 'NCCL_SOCKET_IFNAME=lo' overrides nodeprov's NCCL_SOCKET_IFNAME='=eth0' "
+     f"(NCCL keeps the first assignment): comment it out: sed -i "
+     f"'/^NCCL_SOCKET_IFNAME=lo$/s/^/# /' {NCCL_CONF}")])
 def test_a_variable_set_again_where_its_reader_prefers_it_is_named_by_line(
         environment: str, nccl_conf: str, conflict: str) -> None:
     result = run(environment, nccl_conf)
@@ -105,9 +109,9 @@ def test_profile_d_lines_a_login_shell_takes_over_ours_are_named_by_line() -> No
                         "/etc/profile.d/zz-nccl.sh": profile},
                        context=one_node(make_facts(interfaces=RECORDED.interfaces)))
     assert not result.changes and result.conflicts == (
-        "/etc/profile.d/zz-nccl.sh:2 sets NCCL_SOCKET_IFNAME='lo' over nodeprov's '=eth0' (a "
-        "login shell runs it after pam_env): remove that line (sed -i '2d' "
-        "/etc/profile.d/zz-nccl.sh)",)
+        "/etc/profile.d/zz-nccl.sh:2 'export NCCL_SOCKET_IFNAME=lo' overrides nodeprov's "
+        "NCCL_SOCKET_IFNAME='=eth0' (a login shell runs it after pam_env): comment it out: "
+        "sed -i '/^export NCCL_SOCKET_IFNAME=lo$/s/^/# /' /etc/profile.d/zz-nccl.sh",)
     assert result.warnings == (
         "/etc/profile.d/zz-nccl.sh:4 sets NCCL_DEBUG in a way only running it can tell; a login "
         "shell may not have the block's 'INFO'",)
@@ -194,6 +198,6 @@ def test_a_recorded_site_script_in_profile_d_is_read_as_a_login_shell_reads_it()
                         "/etc/profile.d/frontier.sh": script},
                        context=one_node(make_facts(interfaces=RECORDED.interfaces)))
     assert result.conflicts == (
-        "/etc/profile.d/frontier.sh:8 sets NCCL_SOCKET_IFNAME='hsn0' over nodeprov's '=eth0' (a "
-        "login shell runs it after pam_env): remove that line (sed -i '8d' "
-        "/etc/profile.d/frontier.sh)",)
+        "/etc/profile.d/frontier.sh:8 'export NCCL_SOCKET_IFNAME=hsn0' overrides nodeprov's "
+        "NCCL_SOCKET_IFNAME='=eth0' (a login shell runs it after pam_env): comment it out: "
+        "sed -i '/^export NCCL_SOCKET_IFNAME=hsn0$/s/^/# /' /etc/profile.d/frontier.sh",)

@@ -92,8 +92,9 @@ def test_a_users_earlier_nccl_conf_line_is_a_conflict() -> None:
     conf = "NCCL_IB_HCA=mlx5\n" + writes(first)[NCCL_CONF]
     result = run(POD, "10.152.0.0/16", {**writes(first), NCCL_CONF: conf})
     assert result.changes == () and result.conflicts == (
-        f"{NCCL_CONF}:1 sets NCCL_IB_HCA='mlx5' over nodeprov's '=mlx5_0:1,mlx5_1:1' (NCCL "
-        f"keeps the first assignment): remove that line (sed -i '1d' {NCCL_CONF})",)
+        f"{NCCL_CONF}:1 'NCCL_IB_HCA=mlx5' overrides nodeprov's NCCL_IB_HCA='=mlx5_0:1,mlx5_1:1' "
+        f"(NCCL keeps the first assignment): comment it out: sed -i "
+        f"'/^NCCL_IB_HCA=mlx5$/s/^/# /' {NCCL_CONF}",)
 
 
 def test_efa_only_is_left_to_the_ofi_plugin() -> None:

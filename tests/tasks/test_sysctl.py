@@ -87,9 +87,9 @@ def test_a_conflicting_sysctl_conf_line_is_commented_out_and_a_later_file_a_conf
     assert actions(result) == [Write("/etc/sysctl.conf", DEBIAN_SYSCTL + (
         "# nodeprov: net.core.somaxconn = 128\nnet.ipv4.tcp_rmem=4096 131072 7000000\n"))]
     assert result.conflicts == (
-        f"/etc/sysctl.d/95-late.conf:1 sets net.core.somaxconn = 512, applied after {OURS} at "
-        "boot, so the setting would not stay as asked: comment it out: sed -i '1s/^/# /' "
-        "/etc/sysctl.d/95-late.conf",)
+        f"/etc/sysctl.d/95-late.conf:1 'net.core.somaxconn=512' is applied after {OURS} at "
+        "boot, so the setting would not stay as asked: comment it out: sed -i "
+        "'/^net\\.core\\.somaxconn=512$/s/^/# /' /etc/sysctl.d/95-late.conf",)
 
 
 def test_a_key_the_kernel_lacks_fails_naming_it() -> None:

@@ -17,10 +17,10 @@ and it is the user's rule, not ours to remove: each one found is a Plan.conflict
 from __future__ import annotations
 
 import ipaddress
-import shlex
 from collections.abc import Sequence
 
 from nodeprov.tasks.firewall.ufw import ANYWHERE, Rule, delete_argv, spec
+from nodeprov.tasks.textfiles import byhand
 
 STOPPING = ("deny", "reject")  # limit lets a connection in (six a minute per address)
 
@@ -49,8 +49,9 @@ def conflict(number: int, rule: Rule, stopped: Sequence[Rule]) -> str:
         to 0.0.0.0/0"
     """
     words = ", ".join(map(repr, dict.fromkeys(map(spec, stopped))))
-    return (f"ufw rule {numbered(number, rule)!r} comes before ours and stops {words}: "
-            f"remove it: {shlex.join(delete_argv(rule))}")
+    return byhand.by_hand(f"ufw rule {numbered(number, rule)!r}",
+                          f"comes before ours and stops {words}", byhand.REMOVE,
+                          delete_argv(rule))
 
 
 def numbered(number: int, rule: Rule) -> str:

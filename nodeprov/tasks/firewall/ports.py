@@ -15,10 +15,9 @@ That is a Plan.conflict naming the file's line and the command that applies it n
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 
-from nodeprov.tasks.textfiles import sysctl_conf
+from nodeprov.tasks.textfiles import byhand, sysctl_conf
 
 KEY = "net.ipv4.ip_local_port_range"
 
@@ -32,7 +31,7 @@ def boot_conflicts(found: Mapping[str, str | None], live: tuple[int, int]) -> li
     path, number, value = settings[-1]  # the last one applied wins
     if value.split() == [str(port) for port in live]:
         return []
-    command = shlex.join(("sysctl", "-w", f"{KEY}={' '.join(value.split())}"))
-    return [f"{path}:{number} sets {KEY} = {value}, the range the next boot gives the kernel, "
-            f"which has {live[0]}-{live[1]} now, what the rules open: apply it now, then repair "
-            f"again: {command}"]
+    return [byhand.by_hand(f"{path}:{number} sets {KEY} = {value},",
+                           f"the range the next boot gives the kernel, which has "
+                           f"{live[0]}-{live[1]} now, what the rules open", byhand.APPLY_NOW,
+                           ("sysctl", "-w", f"{KEY}={' '.join(value.split())}"))]

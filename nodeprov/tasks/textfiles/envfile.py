@@ -80,6 +80,33 @@ def parse_nccl_conf(text: str) -> list[tuple[int, str, str]]:
     return found
 
 
+# the name a pam_env.conf line (``NAME [DEFAULT=...] [OVERRIDE=...]``) or an environment file
+# line (``[export ]NAME[=value]``) sets, as pam_env takes it: the first word, up to '=', blanks
+# or a comment
+_SESSION_SETTING = re.compile(r"^[ \t]*(?:export[ \t]+)?([A-Za-z0-9_]+)(?=[=\s#]|$)")
+
+
+def session_settings(text: str) -> list[tuple[int, str]]:
+    """(line number, name) of each line that sets (or unsets) a variable for a new session, in
+    a file pam_env reads in either of its syntaxes (pam_env.conf's, as /etc/security/
+    pam_env.conf and ~/.pam_environment; an environment file's, as /etc/default/locale) or
+    sshd's ~/.ssh/environment. A line that a '\\' at the end of the one before continues is
+    part of that one (pam_env's ``_assemble_line``).
+
+        >>> session_settings("# A=1\\nB DEFAULT=x \\\\\\n  C=2\\nexport D=1\\nLANG\\n")
+        [(2, 'B'), (4, 'D'), (5, 'LANG')]
+    """
+    found = []
+    continued = False
+    for number, line in enumerate(text.split("\n"), 1):
+        body = line.split("#", 1)[0].rstrip(" \t\r")
+        match = None if continued else _SESSION_SETTING.match(body)
+        if match:
+            found.append((number, match[1]))
+        continued = body.endswith("\\")
+    return found
+
+
 # `NAME=...` or `export NAME=...` at the start of a line of a shell script
 _SHELL_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from nodeprov.tasks.textfiles import blocks
+from nodeprov.tasks.textfiles import blocks, byhand
 from nodeprov.util import validate
 
 SYSCTL_CONF = "/etc/sysctl.conf"
@@ -124,8 +123,8 @@ def overriding(found: Mapping[str, str | None], own: str, wanted: Mapping[str, s
         for path, number, setting in boot_settings(found, key):
             if (path != SYSCTL_CONF and posixpath.basename(path) > posixpath.basename(own)
                     and not same_value(setting, value)):
-                command = shlex.join(("sed", "-i", f"{number}s/^/# /", path))
-                conflicts.append(f"{path}:{number} sets {key} = {setting}, applied after {own} "
-                                 f"at boot, so {subject} would not stay as asked: comment it out: "
-                                 f"{command}")
+                text = (found.get(path) or "").splitlines()[number - 1]  # as settings()
+                conflicts.append(byhand.line(
+                    path, number, text,
+                    f"is applied after {own} at boot, so {subject} would not stay as asked"))
     return conflicts

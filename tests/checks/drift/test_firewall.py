@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nodeprov.testbed.cluster import Testbed
-from tests.checks.drift.printed import clean, named, reaches, run_as_printed, verify
+from tests.checks.drift.printed import clean, named, reaches, run_printed, verify
 
 pytestmark = pytest.mark.integration
 Network = tuple[Testbed, Path]
@@ -41,7 +41,7 @@ def test_a_deny_rule_above_ours_is_named_and_removed_by_hand(network: Network) -
              bed.exec("node1", "ufw", "status", "numbered", check=True).stdout.splitlines()]
     assert f"[ 1] Anywhere DENY IN {peer}" in shown
 
-    run_as_printed(bed, "node1", line)
+    run_printed(bed, line)
     clean(bed, playbook)
     assert reaches(bed, "node2", "node1", high - 6)  # another port: the listener may linger
 
@@ -53,7 +53,7 @@ def test_ufw_disabled_is_enabled_by_the_printed_repair(network: Network) -> None
     line = named(lines, "node2", "firewall", "plan: enable ufw")
     assert code == 1 and line.endswith(" --limit node2 --tags firewall"), line
 
-    run_as_printed(bed, "node2", line)
+    run_printed(bed, line)
     clean(bed, playbook)
     assert bed.exec("node2", "ufw", "status", check=True).stdout.startswith("Status: active")
     assert reaches(bed, "node3", "node2", ephemeral(bed, "node2")[0] + 5)
@@ -72,6 +72,6 @@ def test_our_rule_deleted_is_named_by_its_rule_and_added_back(network: Network) 
                  f"to any port {low}:{high} proto tcp; repair: nodeprov apply ")
     assert code == 1
 
-    run_as_printed(bed, "node3", line)
+    run_printed(bed, line)
     clean(bed, playbook)
     assert reaches(bed, "node1", "node3", low + 6)

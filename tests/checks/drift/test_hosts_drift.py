@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from nodeprov.testbed.cluster import NODE_ENV, Testbed
-from tests.checks.drift.names_env_kit import (
-    apply,
+from tests.checks.drift.printed import (
+    applied,
     drift_lines,
     first_address,
-    run_repairs,
+    run_printed,
     shared_cluster,
     subnet_address,
     verify,
@@ -70,7 +70,7 @@ def test_hosts_drift_is_named_and_its_printed_repair_repairs_it(clean: Cluster,
     lines = drift_lines(bed, playbook)
     assert any(line.startswith(named) for line in lines), lines
     assert all(line.startswith("node2 hosts: ") for line in lines), lines
-    run_repairs(bed, lines)
+    run_printed(bed, *lines)
     assert verify(bed, playbook)[0] == 0
     assert names_resolve_on_node2(bed)
 
@@ -93,7 +93,8 @@ def test_a_kept_stale_line_is_said_by_hand_and_its_sed_repairs_it(clean: Cluster
                       "; repair: " not in line for line in lines)
     assert stale_first == (where == "before"), lines
     assert names_resolve_on_node2(bed) == (where == "after")
-    assert run_repairs(bed, lines)[0].startswith("node2: sed -i '")
+    assert run_printed(bed, *lines) == [
+        "node2: sed -i '/^10\\.1\\.2\\.77 node1$/s/^/# /' /etc/hosts"]
     assert verify(bed, playbook, *keep)[0] == 0
     assert names_resolve_on_node2(bed)
 
@@ -109,13 +110,13 @@ def test_a_changed_hostname_is_listed_everywhere_and_resolves_to_its_node(
                        for line in lines), lines
             assert any(line.startswith(f"{node} hosts: 'gpu2' resolves to nothing")
                        for line in lines), lines
-        run_repairs(bed, lines)
+        run_printed(bed, *lines)
         assert verify(bed, playbook)[0] == 0
         for node in ("node1", "node2", "node3"):
             assert first_address(bed, node, "gpu2") == subnet_address(bed, "node2")
     finally:
         assert bed.exec("node2", "hostname", "node2").returncode == 0
-        assert apply(bed, playbook, "--tags", "hosts") == 0
+        applied(bed, playbook, "--tags", "hosts")
 
 
 def test_cloud_init_managing_hosts_is_turned_off_and_a_later_file_said_by_hand(
@@ -130,16 +131,17 @@ def test_cloud_init_managing_hosts_is_turned_off_and_a_later_file_said_by_hand(
         lines = drift_lines(bed, playbook)
         assert lines[0].startswith("node2 hosts: plan: stop cloud-init rewriting /etc/hosts at "
                                    "boot (/etc/cloud/cloud.cfg sets manage_etc_hosts: True)"), lines
-        run_repairs(bed, lines)
+        run_printed(bed, *lines)
         assert verify(bed, playbook)[0] == 0
         later = "/etc/cloud/cloud.cfg.d/99_pve.cfg"
         assert bed.exec("node2", "sh", "-c", f"printf '# pve\\nmanage_etc_hosts: template\\n' > "
                         f"{later}").returncode == 0
         lines = drift_lines(bed, playbook)
-        assert lines == [f"node2 hosts: by hand: {later}:2 sets manage_etc_hosts: template after "
-                         "/etc/cloud/cloud.cfg.d/99-nodeprov.cfg, which wins: cloud-init will "
-                         f"rewrite /etc/hosts at boot: remove that line (sed -i '2d' {later})"]
-        run_repairs(bed, lines)
+        assert lines == [f"node2 hosts: by hand: {later}:2 'manage_etc_hosts: template' comes "
+                         "after /etc/cloud/cloud.cfg.d/99-nodeprov.cfg, so it wins: cloud-init "
+                         "will rewrite /etc/hosts at boot: comment it out: sed -i "
+                         f"'/^manage_etc_hosts: template$/s/^/# /' {later}"]
+        run_printed(bed, *lines)
         assert verify(bed, playbook)[0] == 0
         assert bed.exec("node2", "cat", "/etc/cloud/cloud.cfg.d/99-nodeprov.cfg").stdout.endswith(
             "manage_etc_hosts: false\n")
@@ -190,16 +192,16 @@ def test_a_hostname_the_sites_dns_gives_another_machine_takes_nothing_over(
                                        "by hand: set node2's hostname to its inventory name "
                                        "(hostnamectl set-hostname node2 on it)")
                        for line in lines), lines
-        run_repairs(bed, lines)  # node2's apply: mirror listed on node2 only
+        run_printed(bed, *lines)  # node2's apply: mirror listed on node2 only
         for node in ("node1", "node3"):
             assert first_address(bed, node, "mirror") == "10.9.9.9"
         assert first_address(bed, "node2", "mirror") == subnet_address(bed, "node2")
         # the advice, run: hostnamectl needs systemd, which testbed nodes lack; `hostname`
         # sets the same kernel name
         assert bed.exec("node2", "hostname", "node2").returncode == 0
-        run_repairs(bed, drift_lines(bed, playbook))  # node2's block drops mirror
+        run_printed(bed, *drift_lines(bed, playbook))  # node2's block drops mirror
         assert verify(bed, playbook)[0] == 0
         assert first_address(bed, "node2", "mirror") == "10.9.9.9"
     finally:
         assert bed.exec("node2", "hostname", "node2").returncode == 0
-        assert apply(bed, playbook, "--tags", "hosts") == 0
+        applied(bed, playbook, "--tags", "hosts")

@@ -11,9 +11,10 @@ import pytest
 from nodeprov.checks import REPAIR_SEPARATOR
 from nodeprov.testbed.cluster import Testbed
 from tests.checks.drift.printed import (
+    applied,
     login_env,
     rename_link,
-    run_as_printed,
+    run_printed,
     subnet_interface,
     verify,
 )
@@ -30,8 +31,7 @@ def renamed(network: tuple[Testbed, Path]) -> Iterator[str]:
     rename_link(bed, "node2", old, NEW_NAME)
     yield old
     rename_link(bed, "node2", NEW_NAME, old)
-    run_as_printed(bed, "node2", f"; repair: nodeprov apply {bed.inventory_path} --playbook "
-                   f"{playbook} --limit node2 --tags nccl_env")
+    applied(bed, playbook, "--limit", "node2", "--tags", "nccl_env")
 
 
 def test_a_renamed_subnet_interface_is_followed(network: tuple[Testbed, Path],
@@ -48,7 +48,7 @@ def test_a_renamed_subnet_interface_is_followed(network: tuple[Testbed, Path],
                line for line in mine), mine
     assert len({line.partition(REPAIR_SEPARATOR)[2] for line in mine}) == 1, mine
 
-    run_as_printed(bed, "node2", mine[0])
+    run_printed(bed, mine[0])
     code, lines = verify(bed, playbook)
     assert code == 0, lines
     assert login_env(bed, "node2", "NCCL_SOCKET_IFNAME") == f"={NEW_NAME}"

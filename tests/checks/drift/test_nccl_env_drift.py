@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nodeprov.testbed.cluster import Testbed
-from tests.checks.drift.names_env_kit import drift_lines, run_repairs, shared_cluster, verify
+from tests.checks.drift.printed import drift_lines, run_printed, shared_cluster, verify
 
 pytestmark = pytest.mark.integration
 
@@ -30,14 +30,14 @@ LOGIN = "su -l root -c 'printenv {}'"
 ENV_WRECKS = {
     "GLOO in /etc/environment after the block": (
         "echo GLOO_SOCKET_IFNAME=lo >> /etc/environment", "/etc/environment:",
-        "GLOO_SOCKET_IFNAME='lo'", LOGIN.format("GLOO_SOCKET_IFNAME"), "eth0"),
+        "'GLOO_SOCKET_IFNAME=lo' overrides", LOGIN.format("GLOO_SOCKET_IFNAME"), "eth0"),
     "NCCL in /etc/nccl.conf before the block": (  # NCCL keeps a name's first assignment
         "sed -i '1i NCCL_SOCKET_IFNAME=lo' /etc/nccl.conf", "/etc/nccl.conf:1 ",
-        "NCCL_SOCKET_IFNAME='lo'", "grep -m1 ^NCCL_SOCKET_IFNAME= /etc/nccl.conf",
+        "'NCCL_SOCKET_IFNAME=lo' overrides", "grep -m1 ^NCCL_SOCKET_IFNAME= /etc/nccl.conf",
         "NCCL_SOCKET_IFNAME==eth0"),
     "NCCL in /etc/profile.d": (
         "echo 'export NCCL_SOCKET_IFNAME=lo' > /etc/profile.d/zz-site.sh",
-        "/etc/profile.d/zz-site.sh:1 ", "NCCL_SOCKET_IFNAME='lo'",
+        "/etc/profile.d/zz-site.sh:1 ", "'export NCCL_SOCKET_IFNAME=lo' overrides",
         LOGIN.format("NCCL_SOCKET_IFNAME"), "=eth0"),
 }
 
@@ -50,11 +50,11 @@ def test_a_user_line_that_wins_is_said_by_hand_and_its_sed_repairs_it(
     command, where, setting, effect, wanted = ENV_WRECKS[wreck]
     assert bed.exec("node2", "sh", "-c", command).returncode == 0
     lines = drift_lines(bed, playbook)
-    assert any(line.startswith(f"node2 nccl_env: by hand: {where}") and f"sets {setting}" in line
+    assert any(line.startswith(f"node2 nccl_env: by hand: {where}") and setting in line
                and "; repair: " not in line for line in lines), lines
     assert all(line.startswith("node2 nccl_env: ") and "; repair: " not in line
                for line in lines), lines  # no apply command: none would change it
-    run_repairs(bed, lines)
+    run_printed(bed, *lines)
     assert verify(bed, playbook)[0] == 0
     assert bed.exec("node2", "sh", "-c", effect).stdout.strip() == wanted
 
@@ -69,8 +69,41 @@ def test_the_login_users_nccl_conf_is_read_by_effect(cluster: Cluster) -> None:
     lines = drift_lines(bed, playbook)
     assert lines == [
         "node2 nccl_env: NCCL reads NCCL_SOCKET_IFNAME=lo from its files (expected "
-        "NCCL_SOCKET_IFNAME==eth0): by hand: remove the line ~/.nccl.conf:1 "
-        "(sed -i '1d' ~/.nccl.conf)"], lines
-    run_repairs(bed, lines)
+        "NCCL_SOCKET_IFNAME==eth0): by hand: ~/.nccl.conf:1 'NCCL_SOCKET_IFNAME=lo' is what "
+        "NCCL takes for NCCL_SOCKET_IFNAME, not '=eth0': comment it out: sed -i "
+        "'/^NCCL_SOCKET_IFNAME=lo$/s/^/# /' ~/.nccl.conf"], lines
+    run_printed(bed, *lines)
     assert verify(bed, playbook)[0] == 0
-    assert bed.exec("node2", "cat", "/root/.nccl.conf").stdout == ""  # what NCCL reads
+    assert bed.exec("node2", "cat", "/root/.nccl.conf").stdout == "# NCCL_SOCKET_IFNAME=lo\n"
+
+
+# (the line appended on node2; the file in root's home; the start of its by-hand line)
+SESSION_WRECKS = {
+    "PAM's user file": (
+        "GLOO_SOCKET_IFNAME DEFAULT=lo", ".pam_environment",
+        "node2 nccl_env: a new SSH session has GLOO_SOCKET_IFNAME=lo (expected "
+        "NCCL_SOCKET_IFNAME==eth0, GLOO_SOCKET_IFNAME=eth0): by hand: ~/.pam_environment:"),
+    "a login shell's profile": (
+        "export GLOO_SOCKET_IFNAME=lo", ".profile",
+        "node2 nccl_env: a login shell has GLOO_SOCKET_IFNAME=lo (expected "
+        "NCCL_SOCKET_IFNAME==eth0, GLOO_SOCKET_IFNAME=eth0): by hand: ~/.profile:"),
+}
+
+
+@pytest.mark.parametrize("wreck", SESSION_WRECKS)
+def test_a_line_of_a_file_nodeprov_does_not_manage_is_named_and_its_sed_repairs_it(
+        cluster: Cluster, wreck: str) -> None:
+    """pam_env's user file and a login shell's own file: no task reads them, the new
+    session's checks do, and name the line with the sed that comments it out."""
+    bed, playbook = cluster
+    assert verify(bed, playbook)[0] == 0
+    text, name, start = SESSION_WRECKS[wreck]
+    path = f"/root/{name}"  # root is the test nodes' login user
+    assert bed.exec("node2", "sh", "-c", 'echo "$1" >> "$2"', "wreck", text, path
+                    ).returncode == 0
+    lines = drift_lines(bed, playbook)
+    assert [line for line in lines if line.startswith(start)], lines
+    assert all("; repair: " not in line for line in lines), lines
+    assert run_printed(bed, *lines) == [f"node2: sed -i '/^{text}$/s/^/# /' ~/{name}"]
+    assert verify(bed, playbook)[0] == 0
+    assert bed.exec("node2", "tail", "-n1", path).stdout == f"# {text}\n"

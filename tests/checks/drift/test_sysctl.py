@@ -16,7 +16,7 @@ from tests.checks.drift.printed import (
     kernel,
     named,
     reaches,
-    run_as_printed,
+    run_printed,
     verify,
 )
 
@@ -39,12 +39,13 @@ def test_ipv6_back_on_by_a_later_file_is_named_and_stays_off_after_boot(
     # the kernel copies "all" to "default" too, so both are set again
     line = named(lines, "node2", "ipv6", "plan: disable IPv6 now: net.ipv6.conf.all."
                  "disable_ipv6=1, net.ipv6.conf.default.disable_ipv6=1; by hand: "
-                 f"{IPV6_ON}:2 sets net.ipv6.conf.all.disable_ipv6 = 0, "
-                 "applied after /etc/sysctl.d/99-zz-nodeprov-ipv6.conf at boot, so IPv6 would not "
-                 f"stay as asked: comment it out: sed -i '2s/^/# /' {IPV6_ON}; repair: ")
+                 f"{IPV6_ON}:2 'net.ipv6.conf.all.disable_ipv6 = 0' is applied after "
+                 "/etc/sysctl.d/99-zz-nodeprov-ipv6.conf at boot, so IPv6 would not stay as "
+                 "asked: comment it out: sed -i "
+                 f"'/^net\\.ipv6\\.conf\\.all\\.disable_ipv6 = 0$/s/^/# /' {IPV6_ON}; repair: ")
     assert code == 1 and line.endswith(" --limit node2 --tags ipv6"), line
 
-    run_as_printed(bed, "node2", line)
+    run_printed(bed, line)
     clean(bed, playbook)
     boot(bed, "node2")
     assert kernel(bed, "node2", "net.ipv6.conf.all.disable_ipv6") == "1"
@@ -72,14 +73,14 @@ def test_the_range_moved_by_a_later_file_is_named_then_opened(
                  f"the rules open: apply it now, then repair again: sysctl -w '{RANGE}=40000 "
                  "50000'")
     assert code == 1 and "repair:" not in line, line
-    run_as_printed(bed, "node3", line)
+    run_printed(bed, line)
 
     code, lines = verify(bed, playbook)
     line = named(lines, "node3", "firewall", f"plan: add ufw rule(s): allow from {bed.subnet} to "
                  f"any port 40000:50000 proto tcp; remove stale nodeprov ufw rule(s): allow from "
                  f"{bed.subnet} to any port {low}:{high} proto tcp; repair: ")
     assert code == 1
-    run_as_printed(bed, "node3", line)
+    run_printed(bed, line)
     clean(bed, playbook)
     boot(bed, "node3")
     assert kernel(bed, "node3", RANGE) == "40000 50000"

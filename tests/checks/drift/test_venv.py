@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from nodeprov.testbed.cluster import Testbed
-from tests.checks.drift.printed import applied, clean, named, run_as_printed, verify
+from tests.checks.drift.printed import applied, clean, named, run_printed, verify
 from tests.checks.test_verify_integration import STAND_IN_TORCH
 from tests.tasks.torch.test_torch import TEST_VENV, mirror
 
@@ -48,7 +48,7 @@ def torch_nodes(network: tuple[Testbed, Path], tmp_path_factory: pytest.TempPath
     playbook = folder / "venv.yaml"
     playbook.write_text(PLAYBOOK)
     try:
-        applied(bed, playbook, folder / "inventory.yaml")
+        applied(bed, playbook, inventory=folder / "inventory.yaml")
         clean(bed, playbook, folder / "inventory.yaml")
         yield bed, playbook
     finally:
@@ -66,7 +66,7 @@ def imported(bed: Testbed, node: str) -> str:
 def repaired(bed: Testbed, playbook: Path, node: str, line: str) -> None:
     """Run the line's repair as printed; then verify passes and the venv imports the torch."""
     assert line.endswith(f" --limit {node} --tags venv"), line
-    run_as_printed(bed, node, line)
+    run_printed(bed, line)
     clean(bed, playbook, playbook.parent / "inventory.yaml")
     assert imported(bed, node) == WANTED
 
@@ -76,7 +76,7 @@ def test_torch_removed_is_installed_again(torch_nodes: tuple[Testbed, Path]) -> 
     bed.exec("node1", "sh", "-c", f"rm -rf {TEST_VENV}/lib/python3*/site-packages/torch "
              f"{TEST_VENV}/lib/python3*/site-packages/torch-*.dist-info", check=True)
     assert imported(bed, "node1") == "ModuleNotFoundError: No module named 'torch'"
-    code, lines = verify(bed, playbook, playbook.parent / "inventory.yaml")
+    code, lines = verify(bed, playbook, inventory=playbook.parent / "inventory.yaml")
     line = named(lines, "node1", "torch", f"plan: install torch=={WANTED} ")
     assert code == 1 and "(torch not installed)" in line, line
     repaired(bed, playbook, "node1", line)
@@ -88,7 +88,7 @@ def test_torch_replaced_by_another_version_is_put_back(torch_nodes: tuple[Testbe
     bed.exec("node2", "sh", "-c", STAND_IN_TORCH, "stand-in", TEST_VENV, "2.12.1+cpu",
              check=True)
     assert imported(bed, "node2") == "2.12.1+cpu"
-    code, lines = verify(bed, playbook, playbook.parent / "inventory.yaml")
+    code, lines = verify(bed, playbook, inventory=playbook.parent / "inventory.yaml")
     line = named(lines, "node2", "torch", f"plan: install torch=={WANTED} ")
     assert code == 1 and "(found torch 2.12.1+cpu, CUDA none)" in line, line
     repaired(bed, playbook, "node2", line)
@@ -99,7 +99,7 @@ def test_the_venvs_python_gone_rebuilds_the_venv(torch_nodes: tuple[Testbed, Pat
     # what a distribution upgrade leaves: the links to the python it removed, dangling
     bed.exec("node1", "sh", "-c", f"for link in {TEST_VENV}/bin/python*; do "
              'ln -sfn /usr/bin/python3.10 "$link"; done', check=True)
-    code, lines = verify(bed, playbook, playbook.parent / "inventory.yaml")
+    code, lines = verify(bed, playbook, inventory=playbook.parent / "inventory.yaml")
     line = named(lines, "node1", "venv", f"plan: rebuild venv {TEST_VENV}: its python (3.11")
     assert code == 1 and "no longer runs" in line, line
     repaired(bed, playbook, "node1", line)

@@ -35,6 +35,6 @@ def test_only_later_files_setting_another_value_conflict_sysctl_conf_left_to_the
              "/usr/lib/sysctl.d/95-late.conf": "\n\nnet.core.somaxconn = 512\n",
              "/etc/sysctl.conf": "net.core.somaxconn = 128\n"}
     assert overriding(found, ours, {"net.core.somaxconn": "8192"}, "the setting") == [
-        f"/usr/lib/sysctl.d/95-late.conf:3 sets net.core.somaxconn = 512, applied after {ours} "
-        "at boot, so the setting would not stay as asked: comment it out: sed -i '3s/^/# /' "
-        "/usr/lib/sysctl.d/95-late.conf"]
+        f"/usr/lib/sysctl.d/95-late.conf:3 'net.core.somaxconn = 512' is applied after {ours} "
+        "at boot, so the setting would not stay as asked: comment it out: sed -i "
+        "'/^net\\.core\\.somaxconn = 512$/s/^/# /' /usr/lib/sysctl.d/95-late.conf"]
