@@ -133,7 +133,7 @@ def _copy(session: Session, distribution: Distribution, task: str, action: PeerU
             distribution.here.fill(action.local_path, action.fill)
         session.execute(task, [Run(("sh", "-c", MAKE_UPLOAD_DIR, "nodeprov-mkdir",
                                     action.remote_path))])
-        _upload_orfetch(session, distribution, task, action)
+        _upload_or_fetch(session, distribution, task, action)
         if action.staged:  # the login user could change the upload: root installs its copy
             staged.stage(session, task, action.python, action.remote_path, action.staged,
                          distribution.expected(action))
@@ -155,18 +155,18 @@ def _copy(session: Session, distribution: Distribution, task: str, action: PeerU
                                         *filter(None, [action.staged])))])
 
 
-def _upload_orfetch(session: Session, distribution: Distribution, task: str,
+def _upload_or_fetch(session: Session, distribution: Distribution, task: str,
                      action: PeerUpload) -> None:
     host = session.host.name
     if not action.address:
         session.execute(task, [alone(action)])
         return
-    files = distribution.expected(action)  # this machine's copy: hashed while the seed uploads
     if distribution.seed_for(action.key, host) == host:
         session.execute(task, [alone(action)])
-        if not serve(session, distribution, task, action, files):
+        if not serve(session, distribution, task, action, distribution.expected(action)):
             distribution.failed(action.key)
         return
+    files = distribution.expected(action)  # this machine's copy: hashed while the seed uploads
     why = fetch(session, distribution, task, action, files)
     if why is None:
         serve(session, distribution, task, action, files)  # the copies spread as a tree
