@@ -236,9 +236,11 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     outputs = {name: f"{out.stdout}\n{out.stderr}" for name, out in launch.launched.items()
                if isinstance(out, Result)}  # as bounded as every round trip's (OUTPUT_LIMIT)
     ok = result is not None and result.ok and not failures
-    said = result is not None and (ok or not result.ok)  # the result's own verdict says it all
-    line = verdict(result) if said and result is not None else (
-        f"FAIL: the {plan.backend} job failed on {counted(len(hosts), 'node')}")
-    cause = "" if ok else line if said else f"FAIL: {(culprits or failures)[0]}"
+    if result is not None and (ok or not result.ok):  # the result's own verdict says it all
+        line = cause = verdict(result)
+    else:
+        line = f"FAIL: the {plan.backend} job failed on {counted(len(hosts), 'node')}"
+        cause = f"FAIL: {(culprits or failures)[0]}"
     return JobOutcome(ok, result, line, failures, time.monotonic() - started, tails, plan.backend,
-                      {name: versions(each) for name, each in by_node.items()}, outputs, cause)
+                      {name: versions(each) for name, each in by_node.items()}, outputs,
+                      "" if ok else cause)
