@@ -192,9 +192,10 @@ def failed_at(ranks: Mapping[int, RankEnd]) -> float | None:
 def root_causes(nodes: Mapping[str, NodeRun], failed: Sequence[str],
                 diagnosis: Sequence[str]) -> list[str]:
     """Of the ``failed`` nodes, the causes, the earliest first: the node whose rank failed
-    first (the ranks' records), and each other whose failure is its own: not a lost peer
-    ("Connection closed by peer", "Terminated", a rank killed by a signal), which is what a
-    rank says when the earliest one stopped the job.
+    first (the ranks' records), those a line names with it (they failed alike: each still
+    waiting for a node that had finished, say), and each other whose failure is its own: not
+    a lost peer ("Connection closed by peer", "Terminated", a rank killed by a signal), which
+    is what a rank says when the earliest one stopped the job.
 
     >>> from nodeprov.job.nodejob import RankEnd
     >>> nodes = {"node1": NodeRun(1, 2.0, True, "", ranks={0: RankEnd(1, 2.0, 100.2)}),
@@ -205,13 +206,16 @@ def root_causes(nodes: Mapping[str, NodeRun], failed: Sequence[str],
     >>> root_causes(nodes, ["node1", "node2"], ["node2: job: rank 1 raised ValueError: x",
     ...                                         "node1: job: rank 0 raised KeyError: 'y'"])
     ['node2', 'node1']
+    >>> root_causes(nodes, ["node1", "node2"], ["node2, node1: job: ... Broken pipe"])
+    ['node2', 'node1']
     """
     timed = sorted((when, name) for name in failed
                    if (when := failed_at(nodes[name].ranks)) is not None)
     earliest = timed[0][1] if timed else failed[0]
     said = {name: [line for line in diagnosis if name in _named(line)] for name in failed}
-    return [earliest, *(name for name in failed
-                        if name != earliest and _own(nodes[name], said[name]))]
+    alike = {name for line in said[earliest] for name in _named(line)}
+    return [earliest, *(name for name in failed if name != earliest
+                        and (name in alike or _own(nodes[name], said[name])))]
 
 
 def _own(node: NodeRun, lines: Sequence[str]) -> bool:
