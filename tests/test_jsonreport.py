@@ -59,8 +59,8 @@ def reports(tmp_path: Path) -> dict[str, dict[str, Any]]:
     proof = passing_proof(tmp_path)
     broken = Matrix(NODES, (Check("node1", "node2", "eph", "timeout", "10.0.0.12:40001"),),
                     ("node2: listener did not start",))
-    failed_job = JobOutcome(False, None, "FAIL: 2 nodes (gloo): node2: firewall", ["node2: x"],
-                            30.0, {}, "gloo")
+    failed_job = JobOutcome(False, None, "FAIL: the gloo job failed on 2 nodes", ["node2: x"],
+                            30.0, {}, "gloo", cause="FAIL: node2: x")
     checks = (CheckResult("t::a[node1]", "node1", "hosts", "passed", duration=0.1),
               CheckResult("t::b[node2]", "node2", "hosts", "failed", "node2 hosts: x; repair: "
                           "nodeprov apply i --limit node2", "nodeprov apply i --limit node2"))

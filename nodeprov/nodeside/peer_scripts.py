@@ -1,10 +1,15 @@
 """The node side of peer distribution: standalone scripts run with the node's python3.
 
-    python3 -c SERVE DIR ADDRESS LIFETIME IDLE MARK PATH  # prints "PORT PID", serves detached
+    python3 -c SERVE DIR ADDRESS LIFETIME IDLE MARK PATH NAME SHA256 [NAME SHA256 ...]
     python3 -c FETCH URL DEST SECONDS NAME SHA256 SIZE [NAME SHA256 SIZE ...]
 
-SERVE opens DIR's wheels (``*.whl``, nothing else: no log, no list) and serves those open files
-read-only over HTTP on ADDRESS, port 0, under ``/PATH/`` only, PATH being a random token of the
+SERVE opens each NAME in DIR once (nothing else: no log, no list), refuses it unless it is a
+regular file of one link whose sha256, read from that open file, is the SHA256 given (this
+machine's), and serves those open files read-only, each as long as it was when hashed; so a
+file it serves is the one it hashed, never another file of the node that its folder's owner
+hard-linked there (root's, where fs.protected_hardlinks=0): exit 1 names the file refused and
+why, before anything listens. It prints "PORT PID" and serves over HTTP on ADDRESS, port 0,
+under ``/PATH/`` only, PATH being a random token of the
 run: a host that can reach the port but was not told the token gets 404 for everything (the
 kernel picks the port from the node's ephemeral range, which the firewall task opens to the node
 subnet only; before that task, ufw may be off). Having opened them, it detaches and drops root
@@ -22,12 +27,36 @@ after SECONDS in all). Exit 1 names the first file that failed.
 
 from __future__ import annotations
 
-SERVE = r"""import http.server, os, pwd, signal, socket, sys, threading, time, urllib.parse
+SERVE = r"""import errno, hashlib, http.server, os, pwd, signal, socket, stat, sys, threading, time
+import urllib.parse
 source, address, prefix = sys.argv[1], sys.argv[2], "/" + sys.argv[6] + "/"
 lifetime, idle = float(sys.argv[3]), float(sys.argv[4])
-files = {name: os.open(os.path.join(source, name), os.O_RDONLY | os.O_NOFOLLOW)
-         for name in os.listdir(source) if name.endswith(".whl") and not name.startswith(".")
-         and os.path.isfile(os.path.join(source, name))}
+
+def checked(name, expected):
+    if "/" in name or name.startswith("."):
+        sys.exit(f"{name}: not served: not a file name of the folder")
+    try:  # O_NONBLOCK: a FIFO put there cannot hold the open
+        fd = os.open(os.path.join(source, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        why = "a symbolic link" if error.errno == errno.ELOOP else error.strerror
+        sys.exit(f"{name}: not served: {why}")
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):
+        sys.exit(f"{name}: not served: not a regular file")
+    if found.st_nlink != 1:
+        sys.exit(f"{name}: not served: a hard link ({found.st_nlink} names): it may be another "
+                 "file of this node, which its peers must not be sent")
+    digest, size = hashlib.sha256(), 0
+    while size < found.st_size and (chunk := os.pread(fd, min(1 << 20, found.st_size - size),
+                                                      size)):
+        digest.update(chunk)
+        size += len(chunk)
+    if digest.hexdigest() != expected:
+        sys.exit(f"{name}: not served: its sha256 {digest.hexdigest()[:16]}... is not this "
+                 f"machine's {expected[:16]}...")
+    return fd, size
+
+files = {name: checked(name, expected) for name, expected in zip(sys.argv[7::2], sys.argv[8::2])}
 state = {"active": 0, "last": time.monotonic()}
 lock = threading.Lock()
 
@@ -37,11 +66,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             state["active"] += 1
         try:
             name = self.path[len(prefix):] if self.path.startswith(prefix) else ""
-            fd = files.get(urllib.parse.unquote(name))
+            fd, size = files.get(urllib.parse.unquote(name), (None, 0))
             if fd is None:
                 self.send_error(404)
                 return
-            size = os.fstat(fd).st_size
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(size))

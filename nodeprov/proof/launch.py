@@ -6,6 +6,10 @@
     print(outcome.verdict)           # PASS: 3 nodes, 3 ranks (gloo): ... peak busbw ...
     for line in outcome.failures:    # node3: firewall: gloo peers could not connect: ... (fix)
         print(line)
+    outcome.cause                    # FAIL: node1 -> node3: ... (what a pair's line says)
+
+The verdict is the job's own line (``FAIL: the gloo job failed on 3 nodes``), never one of its
+failures: those are listed once, in ``failures``.
 
 One round trip per node copies the job's package, then ``nodejob.launch_all`` starts the venv's
 torchrun on every node at once and stops it everywhere at the first failure, the deadline or
@@ -29,6 +33,7 @@ from nodeprov.proof.jobfabric import NCCL_ENV
 from nodeprov.proof.results import JobResult, parse_result, verdict, versions
 from nodeprov.remote.actions import Write
 from nodeprov.remote.session import Result
+from nodeprov.util.units import counted
 
 if TYPE_CHECKING:
     from nodeprov.inventory import Host
@@ -57,6 +62,9 @@ class JobPlan:
 
 @dataclass(frozen=True)
 class JobOutcome:
+    """How the job went: ``verdict`` is its PASS or FAIL line, ``failures`` each problem with
+    its fix, ``cause`` the one problem a pair's line names (``proof.pairwise``)."""
+
     ok: bool
     result: JobResult | None
     verdict: str
@@ -66,6 +74,7 @@ class JobOutcome:
     backend: str = ""
     versions: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)  # by node
     outputs: Mapping[str, str] = field(default_factory=dict)  # each node's, NCCL's lines in it
+    cause: str = ""  # FAIL: the failure that explains the rest; "" when the job passed
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "verdict": self.verdict, "failures": self.failures,
@@ -200,8 +209,9 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     try:
         plan = plan_job(hosts, facts, job, run_id=f"nodeprov-{secrets.token_hex(6)}")
     except JobPlanError as error:
-        return JobOutcome(False, None, f"FAIL: {error}", [str(error)],
-                          time.monotonic() - started)
+        return JobOutcome(False, None,
+                          f"FAIL: the job did not start on {counted(len(hosts), 'node')}",
+                          [str(error)], time.monotonic() - started, cause=f"FAIL: {error}")
     copy = job_files()
     launch = launch_all(list(plan.argv), sessions, plan.job(timeout),
                         prepare=lambda name: sessions[name].execute("job", copy))
@@ -226,7 +236,11 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     outputs = {name: f"{out.stdout}\n{out.stderr}" for name, out in launch.launched.items()
                if isinstance(out, Result)}  # as bounded as every round trip's (OUTPUT_LIMIT)
     ok = result is not None and result.ok and not failures
-    line = verdict(result) if result is not None and (ok or not result.ok) else (
-        f"FAIL: {len(hosts)} nodes ({plan.backend}): {(culprits or failures)[0]}")
+    if result is not None and (ok or not result.ok):  # the result's own verdict says it all
+        line = cause = verdict(result)
+    else:
+        line = f"FAIL: the {plan.backend} job failed on {counted(len(hosts), 'node')}"
+        cause = f"FAIL: {(culprits or failures)[0]}"
     return JobOutcome(ok, result, line, failures, time.monotonic() - started, tails, plan.backend,
-                      {name: versions(each) for name, each in by_node.items()}, outputs)
+                      {name: versions(each) for name, each in by_node.items()}, outputs,
+                      "" if ok else cause)

@@ -65,7 +65,7 @@ class PairResult:
     def line(self) -> str:
         first, second = self.pair
         if self.largest is None:
-            return f"{first} + {second}: {self.outcome.verdict}"
+            return f"{first} + {second}: {self.outcome.cause or self.outcome.verdict}"
         link = (f" = {_figure(self.of_link)} of {self.link_bytes_per_s * 8 / 1e9:g} Gb/s"
                 if self.of_link is not None and self.link_bytes_per_s else "")
         return (f"{first} + {second}: {_figure(self.largest.busbw_gbps)} GB/s busbw at "

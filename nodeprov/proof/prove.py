@@ -74,7 +74,7 @@ class Proof:
     @property
     def verdict(self) -> str:
         """The last line: the job's PASS only when nothing above it failed; a FAIL counts
-        the FAILED lines above it, never repeats one."""
+        the FAILED lines above it, never repeats one (a failed job: its own verdict, counted)."""
         above = counted(len(self.failures()), "FAILED line") + " above"
         if self.outcome is None:
             return f"FAIL: the connectivity matrix is broken ({above}); the job did not run"
@@ -82,7 +82,7 @@ class Proof:
             return "; ".join([self.outcome.verdict, *([self.fabric.line()] if self.fabric
                                                       else [])])
         if not self.outcome.ok:
-            return f"FAIL: the job failed on {counted(len(self.matrix.nodes), 'node')} ({above})"
+            return f"{self.outcome.verdict} ({above})"
         failed_pairs = sum(not pair.outcome.ok for pair in self.pairs)
         what = [*(["the bus bandwidth is below the baseline"] if self.bandwidth_problem else []),
                 *([f"{counted(failed_pairs, 'pair')} of nodes failed"] if failed_pairs else [])]

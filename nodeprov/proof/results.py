@@ -166,7 +166,7 @@ def verdict(result: JobResult) -> str:
         problems.append(f"DDP replicas differ by up to {result.ddp_max_abs_diff:.3g}")
     if result.wrong:
         at = ", ".join(human_bytes(row.bytes) for row in result.sizes if row.wrong)
-        problems.append(f"{result.wrong} wrong all-reduce results (at {at})")
+        problems.append(f"{result.wrong} wrong all-reduce results at {at}")
     if problems or not result.ok:
         return f"FAIL: {scope}: " + "; ".join(problems or ["the job reported a failed check"])
     top = peak(result)

@@ -26,6 +26,8 @@ RANK_PREFIXES = re.compile(r"^(?:\[rank\d+\]: ?)+")
 # a traceback's last line: ``ValueError: boom``, ``torch.distributed.DistBackendError: ...``,
 # ``KeyboardInterrupt``
 EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(?::|\s*$)")
+# What a rank says when the rank at the other end of its connection is gone (gloo, NCCL, Python)
+LOST_PEER = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe|remote process exited")
 ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)", re.S)
 TAIL_LINES = 40
 

@@ -14,7 +14,6 @@ stopped, keeps its ranks' exit code 0.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +23,7 @@ from nodeprov.job.failures import NodeFailure, alike, last_words, node_failures,
 from nodeprov.job.nodejob import Launch, Stopped
 from nodeprov.remote.session import Result
 from nodeprov.userjob.ranklog import (
+    LOST_PEER,
     RANK_PREFIXES,
     first_rank,
     first_traceback_rank,
@@ -32,11 +32,9 @@ from nodeprov.userjob.ranklog import (
     rank_tail,
     root_cause_rank,
 )
-from nodeprov.userjob.runreport import NodeRun
+from nodeprov.userjob.runreport import NodeRun, failed_at
 
 DEADLINE_HINT = "raise --timeout if the training needs longer"
-# What a rank says when the rank at the other end of its connection is gone (gloo, NCCL, Python)
-LOST_PEER = re.compile(r"Connection (?:closed|reset) by peer|Broken pipe|remote process exited")
 TOGETHER = ("no failure there: let every rank run the same collectives to the end, e.g. a "
             "dist.barrier() before the script returns")
 
@@ -63,9 +61,10 @@ def finished(launch: Launch, name: str, nproc: int) -> bool:
 
 def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, int],
                  gpus: Mapping[str, int]) -> dict[str, RankFailure]:
-    """The nodes that failed by themselves, in the order they ended. A node stopped while its
-    rank's exception or a cause of its own (a rule's: a GPU it lacks, its venv) was on its way
-    out counts too: a peer that only lost its connection to that rank may have ended first.
+    """The nodes that failed by themselves, in the order their first rank failed (the ranks'
+    records: a peer's torchrun may end before the raiser's), nodes none times first, else as
+    they ended. A node stopped while its rank's exception or a cause of its own (a rule's: a
+    GPU it lacks, its venv) was on its way out counts too.
     After the deadline, every node that ended by itself timed out. ``gpus``: each node's, from
     its facts."""
     done = [name for name in launch.launched if finished(launch, name, nproc[name])]
@@ -109,7 +108,13 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
                            ) if said and found is None and exception is None \
             and not failure.timed_out else None
         failed[name] = RankFailure(failure, rank, said or tail(result), exception, words)
-    return failed
+    return dict(sorted(failed.items(), key=lambda item: _failed_at(launch, item[0])))
+
+
+def _failed_at(launch: Launch, name: str) -> float:
+    """When the node's first rank failed, by its record; 0 where none says."""
+    found = launch.results.get(name)
+    return (failed_at(found.ranks) if isinstance(found, Stopped) else None) or 0.0
 
 
 def _waiting(said: str, done: Sequence[str], rank: int | None, name: str) -> Diagnosis:

@@ -3,10 +3,16 @@
     outcome.verdict()     # PASS: 3 nodes, 3 ranks: every rank exited 0 in 14.2 s
     outcome.exit_code     # 0, 1, 130 after Ctrl-C (128+N after signal N: 143 SIGTERM)
     outcome.to_json()     # the "run" report: {"schema_version", "command", "ok", "exit_code", ...}
+    outcome.closing_line()  # FAIL: node2 failed (rank 1: ValueError: boom); node1, node3 were ...
+
+Which node failed first is read from the ranks' own records (``RankEnd.ended``, the node's
+clock to the microsecond): torchrun's "Root Cause (first observed failure)" is only the first
+among its own node's ranks, timed to the second (``ChildFailedError.get_first_failure``).
 """
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,10 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.jsonreport import document
+from nodeprov.userjob.ranklog import LOST_PEER, raised
+from nodeprov.util.units import clipped
 
 if TYPE_CHECKING:
     from nodeprov.job.nodejob import RankEnd
     from nodeprov.proof.matrix import Matrix
+
+# A rank's last words when torchrun's agent or a shell stopped it (SIGTERM, as bash says it)
+TERMINATED = re.compile(r"\bTerminated\b")
 
 
 @dataclass(frozen=True)
@@ -104,20 +115,44 @@ class UserJobOutcome:
         return f"FAIL: {_nodes(len(self.nodes))}: {first}"
 
     def closing_line(self) -> str:
-        """The verdict as the terminal's last line, after the failing nodes' lines: a run that
-        started and failed names how many nodes failed rather than repeat the first of those
-        lines (``FAIL: 3 of 3 nodes failed, as said above (logs: DIR)``)."""
+        """The verdict as the terminal's last line, after the failing nodes' lines: the node
+        that failed first and the nodes stopped because of it (``FAIL: node2 failed (rank 1:
+        ValueError: boom); node1, node3 were stopped by it (logs: DIR)``), or how many failed
+        alike (``FAIL: 3 of 3 nodes failed (node1, node2, node3), as said above ...``)."""
         if (self.refused or self.unreached or self.interrupted or self.ok
                 or not self.diagnosis):
             return self.verdict()
-        # the nodes the diagnosis names; a peer whose ranks ended because of them is not one
         failed = list(self.failed) or [name for name, node in self.nodes.items()
                                        if _failed_itself(node)]
         if not failed:  # every node was stopped (the deadline): none failed by itself
             return (f"FAIL: {_nodes(len(self.nodes))} stopped, as said above "
                     f"(logs: {self.log_dir})")
-        return (f"FAIL: {len(failed)} of {_nodes(len(self.nodes))} failed ({', '.join(failed)}), "
-                f"as said above (logs: {self.log_dir})")
+        named = self.first_failure.node if self.first_failure else None
+        # untimed (no rank records), the node the run named first leads
+        first = root_causes(self.nodes, sorted(failed, key=lambda name: name != named),
+                            self.diagnosis)
+        stopped = [name for name, node in self.nodes.items()
+                   if name not in first and node.exit_code not in (0, None)]
+        if not stopped:  # they failed alike, or on their own: named in the inventory's order
+            return (f"FAIL: {len(first)} of {_nodes(len(self.nodes))} failed "
+                    f"({', '.join(n for n in failed if n in first)}), as said above "
+                    f"(logs: {self.log_dir})")
+        return (f"FAIL: {', '.join(first)} failed{self._cause(first[0], len(first) > 1)}; "
+                f"{', '.join(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped by "
+                f"{'it' if len(first) == 1 else 'them'} (logs: {self.log_dir})")
+
+    def _cause(self, name: str, several: bool) -> str:
+        """`` (rank 1: ValueError: boom)``: the node's first failing rank, with the exception
+        it raised where its tail shows one; empty where nothing names a rank."""
+        said = self.first_failure if self.first_failure and self.first_failure.node == name \
+            else None
+        rank = first_failed_rank(self.nodes[name].ranks)
+        rank = said.rank if rank is None and said else rank
+        if rank is None:
+            return ""
+        exception = raised(said.tail.splitlines()) if said and said.rank == rank else None
+        where = f"rank {rank}{f' on {name}' if several else ''}"
+        return f" ({where}: {clipped(exception, 160)})" if exception else f" ({where})"
 
     def to_json(self) -> dict[str, Any]:
         """The ``run`` report of the one schema (``nodeprov.jsonreport``)."""
@@ -140,6 +175,61 @@ class UserJobOutcome:
             diagnosis=list(self.diagnosis),
             first_failure=None if failure is None else {
                 "node": failure.node, "rank": failure.rank, "tail": failure.tail})
+
+
+def first_failed_rank(ranks: Mapping[int, RankEnd]) -> int | None:
+    """The rank whose record ended first with an exit code that is not 0; None: none did."""
+    failing = [(end.ended, rank) for rank, end in ranks.items() if end.exit_code != 0]
+    return min(failing)[1] if failing else None
+
+
+def failed_at(ranks: Mapping[int, RankEnd]) -> float | None:
+    """When the first rank of a node failed, on its clock; None where no record says."""
+    rank = first_failed_rank(ranks)
+    return None if rank is None else ranks[rank].ended
+
+
+def root_causes(nodes: Mapping[str, NodeRun], failed: Sequence[str],
+                diagnosis: Sequence[str]) -> list[str]:
+    """Of the ``failed`` nodes, the causes, the earliest first: the node whose rank failed
+    first (the ranks' records), those a line names with it (they failed alike: each still
+    waiting for a node that had finished, say), and each other whose failure is its own: not
+    a lost peer ("Connection closed by peer", "Terminated", a rank killed by a signal), which
+    is what a rank says when the earliest one stopped the job.
+
+    >>> from nodeprov.job.nodejob import RankEnd
+    >>> nodes = {"node1": NodeRun(1, 2.0, True, "", ranks={0: RankEnd(1, 2.0, 100.2)}),
+    ...          "node2": NodeRun(1, 2.0, False, "", ranks={1: RankEnd(1, 2.0, 100.1)})}
+    >>> root_causes(nodes, ["node1", "node2"], ["node2: job: rank 1 raised ValueError: x",
+    ...                                         "node1: job: ... Connection closed by peer"])
+    ['node2']
+    >>> root_causes(nodes, ["node1", "node2"], ["node2: job: rank 1 raised ValueError: x",
+    ...                                         "node1: job: rank 0 raised KeyError: 'y'"])
+    ['node2', 'node1']
+    >>> root_causes(nodes, ["node1", "node2"], ["node2, node1: job: ... Broken pipe"])
+    ['node2', 'node1']
+    """
+    timed = sorted((when, name) for name in failed
+                   if (when := failed_at(nodes[name].ranks)) is not None)
+    earliest = timed[0][1] if timed else failed[0]
+    said = {name: [line for line in diagnosis if name in _named(line)] for name in failed}
+    alike = {name for line in said[earliest] for name in _named(line)}
+    return [earliest, *(name for name in failed if name != earliest
+                        and (name in alike or _own(nodes[name], said[name])))]
+
+
+def _own(node: NodeRun, lines: Sequence[str]) -> bool:
+    """Whether a node failed in its own way, not by losing a peer that failed first."""
+    rank = first_failed_rank(node.ranks)
+    if rank is not None and node.ranks[rank].exit_code < 0:  # a signal: a stop, not a cause
+        return False
+    return not any(LOST_PEER.search(line) or TERMINATED.search(line) for line in lines)
+
+
+def _named(line: str) -> list[str]:
+    """The nodes a diagnosis line names before ``: job:`` (several: they failed alike)."""
+    who, found, _ = line.partition(": job: ")
+    return who.split(", ") if found else []
 
 
 def _failed_itself(node: NodeRun) -> bool:

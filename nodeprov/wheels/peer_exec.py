@@ -15,36 +15,28 @@ What a node downloads, fetches from a peer or installs is counted on the node as
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from nodeprov.errors import CommandFailed, HostError
-from nodeprov.nodeside.peer_scripts import FETCH, SERVE
-from nodeprov.remote.actions import STOP_MARKED, Action, Run, Write
+from nodeprov.remote.actions import Action, Run, Write
 from nodeprov.util.redact import mask_urls
 from nodeprov.util.units import clipped
 from nodeprov.wheels import installer, staged, trust
 from nodeprov.wheels.installer import MAKE_UPLOAD_DIR, Install
+from nodeprov.wheels.peer_transfer import fetch, pinned_files, serve
 from nodeprov.wheels.peers import (
-    MAX_WHEEL,
-    SERVE_IDLE,
-    SERVE_LIFETIME,
     Distribution,
     PeerCopy,
     PeerDownload,
     PeerUpload,
-    WheelFile,
     alone,
 )
-from nodeprov.wheels.resolve import Pinned, requirements
+from nodeprov.wheels.resolve import requirements
 from nodeprov.wheels.wheelhouse import DownloadFailed
 from nodeprov.wheels.written import counting_writes
 
-# a fetch slower than this gives up for the next source (or the upload): a stuck node
-FETCH_RATE, FETCH_SLACK = 5e6, 60.0  # bytes/s, seconds
-GUESSED_SIZE = 1 << 30  # bytes per file for a fetch's deadline where no size is known
 DETAIL_LINES = 8  # of a failed install's output, below its first line
 FIRST_LINE = 199  # characters at most
 _REQUIREMENTS = ".nodeprov-requirements.txt"  # in the download folder: a dot file, not served
@@ -171,13 +163,13 @@ def _upload_or_fetch(session: Session, distribution: Distribution, task: str,
         return
     if distribution.seed_for(action.key, host) == host:
         session.execute(task, [alone(action)])
-        if not _serve(session, distribution, task, action):
+        if not serve(session, distribution, task, action, distribution.expected(action)):
             distribution.failed(action.key)
         return
     files = distribution.expected(action)  # this machine's copy: hashed while the seed uploads
-    why = _fetch(session, distribution, task, action, files)
+    why = fetch(session, distribution, task, action, files)
     if why is None:
-        _serve(session, distribution, task, action)  # the copies spread as a tree
+        serve(session, distribution, task, action, files)  # the copies spread as a tree
         return
     distribution.warn(host, f"wheels uploaded from this machine after all: {why}")
     session.execute(task, [alone(action)])
@@ -211,12 +203,12 @@ def _download(session: Session, distribution: Distribution, task: str,
                               f"here ({_last_line(error.output)}): this node downloaded its own")
             _download_here(session, task, action, [alone(action)])
             return
-        if not _serve(session, distribution, task, action):
+        if not serve(session, distribution, task, action, pinned_files(pins)):
             distribution.failed(action.key)
         return
-    why = _fetch(session, distribution, task, action, pinned_files(pins))
+    why = fetch(session, distribution, task, action, pinned_files(pins))
     if why is None:
-        _serve(session, distribution, task, action)
+        serve(session, distribution, task, action, pinned_files(pins))
         return
     distribution.warn(host, f"wheels downloaded by this node after all: {why}")
     _download_here(session, task, action, [alone(action)])
@@ -240,61 +232,3 @@ def _pinned(action: PeerDownload) -> tuple[str, ...]:
 def _last_line(output: str) -> str:
     lines = [line.strip() for line in mask_urls(output).splitlines() if line.strip()]
     return (lines or ["no output"])[-1][:200]
-
-
-def _serve(session: Session, distribution: Distribution, task: str, action: PeerCopy) -> bool:
-    """Serve this node's copy to the others, under a token of this run; False if the server
-    did not start."""
-    mark = f"nodeprov-serve-{secrets.token_hex(6)}"
-    token = secrets.token_urlsafe(16)
-    try:
-        started = session.run([action.python, "-c", SERVE, action.remote_path, action.address,
-                               str(SERVE_LIFETIME), str(SERVE_IDLE), mark, token], task=task,
-                              what="serve the wheels to the other nodes")
-    except HostError:
-        return False
-    port, _, pid = started.stdout.strip().partition(" ")
-    if started.exit_code != 0 or not (port.isdigit() and pid.isdigit()):
-        return False
-    host = f"[{action.address}]" if ":" in action.address else action.address
-
-    def stop() -> None:
-        with suppress(HostError):  # else the server stops by itself after SERVE_IDLE seconds
-            session.run(["sh", "-c", STOP_MARKED, "nodeprov-stop", pid, mark], task=task,
-                        what="stop serving the wheels")
-
-    distribution.serving(action.key, f"http://{host}:{port}/{token}/", stop)
-    return True
-
-
-def _fetch(session: Session, distribution: Distribution, task: str, action: PeerCopy,
-           files: tuple[WheelFile, ...]) -> str | None:
-    """Fetch ``files`` from the least busy node serving them, each checked against what this
-    machine knows (sha256, size), trying the next node after a failure; None when done, else
-    why not."""
-    why = "no node served them (the seed failed, or none had room in time)"
-    words = [word for file in files for word in (file.name, file.sha256, str(file.size))]
-    size = sum(file.size if file.size < MAX_WHEEL else GUESSED_SIZE for file in files)
-    seconds = str(int(FETCH_SLACK + size / FETCH_RATE))
-    while (url := distribution.acquire(action.key)) is not None:
-        try:
-            with counting_writes(session, task, "fetch the wheels from a node", action.python,
-                                 (action.remote_path,)):
-                fetched = session.run([action.python, "-c", FETCH, url, action.remote_path,
-                                       seconds, *words], task=task,
-                                      what="fetch the wheels from a node")
-        except BaseException:  # this node's connection, not the source, failed
-            distribution.release(action.key, url, good=True)
-            raise
-        good = fetched.exit_code == 0
-        distribution.release(action.key, url, good)
-        if good:
-            return None
-        source = url.split("/")[2]  # the node's address and port, not the run's token
-        why = f"{source}: {(fetched.stderr.strip().splitlines() or ['failed'])[-1]}"
-    return why
-
-
-def pinned_files(pins: Sequence[Pinned]) -> tuple[WheelFile, ...]:
-    """What a fetch of a resolved set must yield (sizes unknown: at most ``MAX_WHEEL``)."""
-    return tuple(WheelFile(pin.filename, pin.sha256, MAX_WHEEL) for pin in pins)

@@ -76,7 +76,7 @@ def _runs(bed: Testbed, reps: int) -> list[JobOutcome]:
     finally:
         for session in sessions.values():
             session.close()
-    failed = [outcome.verdict for outcome in outcomes if not outcome.ok]
+    failed = [outcome.cause for outcome in outcomes if not outcome.ok]
     if failed:
         raise RuntimeError(f"the real pair failed: {failed[0]}")
     return outcomes

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from markupsafe import escape
 from typer.testing import CliRunner
 
 from nodeprov.checks.verify import CheckResult, Verification
@@ -38,6 +39,10 @@ MATRIX = Matrix(NODES, tuple(Check(a, b, "eph", "ok", "10.0.0.12:40001")
 PASSED = JobOutcome(True, RESULT, verdict(RESULT), [], 8.1, {}, "gloo")
 DROP = ("busbw at 1 MiB fell to 0.05 GB/s from 0.31 GB/s in the baseline of 2026-11-28 (-85%, "
         "more than the allowed 30%): a slower link")
+VENV = ("node2: venv: torch is missing from the node's venv (nodeprov apply --limit node2 "
+        "--tags venv); the job said: ModuleNotFoundError: No module named 'torch'")
+JOB_FAILED = JobOutcome(False, None, "FAIL: the gloo job failed on 2 nodes", [VENV], 30.0, {},
+                        "gloo", cause=f"FAIL: {VENV}")  # as run_job says it (test_launch)
 CLEAN = (CheckResult("t::a[node1]", "node1", "hosts", "passed", duration=0.1),)
 DRIFT = (*CLEAN, CheckResult("t::b[node2]", "node2", "hosts", "failed",
                              "node2 hosts: x; repair: nodeprov apply i --limit node2",
@@ -95,9 +100,8 @@ def test_a_bandwidth_drop_makes_the_proof_fail_without_repeating_its_line() -> N
     assert proof.verdict == ("FAIL: the job ran right on 2 nodes, but the bus bandwidth is "
                              "below the baseline (1 FAILED line above)")
     assert proof.to_json()["verdict"] == proof.verdict
-    failed = Proof(MATRIX, dataclasses.replace(PASSED, ok=False, verdict="FAIL: 2 nodes (gloo): "
-                                               "node2: venv: x", failures=["node2: venv: x"]))
-    assert failed.verdict == "FAIL: the job failed on 2 nodes (1 FAILED line above)"
+    failed = Proof(MATRIX, JOB_FAILED)
+    assert failed.verdict == "FAIL: the gloo job failed on 2 nodes (1 FAILED line above)"
     pair = PairResult(NODES, dataclasses.replace(PASSED, ok=False, verdict="FAIL: x"))
     slow_pair = Proof(MATRIX, PASSED, DROP, (pair,))
     assert slow_pair.verdict == (
@@ -117,6 +121,24 @@ def test_verify_with_a_bandwidth_drop_ends_with_fail(monkeypatch: pytest.MonkeyP
         "FAIL: 1 check on 1 node, no drift; the job ran right on 2 nodes, but the bus "
         "bandwidth is below the baseline (1 FAILED line above)")
     assert report["proofs"][0]["verdict"].startswith("FAIL: ") and "PASS" not in page
+
+
+def test_a_failed_jobs_json_holds_its_verdict_and_lists_its_failures_once(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inventory: Path) -> None:
+    # the issue: proofs[].job.verdict was "FAIL: 2 nodes (gloo): node2: venv: ...", the job's
+    # first failure again rather than a verdict
+    fake_verify(monkeypatch, CLEAN, [Proof(MATRIX, JOB_FAILED)])
+    code, last, report, page = invoke(tmp_path, "verify", str(inventory))
+    proof = report["proofs"][0]
+    assert code == 1 and last == ("FAIL: 1 check on 1 node, no drift; the gloo job failed on 2 "
+                                  "nodes (1 FAILED line above)")
+    assert proof["verdict"] == "FAIL: the gloo job failed on 2 nodes (1 FAILED line above)"
+    assert proof["job"]["verdict"] == "FAIL: the gloo job failed on 2 nodes"
+    assert proof["job"]["verdict"].removeprefix("FAIL: ") in last
+    assert proof["job"]["failures"] == proof["failures"] == [VENV]
+    assert VENV not in proof["job"]["verdict"] and VENV not in last
+    assert f'<p class="failed">{escape(proof["verdict"])}</p>' in page
+    assert page.count(escape(VENV)) == 1
 
 
 def test_verify_with_drift_ends_with_fail_even_when_the_job_passes(

@@ -1,10 +1,12 @@
 """The peer scripts run for real on this machine: SERVE serves the wheels only, under the run's
-token, as nobody, and stops by itself; FETCH keeps only a file of the expected sha256 and never
-writes more than its expected size, and gives up on a source that trickles."""
+token, as nobody, each only as the file this machine hashed (a hard link, a symbolic link or
+other bytes are refused, named), and stops by itself; FETCH keeps only a file of the expected
+sha256 and never writes more than its expected size, and gives up on a source that trickles."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import pwd
 import socket
 import subprocess
@@ -12,7 +14,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import pytest
 from nodeprov.nodeside.peer_scripts import FETCH, SERVE
 
 TOKEN = "k3Q9-token_of-the-run"
+SIX = "six-1.17.0-py2.py3-none-any.whl"
 
 
 @pytest.fixture
@@ -34,12 +37,19 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str, int]]:
     (folder / "fetch.log").write_text("pip download --index-url https://ci:s3cret@m/simple\n")
     (folder / ".nodeprov-requirements.txt").write_text("six==1.17.0 --hash=sha256:...\n")
     started = subprocess.run(["python3", "-c", SERVE, str(folder), "127.0.0.1", "60", "5",
-                              "nodeprov-serve-test", TOKEN], capture_output=True, text=True,
-                             timeout=30, check=True)
+                              "nodeprov-serve-test", TOKEN,
+                              *hashed("six-1.17.0-py2.py3-none-any.whl", b"six"),
+                              *hashed("torch-2.13.0+cpu-cp311-none-any.whl", b"t" * 3_000_000)],
+                             capture_output=True, text=True, timeout=30, check=True)
     port, pid = map(int, started.stdout.split())
     yield folder, f"http://127.0.0.1:{port}/{TOKEN}/", pid
     with suppress(ProcessLookupError):
         subprocess.run(["kill", str(pid)], check=False)
+
+
+def hashed(name: str, data: bytes) -> tuple[str, str]:
+    """SERVE's words for a file this machine hashed: its name and sha256."""
+    return name, hashlib.sha256(data).hexdigest()
 
 
 def status(url: str) -> int:
@@ -67,8 +77,8 @@ def test_only_the_wheels_are_served_and_only_under_the_runs_token(
 def test_it_serves_as_nobody_and_stops_by_itself_when_idle(tmp_path: Path) -> None:
     (tmp_path / "a-1-py3-none-any.whl").write_bytes(b"a")
     started = subprocess.run(["python3", "-c", SERVE, str(tmp_path), "127.0.0.1", "60", "0.5",
-                              "mark", TOKEN], capture_output=True, text=True, timeout=30,
-                             check=True)
+                              "mark", TOKEN, *hashed("a-1-py3-none-any.whl", b"a")],
+                             capture_output=True, text=True, timeout=30, check=True)
     port, pid = map(int, started.stdout.split())
     # it said it serves only once it had dropped root: read at once, no wait
     uid = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
@@ -188,3 +198,71 @@ def test_a_source_that_trickles_is_given_up(tmp_path: Path) -> None:
         server.join()
     assert slow.returncode == 1 and "a.whl: too slow, gave up after 1 seconds" in slow.stderr
     assert time.monotonic() - started < 4 and list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def secret(tmp_path: Path) -> Path:
+    """A file only root reads, as /etc/shadow is."""
+    path = tmp_path / "shadow"
+    path.write_text("root:$6$secret:19000:0:99999:7:::\n")
+    path.chmod(0o600)
+    return path
+
+
+def serve(folder: Path, *wanted: tuple[str, bytes]) -> subprocess.CompletedProcess[str]:
+    """SERVE on loopback for the files ``wanted`` (name, the contents this machine hashed)."""
+    words = [word for name, data in wanted for word in hashed(name, data)]
+    return subprocess.run(["python3", "-c", SERVE, str(folder), "127.0.0.1", "60", "5", "mark",
+                           TOKEN, *words], capture_output=True, text=True, timeout=60)
+
+
+def test_a_hard_link_to_another_file_of_the_node_is_refused_before_anything_listens(
+        tmp_path: Path, secret: Path) -> None:
+    folder = tmp_path / "wheelhouse"
+    folder.mkdir()
+    os.link(secret, folder / SIX)
+    refused = serve(folder, (SIX, b"six"))
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.strip() == (
+        f"{SIX}: not served: a hard link (2 names): it may be another file of this node, which "
+        "its peers must not be sent")
+    # the same bytes as this machine's, through a second name, are refused all the same
+    (folder / SIX).unlink()
+    (folder / "original").write_bytes(b"six")
+    os.link(folder / "original", folder / SIX)
+    assert serve(folder, (SIX, b"six")).returncode == 1
+
+
+@pytest.mark.parametrize(("make", "why"), [
+    (lambda path, secret: path.symlink_to(secret), "a symbolic link"),
+    (lambda path, secret: os.mkfifo(path), "not a regular file"),
+    (lambda path, secret: path.write_bytes(secret.read_bytes()), "its sha256 "),
+    (lambda path, secret: None, "No such file or directory"),
+])
+def test_anything_but_this_machines_file_is_refused_and_named(
+        tmp_path: Path, secret: Path, make: Callable[[Path, Path], None], why: str) -> None:
+    folder = tmp_path / "wheelhouse"
+    folder.mkdir()
+    make(folder / SIX, secret)
+    refused = serve(folder, (SIX, b"six"))
+    assert refused.returncode == 1 and refused.stderr.startswith(f"{SIX}: not served: {why}")
+
+
+def test_this_machines_files_are_served_from_the_descriptor_that_was_hashed(
+        tmp_path: Path) -> None:
+    folder = tmp_path / "wheelhouse"
+    folder.mkdir()
+    (folder / SIX).write_bytes(b"six")
+    (folder / ".fetch.log").write_text("not asked for: not served\n")
+    started = serve(folder, (SIX, b"six"))
+    assert started.returncode == 0, started.stderr
+    port, pid = map(int, started.stdout.split())
+    try:
+        (folder / SIX).unlink()  # its server holds the file it hashed open
+        (folder / SIX).write_bytes(b"new")
+        url = f"http://127.0.0.1:{port}/{TOKEN}/"
+        with urllib.request.urlopen(url + SIX, timeout=10) as response:
+            assert response.read() == b"six"
+        assert status(url + ".fetch.log") == 404
+    finally:
+        os.kill(pid, 15)

@@ -107,7 +107,9 @@ def test_nccl_on_a_node_without_gpus_is_refused_before_any_connection() -> None:
         plan({"node1": facts_for("node1", gpu=gpus(2)), **{n: CPU_FACTS[n]
                                                            for n in ("node2", "node3")}}, "nccl")
     outcome = run_job(HOSTS, {}, CPU_FACTS, JobLaunch("nccl", "/v", 1, 10, 8))
-    assert not outcome.ok and outcome.verdict.startswith("FAIL: backend nccl needs GPUs")
+    assert not outcome.ok and outcome.verdict == "FAIL: the job did not start on 3 nodes"
+    assert outcome.failures == [outcome.cause.removeprefix("FAIL: ")]
+    assert outcome.cause.startswith("FAIL: backend nccl needs GPUs")
 
 
 def test_each_node_runs_the_venvs_torchrun_with_c10d_and_no_node_rank() -> None:
@@ -293,7 +295,9 @@ def test_the_first_failing_node_stops_the_job_everywhere_at_once() -> None:
     assert outcome.failures == [
         "node2: venv: torch is missing from the node's venv (nodeprov apply --limit node2 "
         "--tags venv); the job said: ModuleNotFoundError: No module named 'torch'"]
-    assert outcome.verdict == "FAIL: 3 nodes (gloo): " + outcome.failures[0]
+    # the job's verdict is its own line; its failure is listed once, and a pair's line names it
+    assert outcome.verdict == "FAIL: the gloo job failed on 3 nodes"
+    assert outcome.cause == "FAIL: " + outcome.failures[0]
     assert set(outcome.tails) == {"node1", "node2", "node3"}
 
 
@@ -324,8 +328,8 @@ def test_wrong_results_fail_with_the_verdict_of_the_result() -> None:
     nodes = {name: FakeNode(1, "exit 1", result=json.dumps(wrong)) for name in CPU_FACTS}
     outcome = run_fake(nodes)
     assert not outcome.ok and outcome.result is not None
-    assert outcome.verdict == ("FAIL: 1 node, 2 ranks (gloo): 3 wrong all-reduce results "
-                               "(at 8 B)")
+    assert outcome.verdict == outcome.cause == (
+        "FAIL: 1 node, 2 ranks (gloo): 3 wrong all-reduce results at 8 B")
     assert outcome.failures[0] == "node1: job: " + outcome.verdict
 
 
@@ -341,7 +345,8 @@ def test_a_network_failure_runs_the_matrix_to_name_the_blocked_node(
     outcome = run_fake(nodes)
     assert outcome.failures[0].startswith("node1: firewall: gloo peers could not connect")
     assert outcome.failures[1:] == [blocked]
-    assert outcome.verdict == "FAIL: 3 nodes (gloo): " + blocked
+    assert outcome.verdict == "FAIL: the gloo job failed on 3 nodes"
+    assert outcome.cause == "FAIL: " + blocked
 
 
 @pytest.fixture
@@ -478,7 +483,7 @@ def test_a_blocked_node_fails_the_job_fast_names_its_firewall_and_leaves_nothing
     assert not any("still running after" in line for line in outcome.failures)
     # Whichever node ends first (node3 with gloo's connect error, or a peer whose rendezvous
     # closed), the matrix the launcher runs after the failure names the blocked node itself.
-    assert "firewall on node3 blocks the node subnet" in outcome.verdict
+    assert "firewall on node3 blocks the node subnet" in outcome.cause
     assert any(line.startswith("node1 -> node3: TCP to ")
                and "firewall on node3 blocks the node subnet" in line
                and "--limit node3 --tags firewall" in line for line in outcome.failures)

@@ -61,8 +61,8 @@ class FakeJobs:
         self.launched.append(names)
         busbw = self.speed(*names)
         if busbw is None:
-            return JobOutcome(False, None, f"FAIL: 2 nodes (gloo): {names[1]}: venv: ...",
-                              [f"{names[1]}: venv"], 1.0)
+            return JobOutcome(False, None, "FAIL: the gloo job failed on 2 nodes",
+                              [f"{names[1]}: venv: ..."], 1.0, cause=f"FAIL: {names[1]}: venv: ...")
         return JobOutcome(True, at(busbw), "PASS", [], 1.0)
 
 
@@ -85,7 +85,7 @@ def test_every_pair_runs_once_slowest_first() -> None:
     assert sorted(tuple(sorted(pair)) for pair in fake.launched) == sorted(speeds)
     assert [pair.pair for pair in found.pairs] == [("node2", "node3"), ("node1", "node3"),
                                                    ("node1", "node2")]
-    assert found.pairs[0].line() == "node2 + node3: FAIL: 2 nodes (gloo): node3: venv: ..."
+    assert found.pairs[0].line() == "node2 + node3: FAIL: node3: venv: ..."
     assert found.pairs[1].line() == "node1 + node3: 0.25 GB/s busbw at 1 MiB"
     assert (found.rounds_run, found.rounds_total) == (3, 3)
 

@@ -53,7 +53,7 @@ def test_failing_verdict_names_what_failed() -> None:
     data.update(ok=False, wrong=7, ddp={"ok": False, "max_abs_diff": 0.5})
     line = verdict(parse_result(json.dumps(data)))
     assert line == ("FAIL: 1 node, 2 ranks (gloo): DDP replicas differ by up to 0.5; "
-                    "7 wrong all-reduce results (at 512 B)")
+                    "7 wrong all-reduce results at 512 B")
 
 
 def test_nccl_verdict_shows_the_nccl_version() -> None:

@@ -42,11 +42,13 @@ CPU_FACTS = {host.name: facts_for(host.name) for host in HOSTS}
 
 class FakeNode:
     """Prints ``output`` to the launcher's stderr stream, then ends with ``exit_code`` at once,
-    or (None) runs until the stop step comes, which reports ``ranks`` (rank: its exit code)."""
+    or (None) runs until the stop step comes, which reports ``ranks`` (rank: its exit code),
+    each ended at ``ended`` on the node's clock."""
 
     def __init__(self, exit_code: int | None, output: str = "", after: float = 0.0,
-                 ranks: dict[int, int] | None = None) -> None:
+                 ranks: dict[int, int] | None = None, ended: float = 3.5) -> None:
         self.exit_code, self.output, self.after, self.ranks = exit_code, output, after, ranks
+        self.ended = ended
         self.stopped = threading.Event()
         self.calls: list[str] = []
         self.argvs: list[Sequence[str]] = []
@@ -62,7 +64,7 @@ class FakeNode:
             return Result('{"run_dir": "/root/.cache/nodeprov/job/r", "note": null}', "", 0)
         self.calls.append("finish")
         self.stopped.set()
-        ranks = {str(rank): {"exit_code": code, "started": 1.0, "ended": 3.5}
+        ranks = {str(rank): {"exit_code": code, "started": 1.0, "ended": self.ended}
                  for rank, code in (self.ranks or {}).items()}
         return Result(json.dumps({"result": None, "ranks": ranks}), "", 0)
 
@@ -131,8 +133,9 @@ def test_a_rank_that_raises_is_named_and_the_others_are_stopped(
     assert failure.tail.endswith("[rank1]:[rank1]: ValueError: rank 1 fails on purpose at step 2")
     assert {n: (r.exit_code, r.stopped) for n, r in outcome.nodes.items()} == {
         "node1": (143, True), "node2": (1, False), "node3": (143, True)}
-    # the last line and the JSON's verdict count the one node that failed, not those stopped
-    closing = f"FAIL: 1 of 3 nodes failed (node2), as said above (logs: {outcome.log_dir})"
+    # the last line and the JSON's verdict name the node that failed and those stopped by it
+    closing = (f"FAIL: node2 failed (rank 1: ValueError: rank 1 fails on purpose at step 2); "
+               f"node1, node3 were stopped by it (logs: {outcome.log_dir})")
     assert outcome.closing_line() == closing and outcome.to_json()["verdict"] == closing
     assert no_matrix == []  # a script's own error is no network question
 
@@ -140,9 +143,11 @@ def test_a_rank_that_raises_is_named_and_the_others_are_stopped(
 def test_a_peer_that_lost_its_connection_first_does_not_hide_the_rank_that_raised(
         tmp_path: Path) -> None:
     # node1 (rank 0) ends first with gloo's "Connection closed by peer"; node2, whose rank 1
-    # raised, is stopped before its torchrun wrote its summary.
+    # raised, is stopped before its torchrun wrote its summary; the ranks' own records say
+    # rank 1 ended first.
     before_summary = RAISES[:RAISES.index("W1123 20:04:14")]
-    nodes = {"node1": FakeNode(1, RANK0), "node2": FakeNode(None, before_summary),
+    nodes = {"node1": FakeNode(1, RANK0, ranks={0: 1}, ended=1764000254.6),
+             "node2": FakeNode(None, before_summary, ranks={1: 1}, ended=1764000254.0),
              "node3": FakeNode(None)}
     outcome = run_fake(nodes, tmp_path)
     assert outcome.diagnosis[0].startswith(
@@ -151,6 +156,10 @@ def test_a_peer_that_lost_its_connection_first_does_not_hide_the_rank_that_raise
         "node1: job: a peer rank ended first (it failed or was stopped)")
     assert len(outcome.diagnosis) == 2 and outcome.first_failure is not None
     assert outcome.first_failure.node == "node2"
+    # the issue: "FAIL: 2 of 3 nodes failed (node1, node2)", where node1 failed because of node2
+    assert outcome.closing_line() == (
+        "FAIL: node2 failed (rank 1: ValueError: rank 1 fails on purpose at step 2); node1, "
+        f"node3 were stopped by it (logs: {outcome.log_dir})")
 
 
 def test_the_deadline_says_so_once_per_node(tmp_path: Path) -> None:
@@ -313,6 +322,15 @@ def test_nodes_whose_script_raised_the_same_exception_share_one_line(tmp_path: P
     assert [sorted(line.split(": job: ")[0].split(", ")) for line in outcome.diagnosis] == [
         ["node1", "node2"], ["node3"]]
     assert outcome.diagnosis[1].startswith("node3: job: rank 2 raised FileNotFoundError: ")
+    # each failed in its own way, none because another did: the last line counts them all;
+    # the one whose rank failed first (its record) is the first line and the first failure
+    nodes["node3"] = FakeNode(None, as_rank(RELATIVE, 0, 2).replace("input.txt", "other.txt"),
+                              ranks={2: 1}, ended=3.0)
+    outcome = run_fake(nodes, tmp_path)
+    assert outcome.diagnosis[0].startswith("node3: job: rank 2 raised FileNotFoundError: ")
+    assert outcome.first_failure is not None and outcome.first_failure.node == "node3"
+    assert outcome.closing_line() == ("FAIL: 3 of 3 nodes failed (node1, node2, node3), as "
+                                      f"said above (logs: {outcome.log_dir})")
 
 
 def test_a_script_that_requires_local_rank_is_named_once_for_every_node(tmp_path: Path) -> None:
