@@ -72,6 +72,36 @@ CASES: dict[str, tuple[str, dict[str, Node]]] = {
         "ip-172-32-38-1": ("unknown", None, [], []),
         "ip-172-32-34-121": ("unknown", None, [], []),
         "ip-172-32-45-165": ("unknown", None, [], ["net-plugin"])}),
+    "nccl-229-ofi-tcp-provider-2.4.6": ("slower-path", {
+        "ip-192-168-16-255": ("Socket", False, [], ["ofi-tcp-provider"]),
+        "ip-192-168-29-243": ("Socket", False, [], ["ofi-tcp-provider"])}),
+    "nccl-928-completion-error-ipv6-peer": ("slower-path", {
+        "H100-2": ("unknown", None, [], []),
+        "H100-1": ("unknown", None, [], ["fabric-errors"]),
+        "H100-5": ("unknown", None, [], ["fabric-errors"])}),
+    "nccl-1405-ib-plugin-completion-status": ("slower-path", {
+        "kp-ddp-worker-0": ("unknown", None, [], ["fabric-errors"])}),
+    "nccl-1814-nvls-init-complete": ("unknown", {
+        "hostname-test": ("unknown", None, ["NVLS"], [])}),
+    "ray-59778-rayworker-prefix-p2p": ("unknown", {"k8s17": ("unknown", None, ["P2P"], [])}),
+    "vllm-15100-rayworker-ib-gdrdma": ("fast-fabric", {
+        "deepseek-v2-5-0": ("IB", True, ["P2P"], [])}),
+    "fastsafetensors-36-nested-ray-prefix-mnnvl": ("unknown", {
+        "spark2": ("unknown", None, [], [])}),
+    "nccl-1029-pdsh-prefix-ib-sharp": ("fast-fabric", {
+        "rdma-gpu-train-worker-0": ("IB", None, [], [])}),
+    "nccl-1016-roce-sriov-vf-k8s": ("fast-fabric", {
+        "pytorchjob-summarization-long-data-8vry-ravi-agrawa-worker-2": ("RoCE", None, [], [])}),
+    "nccl-997-numeric-hostname-roce-bond": ("fast-fabric", {"64": ("RoCE", None, [], [])}),
+    "nccl-1646-initrankconfig-b200": ("unknown", {"d5618706-01": ("unknown", None, [], [])}),
+    "nv-peer-memory-56-ipoib-2.4.7": ("fast-fabric", {
+        "master_node": ("IB", None, [], []), "secondary_node": ("unknown", None, [], [])}),
+    "nccl-333-omni-path-hfi1-2.5.6": ("fast-fabric", {"xxx": ("IB", None, [], [])}),
+    "nccl-899-gdr-disabled-no-module": ("slower-path", {
+        "21346d5cefce": ("IB", False, [], ["no-gdr-module"]),
+        "6a5a91752e39": ("IB", False, [], ["no-gdr-module"])}),
+    "nccl-1866-prefixed-version-2.27.6": ("unknown", {
+        "cl4-gpu03-vm": ("unknown", None, [], []), "cl4-gpu04-vm": ("unknown", None, [], [])}),
 }
 
 
@@ -127,3 +157,9 @@ def test_the_first_socket_line_of_old_nccl_is_the_bootstrap() -> None:
     server3 = read_logs([DATA / "nccl-tests-29-bootstrap-socket-then-ib.log"]).nodes[0]
     assert [d.name for d in server3.devices] == ["mlx5_0"]
     assert "virbr0" in server3.causes[0].evidence
+
+
+def test_prefixed_version_lines_of_nccl_2_27() -> None:
+    report = read_logs([DATA / "nccl-1866-prefixed-version-2.27.6.log"])
+    assert [[rank.nccl for rank in node.ranks] for node in report.nodes] == [
+        ["2.27.6"], ["2.27.6"]]
