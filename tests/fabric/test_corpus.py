@@ -102,6 +102,8 @@ CASES: dict[str, tuple[str, dict[str, Node]]] = {
         "6a5a91752e39": ("IB", False, [], ["no-gdr-module"])}),
     "nccl-1866-prefixed-version-2.27.6": ("unknown", {
         "cl4-gpu03-vm": ("unknown", None, [], []), "cl4-gpu04-vm": ("unknown", None, [], [])}),
+    "aws-ofi-nccl-889-cloudwatch-glued-timestamp": ("unknown", {
+        "ip-10-36-29-253": ("unknown", None, [], [])}),
 }
 
 
@@ -163,3 +165,10 @@ def test_prefixed_version_lines_of_nccl_2_27() -> None:
     report = read_logs([DATA / "nccl-1866-prefixed-version-2.27.6.log"])
     assert [[rank.nccl for rank in node.ranks] for node in report.nodes] == [
         ["2.27.6"], ["2.27.6"]]
+
+
+def test_a_timestamp_glued_to_the_host_is_not_the_host() -> None:
+    """aws-ofi-nccl#889: CloudWatch's ``2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79``."""
+    report = read_logs([DATA / "aws-ofi-nccl-889-cloudwatch-glued-timestamp.log"])
+    assert [(node.node, len(node.ranks)) for node in report.nodes] == [("ip-10-36-29-253", 1)]
+    assert [rank.nccl for rank in report.nodes[0].ranks] == ["2.21.5"]
