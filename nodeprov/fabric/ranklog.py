@@ -21,7 +21,8 @@ _INITIALIZED = re.compile(r"^Initialized NET plugin (?P<net>\S+)$")
 _NET_CHANNEL = re.compile(r"via NET/(?P<net>[A-Za-z][\w ]*?)/\d+(?P<flags>/\S+)?")
 _INTRA_CHANNEL = re.compile(r"via (?P<path>P2P|SHM|direct shared memory)")
 _IB_DEVICES = re.compile(r"^NET/IB ?: Using (?P<list>.*?); OOB (?P<oob>[^:\s]+)")
-_IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^:\s\[]+):(?P<port>\d+)/(?P<layer>IB|RoCE)")
+_IB_DEVICE = re.compile(r"\[\d+\] ?(?P<name>[^:\s\[]+):(?P<port>\d+)/(?P<layer>IB|RoCE)")
+_IB_DEVICE_LINE = re.compile(r"^NET/IB: \[\d+\] \S+:\d+/(?:IB|RoCE)")  # NCCL 2.3: one a line
 _SOCKET_DEVICES = re.compile(r"^NET/Socket ?: Using (?P<list>.*)")
 _SOCKET_DEVICE = re.compile(r"\[\d+\](?P<name>[^:\s\[]+):")
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?:\[\d+\])?(?P<name>[^:\s]+):")
@@ -138,10 +139,10 @@ def _add_network(log: RankLog, text: str, whole: str) -> None:
 
 def _add_devices(log: RankLog, text: str, whole: str) -> None:
     if (ib := _IB_DEVICES.match(text)) is not None and log.ib_line is None:
-        log.ib_devices = [Device(found.group("name"), found.group("layer"),
-                                 int(found.group("port")))
-                          for found in _IB_DEVICE.finditer(ib.group("list"))]
-        log.ib_line = whole
+        log.ib_devices, log.ib_line = _ib_devices(ib.group("list")), whole
+    elif _IB_DEVICE_LINE.match(text):
+        log.ib_devices += _ib_devices(text)
+        log.ib_line = log.ib_line or whole
     elif (socket := _SOCKET_DEVICES.match(text)) is not None:
         log.socket_devices = [Device(found.group("name"), "IP")
                               for found in _SOCKET_DEVICE.finditer(socket.group("list"))]
@@ -150,6 +151,11 @@ def _add_devices(log: RankLog, text: str, whole: str) -> None:
         log.socket_line = whole
     elif (boot := _BOOTSTRAP.match(text)) is not None and log.bootstrap is None:
         log.bootstrap, log.bootstrap_line = boot.group("name"), whole
+
+
+def _ib_devices(listed: str) -> list[Device]:
+    return [Device(found.group("name"), found.group("layer"), int(found.group("port")))
+            for found in _IB_DEVICE.finditer(listed)]
 
 
 def _add_paths(log: RankLog, text: str, whole: str) -> None:

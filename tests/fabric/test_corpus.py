@@ -104,6 +104,7 @@ CASES: dict[str, tuple[str, dict[str, Node]]] = {
         "cl4-gpu03-vm": ("unknown", None, [], []), "cl4-gpu04-vm": ("unknown", None, [], [])}),
     "aws-ofi-nccl-889-cloudwatch-glued-timestamp": ("unknown", {
         "ip-10-36-29-253": ("unknown", None, [], [])}),
+    "pytorch-43258-ib-device-per-line": ("fast-fabric", {"dgx1-1": ("IB", None, [], [])}),
 }
 
 
@@ -172,3 +173,11 @@ def test_a_timestamp_glued_to_the_host_is_not_the_host() -> None:
     report = read_logs([DATA / "aws-ofi-nccl-889-cloudwatch-glued-timestamp.log"])
     assert [(node.node, len(node.ranks)) for node in report.nodes] == [("ip-10-36-29-253", 1)]
     assert [rank.nccl for rank in report.nodes[0].ranks] == ["2.21.5"]
+
+
+def test_nccl_2_3_lists_its_devices_one_a_line() -> None:
+    """pytorch#43258: NCCL 2.3 printed ``NET/IB: [n] mlx5_64:1/IB`` per device, not one
+    ``NET/IB : Using ... ; OOB`` line, and no ``Using network`` line."""
+    (node,) = read_logs([DATA / "pytorch-43258-ib-device-per-line.log"]).nodes
+    assert [d.name for d in node.devices][:3] == ["mlx5_64", "mlx5_128", "mlx5_36"]
+    assert len(node.devices) == 18 and {d.link_layer for d in node.devices} == {"IB"}
