@@ -181,3 +181,18 @@ def test_nccl_2_3_lists_its_devices_one_a_line() -> None:
     (node,) = read_logs([DATA / "pytorch-43258-ib-device-per-line.log"]).nodes
     assert [d.name for d in node.devices][:3] == ["mlx5_64", "mlx5_128", "mlx5_36"]
     assert len(node.devices) == 18 and {d.link_layer for d in node.devices} == {"IB"}
+
+
+def test_rank_labels_from_every_comm_line_form() -> None:
+    """``comm 0x.. rank N nranks`` (Init START/COMPLETE, ncclCommInitRankConfig) and 2.19+'s
+    ``comm 0x.. rank N nRanks .. MNNVL``: each names the rank (nccl#1814, fastsafetensors#36)."""
+    labels = {name: [rank.label for node in read_logs([DATA / f"{name}.log"]).nodes
+                     for rank in node.ranks]
+              for name in ("nccl-1814-nvls-init-complete",
+                           "fastsafetensors-36-nested-ray-prefix-mnnvl",
+                           "nccl-1646-initrankconfig-b200")}
+    assert labels == {
+        "nccl-1814-nvls-init-complete": ["rank 35", "rank 34", "rank 36", "rank 32"],
+        "fastsafetensors-36-nested-ray-prefix-mnnvl": ["rank 1"],
+        "nccl-1646-initrankconfig-b200": ["pid 1106801 [2]", "rank 6", "pid 1106806 [7]",
+                                          "pid 1106800 [1]", "pid 1106803 [4]"]}
