@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from nodeprov.fabric.network import SLOW_PROVIDERS, provider_of
+from nodeprov.fabric.network import FAST, SLOW_PROVIDERS, provider_of
 from nodeprov.fabric.ranklog import RankLog
 
 REPAIRS = {
@@ -62,11 +62,14 @@ REPAIRS = {
 }
 NEEDS_FACTS = ("port-down", "acs", "mtu-mismatch", "numa-placement")
 VIRTUAL_INTERFACES = re.compile(r"^(?:lo|docker\d*|virbr\d*|veth\w*|br-\w+|cni\d*|flannel\S*)$")
-_WARN_RULES = (
+_WARN_RULES = (  # the first rule that matches a line names its cause
     ("memlock", re.compile(r"ibv_reg_mr\S* failed with error Cannot allocate memory")),
     ("roce-gid", re.compile(r"ibv_modify_qp failed with error (?:Network is unreachable|"
                             r"Invalid argument)")),
     ("fabric-errors", re.compile(r"Got completion (?:from peer .*)?with (?:error|status=)")),
+    # the OFI plugin is there (it wrote this) and libfabric lists no device for it; a rank
+    # that still reached EFA saw its devices (a protocol it did not use has none)
+    ("rdma-not-visible", re.compile(r"NET/OFI .*fi_getinfo\(\) call failed: No data available")),
     ("net-plugin", re.compile(r"NET/OFI|NET/Plugin|fi_getinfo|Couldn't find any optimal")),
 )
 
@@ -88,7 +91,8 @@ def cause(code: str, evidence: str) -> Cause:
 def rank_causes(log: RankLog, network: str, gdr: bool | None) -> list[Cause]:
     """Every cause ``log`` proves, given the rank's network and GPUDirect state."""
     found = [cause(code, line) for line in log.warnings
-             for code, pattern in _WARN_RULES if pattern.search(line)]
+             if (code := _warn_code(line)) is not None
+             and not (code == "rdma-not-visible" and network in FAST)]
     if (disabled := log.settings.get("NCCL_IB_DISABLE")) is not None and disabled[0] == "1":
         found.append(cause("ib-disabled", disabled[1]))
     found += [cause("verbs-missing", note) for note in log.notes
@@ -106,6 +110,10 @@ def rank_causes(log: RankLog, network: str, gdr: bool | None) -> list[Cause]:
     if len(found) > 1:  # another cause says why this rank had no fast fabric
         found = [known for known in found if known.code != "no-fast-fabric"]
     return _first_of_each(found)
+
+
+def _warn_code(line: str) -> str | None:
+    return next((code for code, pattern in _WARN_RULES if pattern.search(line)), None)
 
 
 def _visibility(log: RankLog, network: str) -> list[Cause]:

@@ -107,6 +107,19 @@ def test_a_node_on_sockets_beside_nodes_on_ib(tmp_path: Path) -> None:
         "n1": ("IB", []), "n2": ("Socket", ["no-fast-fabric", "transport-mismatch"])})
 
 
+@pytest.mark.parametrize(("network", "codes"), [("Socket", ["rdma-not-visible"]), ("EFA", [])])
+def test_ofi_finding_no_device_is_a_cause_only_off_efa(tmp_path: Path, network: str,
+                                                       codes: list[str]) -> None:
+    """SYNTHETIC host; the WARN is aws-ofi-nccl#1020's: the plugin's RDMA protocol found no
+    libfabric device. Where the rank still reached EFA (another protocol did), it is none."""
+    using = {"Socket": "n1:10:11 [0] NCCL INFO Using network Socket\n",
+             "EFA": "n1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via "
+                    "NET/Libfabric/0/GDRDMA\n"}[network]
+    text = ("n1:10:11 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI fi_getinfo() call "
+            "failed: No data available\n" + using)
+    assert report_of(tmp_path, text)[1] == {"n1": (network, codes)}
+
+
 @pytest.mark.parametrize(("raw", "host", "rank"), [
     ("[rank12]:gpu-3:4811:4902 [4] NCCL INFO Using network IB", "gpu-3", 12),
     ("[1,26]<stdout>:ip-172-32-36-209:8716:9558 [2] NCCL INFO Ring 00", "ip-172-32-36-209", None),

@@ -105,6 +105,8 @@ CASES: dict[str, tuple[str, dict[str, Node]]] = {
     "aws-ofi-nccl-889-cloudwatch-glued-timestamp": ("unknown", {
         "ip-10-36-29-253": ("unknown", None, [], [])}),
     "pytorch-43258-ib-device-per-line": ("fast-fabric", {"dgx1-1": ("IB", None, [], [])}),
+    "aws-ofi-nccl-1020-timestamp-fi-getinfo": ("slower-path", {
+        "ip-172-31-3-90": ("unknown", None, [], ["rdma-not-visible"])}),
 }
 
 
