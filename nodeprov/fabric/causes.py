@@ -104,6 +104,8 @@ def rank_causes(log: RankLog, network: str, gdr: bool | None) -> list[Cause]:
         level = log.settings.get("NCCL_NET_GDR_LEVEL")
         evidence = log.gdr_disabled or log.plain_channel or ""
         found.append(cause("gdr-level", level[1]) if level else cause("no-gdr-module", evidence))
+    if log.gdr_distance and "NCCL_NET_GDR_LEVEL" in log.settings:  # some GPU of the node
+        found.append(cause("gdr-level", log.gdr_distance))
     found += _hca_prefix(log)
     found += [cause("bootstrap-interface", line) for name, line in _interfaces(log)
               if VIRTUAL_INTERFACES.match(name)]

@@ -29,6 +29,9 @@ _BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?:\[\d+\])?(?P<name>[^:\s]+):")
 _PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is (?P<provider>[\w;]+)")
 _SETTING = re.compile(r"^(?P<name>NCCL_\w+) set (?:by environment )?to (?P<value>.*?)\.?$")
 _GDR_HCA = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for HCA")
+# NCCL 2.5+: "GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)", 2.29:
+# "... for GPU/0-18000 (rank 3) - NET/0-0 (distance 5 > 4)": one GPU-NIC pair of the node
+_GDR_DISTANCE = re.compile(r"distance \d+ >=? \d+\)$")
 _RANK = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks")
 _NVLS = re.compile(r"^(?:NVLS comm 0x|Connected NVLS)|^[1-9]\d* coll channels, [1-9]\d* nvls")
 _VERSION = re.compile(r"^NCCL version (?P<version>\d+\.\d+\.\d+)")
@@ -61,6 +64,7 @@ class RankLog:
     gdr_channel: str | None = None       # a channel line ending /GDRDMA
     plain_channel: str | None = None     # a NET channel line without it
     gdr_disabled: str | None = None      # "GPU Direct RDMA Disabled for HCA ..."
+    gdr_distance: str | None = None      # "... Disabled for GPU 18000 / HCA 0 (distance 5 > 4)"
     ib_devices: list[Device] = field(default_factory=list)
     ib_line: str | None = None
     socket_devices: list[Device] = field(default_factory=list)
@@ -135,6 +139,8 @@ def _add_network(log: RankLog, text: str, whole: str) -> None:
         log.provider, log.provider_line = provider.group("provider"), whole
     if (gdr := _GDR_HCA.search(text)) is not None and gdr.group("state") == "Disabled":
         log.gdr_disabled = log.gdr_disabled or whole
+    if "GPU Direct RDMA Disabled for GPU" in text and _GDR_DISTANCE.search(text):
+        log.gdr_distance = log.gdr_distance or whole
 
 
 def _add_devices(log: RankLog, text: str, whole: str) -> None:

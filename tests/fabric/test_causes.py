@@ -134,3 +134,16 @@ def test_launcher_prefixes(raw: str, host: str, rank: int | None) -> None:
 def test_not_an_nccl_line() -> None:
     assert parse_line("NCCL version 2.19.3+cuda12.3") is None
     assert parse_line("Rank 0/2 initializing NCCL...") is None
+
+
+@pytest.mark.parametrize(("setting", "codes"), [
+    ("n1:10:11 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to PHB\n", ["gdr-level"]),
+    ("", [])])
+def test_gdr_off_by_distance_is_a_cause_where_the_level_is_set(
+        tmp_path: Path, setting: str, codes: list[str]) -> None:
+    """SYNTHETIC host; the line is NCCL 2.29's form (src/graph/paths.cc). Without the
+    variable, NCCL's own default drew the line: the GPU is far from the NIC, which only the
+    node's topology (--facts) can name."""
+    text = setting + ("n1:10:11 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-18000 (rank 0)"
+                      " - NET/0-0 (distance 5 > 4)\n")
+    assert report_of(tmp_path, text)[1] == {"n1": ("unknown", codes)}

@@ -107,6 +107,8 @@ CASES: dict[str, tuple[str, dict[str, Node]]] = {
     "pytorch-43258-ib-device-per-line": ("fast-fabric", {"dgx1-1": ("IB", None, [], [])}),
     "aws-ofi-nccl-1020-timestamp-fi-getinfo": ("slower-path", {
         "ip-172-31-3-90": ("unknown", None, [], ["rdma-not-visible"])}),
+    "deeplearningexamples-383-gdr-level-distance": ("slower-path", {
+        "node-1": ("unknown", None, [], ["gdr-level"])}),
 }
 
 
