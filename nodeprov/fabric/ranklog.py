@@ -152,7 +152,7 @@ def _add_devices(log: RankLog, text: str, whole: str) -> None:
     elif (socket := _SOCKET_DEVICES.match(text)) is not None:
         log.socket_devices = [Device(found.group("name"), "IP")
                               for found in _SOCKET_DEVICE.finditer(socket.group("list"))]
-        if log.bootstrap is None and log.socket_devices:  # NCCL before 2.6: the first
+        if log.bootstrap is None and log.socket_devices:  # NCCL before 2.4.8: the first
             log.bootstrap, log.bootstrap_line = log.socket_devices[0].name, whole  # is it
         log.socket_line = whole
     elif (boot := _BOOTSTRAP.match(text)) is not None and log.bootstrap is None:

@@ -159,7 +159,7 @@ def test_devices_with_their_link_layer() -> None:
 
 
 def test_the_first_socket_line_of_old_nccl_is_the_bootstrap() -> None:
-    """nccl-tests#29 (NCCL before 2.6): NET/Socket first, then NET/IB: the data went over IB,
+    """nccl-tests#29 (NCCL before 2.4.8): NET/Socket first, then NET/IB: the data went over IB,
     the socket interfaces are the bootstrap's, not the network's devices."""
     server3 = read_logs([DATA / "nccl-tests-29-bootstrap-socket-then-ib.log"]).nodes[0]
     assert [d.name for d in server3.devices] == ["mlx5_0"]
