@@ -11,6 +11,7 @@ import pytest
 
 from nodeprov.fabric import read_logs
 from nodeprov.fabric.lines import MAX_LINE, parse_line
+from nodeprov.fabric.text import fabric_text
 
 DATA = Path(__file__).parents[1] / "data" / "nccl-logs"
 HOSTILE = {
@@ -19,6 +20,7 @@ HOSTILE = {
     "colons": "ab:" * (MAX_LINE // 3) + " NCCL ",
     "near misses": "h:1:1 [0] " * (MAX_LINE // 10 - 1) + "NCCL ",
     "gdr words": "NCCL INFO GPU Direct RDMA Disabled for GPU (distance 5 > " * 1100,
+    "colours": " \x1b[1m2025-05-16T16:39:51Z" * (MAX_LINE // 26) + "NCCL ",
 }
 
 
@@ -52,6 +54,21 @@ def test_hosts_start_where_a_word_starts() -> None:
         "[1,26]<stdout>:ip-172-32-36-209:8716:9558 [2] NCCL INFO Ring 00",
         "[rank0]:costa-671b-5-worker-1:1:2 [0] NCCL INFO x",
         "<cluster_name>:924:924 [5] NCCL INFO cudaDriverVersion 12010",
-        "00ip-10-0-0-1x:1:1 [0] NCCL INFO x")]
+        "00ip-10-0-0-1x:1:1 [0] NCCL INFO x",
+        "\x1b[36m(RayWorkerWrapper pid=641)\x1b[0m \x1b[32mnode-1:641:641 [0] NCCL INFO x")]
     assert hosts == ["H100-2", "ip-10-36-29-253", "ip-172-32-36-209", "costa-671b-5-worker-1",
-                     "<cluster_name>", "00ip-10-0-0-1x"]
+                     "<cluster_name>", "00ip-10-0-0-1x", "node-1"]
+
+
+def test_windows_line_ends_and_colour_codes_are_not_read_as_text(tmp_path: Path) -> None:
+    """SYNTHETIC lines (a Windows copy, a coloured terminal): the network is still read, and
+    the quoted evidence keeps the escape as text, escaped where it is shown."""
+    log = tmp_path / "crlf.log"
+    log.write_bytes(b"\x1b[32mn1:10:11 [0] NCCL INFO Using network Socket\x1b[0m\r\n"
+                    b"n1:10:11 [0] NCCL INFO NET/IB : No device found.\r\n")
+    report = read_logs([log])
+    (node,) = report.nodes
+    assert (node.node, node.network, [c.code for c in node.causes]) == (
+        "n1", "Socket", ["no-fast-fabric"])
+    assert not any("\r" in c.evidence for c in node.causes)
+    assert all("\x1b" not in line for line in fabric_text(report))
