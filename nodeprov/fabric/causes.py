@@ -62,6 +62,7 @@ REPAIRS = {
 }
 NEEDS_FACTS = ("port-down", "acs", "mtu-mismatch", "numa-placement")
 VIRTUAL_INTERFACES = re.compile(r"^(?:lo|docker\d*|virbr\d*|veth\w*|br-\w+|cni\d*|flannel\S*)$")
+_NO_PCI_DEVICE = re.compile(r"Could not find real path of (?P<name>\S+) \(")
 _WARN_RULES = (  # the first rule that matches a line names its cause
     ("memlock", re.compile(r"ibv_reg_mr\S* failed with error Cannot allocate memory")),
     ("roce-gid", re.compile(r"ibv_modify_qp failed with error (?:Network is unreachable|"
@@ -99,7 +100,7 @@ def rank_causes(log: RankLog, network: str, gdr: bool | None) -> list[Cause]:
               if "Failed to open libibverbs" in note]
     if provider_of(log) in SLOW_PROVIDERS and log.provider_line:
         found.append(cause("ofi-tcp-provider", log.provider_line))
-    found += _visibility(log, network)
+    found += _visibility(log, network) + _software_rdma(log, network)
     if network in ("IB", "RoCE", "mixed", "EFA") and gdr is False:
         level = log.settings.get("NCCL_NET_GDR_LEVEL")
         evidence = log.gdr_disabled or log.plain_channel or ""
@@ -133,6 +134,19 @@ def _visibility(log: RankLog, network: str) -> list[Cause]:
     said = next(iter({**log.networks, **log.channels}.values()), "")
     evidence = missing[0] if missing else (log.socket_line or said)
     return [cause("no-fast-fabric", evidence)] if evidence else []
+
+
+def _software_rdma(log: RankLog, network: str) -> list[Cause]:
+    """Devices without a PCI device (NCCL's "Could not find real path of rxe0"): Soft-RoCE or
+    siw, RDMA the CPU emulates over an Ethernet NIC; where the rank used only those, no NIC
+    carried its RDMA."""
+    if network not in ("IB", "RoCE") or not log.ib_devices:
+        return []
+    virtual = {found.group("name"): line for line in log.warnings
+               if (found := _NO_PCI_DEVICE.search(line)) is not None}
+    if not all(device.name in virtual for device in log.ib_devices):
+        return []
+    return [cause("no-fast-fabric", virtual[log.ib_devices[0].name])]
 
 
 def _hca_prefix(log: RankLog) -> list[Cause]:

@@ -147,3 +147,17 @@ def test_gdr_off_by_distance_is_a_cause_where_the_level_is_set(
     text = setting + ("n1:10:11 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-18000 (rank 0)"
                       " - NET/0-0 (distance 5 > 4)\n")
     assert report_of(tmp_path, text)[1] == {"n1": ("unknown", codes)}
+
+
+def test_emulated_rdma_beside_a_node_on_its_nic(tmp_path: Path) -> None:
+    """SYNTHETIC hosts; the WARN and device list are NVIDIA/nccl#1297's. n1 runs RDMA over
+    Soft-RoCE only, n2 over a NIC; n3 lists rxe0 beside a NIC, so a NIC carried its RDMA."""
+    soft = ("{h}:10:11 [0] transport/net_ib.cc:115 NCCL WARN Could not find real path of rxe0 "
+            "(/sys/class/infiniband/rxe0/device)\n"
+            "{h}:10:11 [0] NCCL INFO NET/IB : Using [0]rxe0:1/RoCE{more} [RO]; OOB "
+            "eth0:10.0.0.1<0>\n")
+    text = (soft.format(h="n1", more="") + soft.format(h="n3", more=" [1]mlx5_0:1/RoCE")
+            + "n2:20:21 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.2<0>\n")
+    assert report_of(tmp_path, text) == ("slower-path", {
+        "n1": ("RoCE", ["no-fast-fabric", "transport-mismatch"]), "n3": ("RoCE", []),
+        "n2": ("RoCE", [])})

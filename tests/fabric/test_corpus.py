@@ -109,6 +109,8 @@ CASES: dict[str, tuple[str, dict[str, Node]]] = {
         "ip-172-31-3-90": ("unknown", None, [], ["rdma-not-visible"])}),
     "deeplearningexamples-383-gdr-level-distance": ("slower-path", {
         "node-1": ("unknown", None, [], ["gdr-level"])}),
+    "nccl-1297-soft-roce-rxe0": ("no-fast-fabric-seen", {
+        "master": ("RoCE", None, [], ["no-fast-fabric"])}),
 }
 
 
