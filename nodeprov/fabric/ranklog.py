@@ -21,8 +21,11 @@ _INITIALIZED = re.compile(r"^Initialized NET plugin (?P<net>\S+)$")
 _NET_CHANNEL = re.compile(r"via NET/(?P<net>[A-Za-z][\w ]*?)/\d+(?P<flags>/\S+)?")
 _INTRA_CHANNEL = re.compile(r"via (?P<path>P2P|SHM|direct shared memory)")
 _IB_DEVICES = re.compile(r"^NET/IB ?: Using (?P<list>.*?); OOB (?P<oob>[^:\s]+)")
-_IB_DEVICE = re.compile(r"\[\d+\] ?(?P<name>[^:\s\[]+):(?P<port>\d+)/(?P<layer>IB|RoCE)")
-_IB_DEVICE_LINE = re.compile(r"^NET/IB: \[\d+\] \S+:\d+/(?:IB|RoCE)")  # NCCL 2.3: one a line
+_IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^:\s\[]+):(?P<port>\d+)/(?P<layer>IB|RoCE)")
+# one device a line: 2.3's "NET/IB: [0] mlx5_0:1/IB", 2.27's "NET/IB: [0] mlx5_0:uverbs0:1/RoCE
+# provider=..." (before its "NET/IB : Using" list, which wins)
+_IB_DEVICE_LINE = re.compile(
+    r"^NET/IB: \[\d+\] (?P<name>[^:\s]+):(?:[^:\s]+:)?(?P<port>\d+)/(?P<layer>IB|RoCE)\b")
 _SOCKET_DEVICES = re.compile(r"^NET/Socket ?: Using (?P<list>.*)")
 _SOCKET_DEVICE = re.compile(r"\[\d+\](?P<name>[^:\s\[]+):")
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?:\[\d+\])?(?P<name>[^:\s]+):")
@@ -67,6 +70,7 @@ class RankLog:
     gdr_distance: str | None = None      # "... Disabled for GPU 18000 / HCA 0 (distance 5 > 4)"
     ib_devices: list[Device] = field(default_factory=list)
     ib_line: str | None = None
+    ib_listed: bool = False              # the "NET/IB : Using ... ; OOB" list was read
     socket_devices: list[Device] = field(default_factory=list)
     socket_line: str | None = None
     bootstrap: str | None = None         # the bootstrap interface's name
@@ -144,11 +148,13 @@ def _add_network(log: RankLog, text: str, whole: str) -> None:
 
 
 def _add_devices(log: RankLog, text: str, whole: str) -> None:
-    if (ib := _IB_DEVICES.match(text)) is not None and log.ib_line is None:
-        log.ib_devices, log.ib_line = _ib_devices(ib.group("list")), whole
-    elif _IB_DEVICE_LINE.match(text):
-        log.ib_devices += _ib_devices(text)
-        log.ib_line = log.ib_line or whole
+    if (ib := _IB_DEVICES.match(text)) is not None and not log.ib_listed:
+        log.ib_devices = [_device(found) for found in _IB_DEVICE.finditer(ib.group("list"))]
+        log.ib_line, log.ib_listed = whole, True
+    elif (one := _IB_DEVICE_LINE.match(text)) is not None and not log.ib_listed:
+        if (device := _device(one)) not in log.ib_devices:
+            log.ib_devices.append(device)
+            log.ib_line = log.ib_line or whole
     elif (socket := _SOCKET_DEVICES.match(text)) is not None:
         log.socket_devices = [Device(found.group("name"), "IP")
                               for found in _SOCKET_DEVICE.finditer(socket.group("list"))]
@@ -159,9 +165,8 @@ def _add_devices(log: RankLog, text: str, whole: str) -> None:
         log.bootstrap, log.bootstrap_line = boot.group("name"), whole
 
 
-def _ib_devices(listed: str) -> list[Device]:
-    return [Device(found.group("name"), found.group("layer"), int(found.group("port")))
-            for found in _IB_DEVICE.finditer(listed)]
+def _device(found: re.Match[str]) -> Device:
+    return Device(found.group("name"), found.group("layer"), int(found.group("port")))
 
 
 def _add_paths(log: RankLog, text: str, whole: str) -> None:

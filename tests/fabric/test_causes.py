@@ -161,3 +161,18 @@ def test_emulated_rdma_beside_a_node_on_its_nic(tmp_path: Path) -> None:
     assert report_of(tmp_path, text) == ("slower-path", {
         "n1": ("RoCE", ["no-fast-fabric", "transport-mismatch"]), "n3": ("RoCE", []),
         "n2": ("RoCE", [])})
+
+
+def test_nccl_2_27_device_lines_before_its_list(tmp_path: Path) -> None:
+    """SYNTHETIC host and values; the form is NCCL 2.27's INFO (src/transport/net_ib.cc at
+    v2.27.5-1): one line a device, ``name:uverbsN:port/layer``, then the ``Using`` list."""
+    one = ("n1:10:11 [0] NCCL INFO NET/IB: [{n}] mlx5_{n}:uverbs{n}:1/RoCE provider=Mlx5 "
+           "speed=400000 context=0x5563d0080110 pciPath=/sys/devices/pci0000:37 ar=0\n")
+    text = (one.format(n=0) + one.format(n=2) + "n1:10:11 [0] NCCL INFO NET/IB : Using "
+            "[0]mlx5_0:1/RoCE [1]mlx5_2:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n")
+    log = tmp_path / "devices.log"
+    log.write_text(text)
+    (node,) = read_logs([log]).nodes
+    assert (node.network, [(d.name, d.link_layer, d.port) for d in node.devices]) == (
+        "RoCE", [("mlx5_0", "RoCE", 1), ("mlx5_2", "RoCE", 1)])
+    assert node.evidence is not None and "Using [0]mlx5_0:1/RoCE" in node.evidence
