@@ -18,7 +18,8 @@ from nodeprov.fabric.lines import NcclLine
 
 _USING_NETWORK = re.compile(r"^(?:Using network|Assigned NET plugin) (?P<net>.+?)(?: to comm)?$")
 _INITIALIZED = re.compile(r"^Initialized NET plugin (?P<net>\S+)$")
-_NET_CHANNEL = re.compile(r"via NET/(?P<net>[A-Za-z][\w ]*?)/\d+(?P<flags>/\S+)?")
+# PXN (2.12+): "via NET/IB/0(8)/GDRDMA", the NIC of proxy rank 8 (src/transport/net.cc)
+_NET_CHANNEL = re.compile(r"via NET/(?P<net>[A-Za-z][\w ]*?)/\d+(?:\(\d+\))?(?P<flags>/\S+)?")
 _INTRA_CHANNEL = re.compile(r"via (?P<path>P2P|SHM|direct shared memory)")
 _IB_DEVICES = re.compile(r"^NET/IB ?: Using (?P<list>.*?); OOB (?P<oob>[^:\s]+)")
 _IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^:\s\[]+):(?P<port>\d+)/(?P<layer>IB|RoCE)")

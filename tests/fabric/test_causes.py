@@ -176,3 +176,15 @@ def test_nccl_2_27_device_lines_before_its_list(tmp_path: Path) -> None:
     assert (node.network, [(d.name, d.link_layer, d.port) for d in node.devices]) == (
         "RoCE", [("mlx5_0", "RoCE", 1), ("mlx5_2", "RoCE", 1)])
     assert node.evidence is not None and "Using [0]mlx5_0:1/RoCE" in node.evidence
+
+
+def test_a_pxn_channel_keeps_its_gpudirect(tmp_path: Path) -> None:
+    """SYNTHETIC host; the form is NCCL's PXN send channel (src/transport/net.cc, 2.12 to
+    2.29): ``NET/IB/0(8)/GDRDMA`` sends through proxy rank 8's NIC, with GPUDirect."""
+    text = ("n1:10:11 [1] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
+            "n1:10:11 [1] NCCL INFO Channel 00/0 : 9[1] -> 0[0] [send] via NET/IB/0(8)/GDRDMA\n")
+    log = tmp_path / "pxn.log"
+    log.write_text(text)
+    report = read_logs([log])
+    assert [(node.network, node.gdr, node.causes) for node in report.nodes] == [
+        ("IB", True, [])] and report.verdict == "fast-fabric"
