@@ -47,7 +47,8 @@ def test_a_100k_line_log_is_read_in_linear_time(tmp_path: Path) -> None:
 
 def test_hosts_start_where_a_word_starts() -> None:
     """A markdown back-tick or a glued ISO time is not part of the host (nccl#928's prose,
-    aws-ofi-nccl#889's CloudWatch copy); mpirun's and torchrun's prefixes end before it."""
+    aws-ofi-nccl#889's CloudWatch copy); mpirun's, torchrun's, Ray's, srun -l's and a
+    logger's time prefixes end before it (the last four lines SYNTHETIC)."""
     hosts = [found.host if (found := parse_line(raw)) else None for raw in (
         "error log `H100-2:19989:20082 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : x",
         "  | 2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] NCCL INFO Bootstrap : x",
@@ -55,9 +56,13 @@ def test_hosts_start_where_a_word_starts() -> None:
         "[rank0]:costa-671b-5-worker-1:1:2 [0] NCCL INFO x",
         "<cluster_name>:924:924 [5] NCCL INFO cudaDriverVersion 12010",
         "00ip-10-0-0-1x:1:1 [0] NCCL INFO x",
-        "\x1b[36m(RayWorkerWrapper pid=641)\x1b[0m \x1b[32mnode-1:641:641 [0] NCCL INFO x")]
+        "\x1b[36m(RayWorkerWrapper pid=641)\x1b[0m \x1b[32mnode-1:641:641 [0] NCCL INFO x",
+        "[default0]:gpu-st-p4d-24xlarge-1:12:34 [0] NCCL INFO x",  # torchelastic's tee
+        "12: node.dc-2.example.org:12:34 [0] NCCL INFO x",          # srun -l
+        "2024-05-01 12:00:00,123 node1:12:34 [0] NCCL INFO x")]
     assert hosts == ["H100-2", "ip-10-36-29-253", "ip-172-32-36-209", "costa-671b-5-worker-1",
-                     "<cluster_name>", "00ip-10-0-0-1x", "node-1"]
+                     "<cluster_name>", "00ip-10-0-0-1x", "node-1", "gpu-st-p4d-24xlarge-1",
+                     "node.dc-2.example.org", "node1"]
 
 
 def test_windows_line_ends_and_colour_codes_are_not_read_as_text(tmp_path: Path) -> None:
