@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from nodeprov.fabric.network import SLOW_PROVIDERS, provider_of
+from nodeprov.fabric.network import FAST, SLOW_PROVIDERS, provider_of
 from nodeprov.fabric.ranklog import RankLog
 
 REPAIRS = {
@@ -62,11 +62,15 @@ REPAIRS = {
 }
 NEEDS_FACTS = ("port-down", "acs", "mtu-mismatch", "numa-placement")
 VIRTUAL_INTERFACES = re.compile(r"^(?:lo|docker\d*|virbr\d*|veth\w*|br-\w+|cni\d*|flannel\S*)$")
-_WARN_RULES = (
+_NO_PCI_DEVICE = re.compile(r"Could not find real path of (?P<name>\S+) \(")
+_WARN_RULES = (  # the first rule that matches a line names its cause
     ("memlock", re.compile(r"ibv_reg_mr\S* failed with error Cannot allocate memory")),
     ("roce-gid", re.compile(r"ibv_modify_qp failed with error (?:Network is unreachable|"
                             r"Invalid argument)")),
     ("fabric-errors", re.compile(r"Got completion (?:from peer .*)?with (?:error|status=)")),
+    # the OFI plugin is there (it wrote this) and libfabric lists no device for it; a rank
+    # that still reached EFA saw its devices (a protocol it did not use has none)
+    ("rdma-not-visible", re.compile(r"NET/OFI .*fi_getinfo\(\) call failed: No data available")),
     ("net-plugin", re.compile(r"NET/OFI|NET/Plugin|fi_getinfo|Couldn't find any optimal")),
 )
 
@@ -88,24 +92,31 @@ def cause(code: str, evidence: str) -> Cause:
 def rank_causes(log: RankLog, network: str, gdr: bool | None) -> list[Cause]:
     """Every cause ``log`` proves, given the rank's network and GPUDirect state."""
     found = [cause(code, line) for line in log.warnings
-             for code, pattern in _WARN_RULES if pattern.search(line)]
+             if (code := _warn_code(line)) is not None
+             and not (code == "rdma-not-visible" and network in FAST)]
     if (disabled := log.settings.get("NCCL_IB_DISABLE")) is not None and disabled[0] == "1":
         found.append(cause("ib-disabled", disabled[1]))
     found += [cause("verbs-missing", note) for note in log.notes
               if "Failed to open libibverbs" in note]
     if provider_of(log) in SLOW_PROVIDERS and log.provider_line:
         found.append(cause("ofi-tcp-provider", log.provider_line))
-    found += _visibility(log, network)
+    found += _visibility(log, network) + _software_rdma(log, network)
     if network in ("IB", "RoCE", "mixed", "EFA") and gdr is False:
         level = log.settings.get("NCCL_NET_GDR_LEVEL")
         evidence = log.gdr_disabled or log.plain_channel or ""
         found.append(cause("gdr-level", level[1]) if level else cause("no-gdr-module", evidence))
+    if log.gdr_distance and "NCCL_NET_GDR_LEVEL" in log.settings:  # some GPU of the node
+        found.append(cause("gdr-level", log.gdr_distance))
     found += _hca_prefix(log)
     found += [cause("bootstrap-interface", line) for name, line in _interfaces(log)
               if VIRTUAL_INTERFACES.match(name)]
     if len(found) > 1:  # another cause says why this rank had no fast fabric
         found = [known for known in found if known.code != "no-fast-fabric"]
     return _first_of_each(found)
+
+
+def _warn_code(line: str) -> str | None:
+    return next((code for code, pattern in _WARN_RULES if pattern.search(line)), None)
 
 
 def _visibility(log: RankLog, network: str) -> list[Cause]:
@@ -123,6 +134,19 @@ def _visibility(log: RankLog, network: str) -> list[Cause]:
     said = next(iter({**log.networks, **log.channels}.values()), "")
     evidence = missing[0] if missing else (log.socket_line or said)
     return [cause("no-fast-fabric", evidence)] if evidence else []
+
+
+def _software_rdma(log: RankLog, network: str) -> list[Cause]:
+    """Devices without a PCI device (NCCL's "Could not find real path of rxe0"): Soft-RoCE or
+    siw, RDMA the CPU emulates over an Ethernet NIC; where the rank used only those, no NIC
+    carried its RDMA."""
+    if network not in ("IB", "RoCE") or not log.ib_devices:
+        return []
+    virtual = {found.group("name"): line for line in log.warnings
+               if (found := _NO_PCI_DEVICE.search(line)) is not None}
+    if not all(device.name in virtual for device in log.ib_devices):
+        return []
+    return [cause("no-fast-fabric", virtual[log.ib_devices[0].name])]
 
 
 def _hca_prefix(log: RankLog) -> list[Cause]:

@@ -7,8 +7,11 @@
 
 NCCL writes ``host:pid:tid [cudaDev] NCCL INFO|WARN text``; torchrun (``[rankN]:``), mpirun
 (``[1,26]<stdout>:``), pdsh (``host: ``) and log shippers put their own words before it, so the
-line is searched, not matched from its start. ``NCCL version X`` is printed by rank 0 without
-the prefix in NCCL before 2.28: such a line has no host.
+line is searched, not matched from its start. A host name starts where a word starts (not inside
+``00ip-10-0-0-1``), except after an ISO time a log shipper glued to it
+(``2025-05-16T16:39:51.208-07:00ip-10-0-0-1:79:79``) or a colour code, which the text loses
+too. ``NCCL version X`` is printed by rank 0 without the prefix in NCCL before 2.28: such a
+line has no host.
 """
 
 from __future__ import annotations
@@ -22,9 +25,16 @@ from nodeprov.errors import InputError
 
 MAX_LINE = 64 * 1024  # a longer line is cut: node output is untrusted, a log can be endless
 
+# A host is tried only where a word starts (the look-behind), so a line without a host is
+# searched in linear time: a 64 KiB line of one word took 18 s when every offset was tried.
+_HOST_CHARS = r"[\w.<>-]"  # DNS names, and placeholders such as <cluster_name>
+_GLUED_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_COLOUR = r"\x1b\[[0-9;]*m"  # a terminal colour code a launcher put right before the host
 _LINE = re.compile(
-    r"(?:\[rank(?P<rank>\d+)\]:)?(?P<host>[^\s:|\[\]]+):(?P<pid>\d+):(?P<tid>\d+) "
+    rf"(?<!{_HOST_CHARS})(?:\[rank(?P<rank>\d+)\]:)?(?:{_GLUED_TIME}|{_COLOUR})*"
+    rf"(?P<host>{_HOST_CHARS}{{1,253}}):(?P<pid>\d+):(?P<tid>\d+) "
     r"\[(?P<dev>\d+)\] (?:\S+:\d+ )?NCCL (?P<level>INFO|WARN|TRACE) ?(?P<text>.*)")
+_COLOURS = re.compile(_COLOUR)
 _VERSION = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+)")
 
 
@@ -55,12 +65,12 @@ class NcclLine:
 
 def parse_line(raw: str, where: str = "") -> NcclLine | None:
     """The NCCL line in ``raw`` (at ``where``, FILE:LINE), or None where there is none."""
-    found = _LINE.search(raw)
+    found = _LINE.search(raw) if "NCCL " in raw else None
     if found is None:
         return None
     rank = found.group("rank")
     return NcclLine(found.group("host"), int(found.group("pid")), int(found.group("dev")),
-                    found.group("level"), found.group("text").rstrip(),
+                    found.group("level"), _COLOURS.sub("", found.group("text")).rstrip(),
                     int(rank) if rank is not None else None, raw.strip(), where)
 
 

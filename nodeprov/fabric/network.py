@@ -8,7 +8,7 @@ A channel line (``via NET/IB/0/GDRDMA``) says what a connection used, so it wins
 chose; without either, a ``NET/IB : Using`` device list means NCCL took IB (it prefers it).
 IB-family plugins (IB, IBext, IBext_v8) carry both InfiniBand and RoCE: the devices' ``/IB`` or
 ``/RoCE`` suffix tells which. A ``NET/Socket : Using`` line names the data path only where the
-network is Socket: NCCL before 2.6 printed one for its bootstrap first.
+network is Socket: NCCL before 2.4.8 printed one for its bootstrap first.
 """
 
 from __future__ import annotations

@@ -18,17 +18,25 @@ from nodeprov.fabric.lines import NcclLine
 
 _USING_NETWORK = re.compile(r"^(?:Using network|Assigned NET plugin) (?P<net>.+?)(?: to comm)?$")
 _INITIALIZED = re.compile(r"^Initialized NET plugin (?P<net>\S+)$")
-_NET_CHANNEL = re.compile(r"via NET/(?P<net>[A-Za-z][\w ]*?)/\d+(?P<flags>/\S+)?")
+# PXN (2.12+): "via NET/IB/0(8)/GDRDMA", the NIC of proxy rank 8 (src/transport/net.cc)
+_NET_CHANNEL = re.compile(r"via NET/(?P<net>[A-Za-z][\w ]*?)/\d+(?:\(\d+\))?(?P<flags>/\S+)?")
 _INTRA_CHANNEL = re.compile(r"via (?P<path>P2P|SHM|direct shared memory)")
 _IB_DEVICES = re.compile(r"^NET/IB ?: Using (?P<list>.*?); OOB (?P<oob>[^:\s]+)")
 _IB_DEVICE = re.compile(r"\[\d+\](?P<name>[^:\s\[]+):(?P<port>\d+)/(?P<layer>IB|RoCE)")
+# one device a line: 2.3's "NET/IB: [0] mlx5_0:1/IB", 2.27's "NET/IB: [0] mlx5_0:uverbs0:1/RoCE
+# provider=..." (before its "NET/IB : Using" list, which wins)
+_IB_DEVICE_LINE = re.compile(
+    r"^NET/IB: \[\d+\] (?P<name>[^:\s]+):(?:[^:\s]+:)?(?P<port>\d+)/(?P<layer>IB|RoCE)\b")
 _SOCKET_DEVICES = re.compile(r"^NET/Socket ?: Using (?P<list>.*)")
 _SOCKET_DEVICE = re.compile(r"\[\d+\](?P<name>[^:\s\[]+):")
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?:\[\d+\])?(?P<name>[^:\s]+):")
 _PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is (?P<provider>[\w;]+)")
 _SETTING = re.compile(r"^(?P<name>NCCL_\w+) set (?:by environment )?to (?P<value>.*?)\.?$")
 _GDR_HCA = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for HCA")
-_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nr?anks")
+# NCCL 2.5+: "GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 5 > 4)", 2.29:
+# "... for GPU/0-18000 (rank 3) - NET/0-0 (distance 5 > 4)": one GPU-NIC pair of the node
+_GDR_DISTANCE = re.compile(r"distance \d+ >=? \d+\)$")
+_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) n[Rr]anks")
 _NVLS = re.compile(r"^(?:NVLS comm 0x|Connected NVLS)|^[1-9]\d* coll channels, [1-9]\d* nvls")
 _VERSION = re.compile(r"^NCCL version (?P<version>\d+\.\d+\.\d+)")
 MAX_WARNINGS = 200  # per rank: a rule needs one line; a log repeating one is untrusted input
@@ -60,8 +68,10 @@ class RankLog:
     gdr_channel: str | None = None       # a channel line ending /GDRDMA
     plain_channel: str | None = None     # a NET channel line without it
     gdr_disabled: str | None = None      # "GPU Direct RDMA Disabled for HCA ..."
+    gdr_distance: str | None = None      # "... Disabled for GPU 18000 / HCA 0 (distance 5 > 4)"
     ib_devices: list[Device] = field(default_factory=list)
     ib_line: str | None = None
+    ib_listed: bool = False              # the "NET/IB : Using ... ; OOB" list was read
     socket_devices: list[Device] = field(default_factory=list)
     socket_line: str | None = None
     bootstrap: str | None = None         # the bootstrap interface's name
@@ -134,22 +144,30 @@ def _add_network(log: RankLog, text: str, whole: str) -> None:
         log.provider, log.provider_line = provider.group("provider"), whole
     if (gdr := _GDR_HCA.search(text)) is not None and gdr.group("state") == "Disabled":
         log.gdr_disabled = log.gdr_disabled or whole
+    if "GPU Direct RDMA Disabled for GPU" in text and _GDR_DISTANCE.search(text):
+        log.gdr_distance = log.gdr_distance or whole
 
 
 def _add_devices(log: RankLog, text: str, whole: str) -> None:
-    if (ib := _IB_DEVICES.match(text)) is not None and log.ib_line is None:
-        log.ib_devices = [Device(found.group("name"), found.group("layer"),
-                                 int(found.group("port")))
-                          for found in _IB_DEVICE.finditer(ib.group("list"))]
-        log.ib_line = whole
+    if (ib := _IB_DEVICES.match(text)) is not None and not log.ib_listed:
+        log.ib_devices = [_device(found) for found in _IB_DEVICE.finditer(ib.group("list"))]
+        log.ib_line, log.ib_listed = whole, True
+    elif (one := _IB_DEVICE_LINE.match(text)) is not None and not log.ib_listed:
+        if (device := _device(one)) not in log.ib_devices:
+            log.ib_devices.append(device)
+            log.ib_line = log.ib_line or whole
     elif (socket := _SOCKET_DEVICES.match(text)) is not None:
         log.socket_devices = [Device(found.group("name"), "IP")
                               for found in _SOCKET_DEVICE.finditer(socket.group("list"))]
-        if log.bootstrap is None and log.socket_devices:  # NCCL before 2.6: the first
+        if log.bootstrap is None and log.socket_devices:  # NCCL before 2.4.8: the first
             log.bootstrap, log.bootstrap_line = log.socket_devices[0].name, whole  # is it
         log.socket_line = whole
     elif (boot := _BOOTSTRAP.match(text)) is not None and log.bootstrap is None:
         log.bootstrap, log.bootstrap_line = boot.group("name"), whole
+
+
+def _device(found: re.Match[str]) -> Device:
+    return Device(found.group("name"), found.group("layer"), int(found.group("port")))
 
 
 def _add_paths(log: RankLog, text: str, whole: str) -> None:

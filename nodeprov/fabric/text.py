@@ -3,7 +3,7 @@
     print("\n".join(fabric_text(read_logs([Path("train.log")]))))
     # node2 [rank 3]: Socket over eth0 (IP); GPUDirect RDMA no; intra-node not said
     # ...
-    # verdict: no-fast-fabric-seen: sockets, and the log shows no RDMA NIC on any node
+    # verdict: no-fast-fabric-seen: sockets or emulated RDMA, and the log shows no RDMA NIC
 
 Here, not in ``commands/``: scripts/gpu-proof.sh prints it too, on a machine with the
 standard library only.
@@ -18,7 +18,7 @@ from nodeprov.util.validate import printable
 SAYS = {
     "fast-fabric": "the fast fabric is used",
     "slower-path": "a slower path than the nodes have: repair the causes above",
-    "no-fast-fabric-seen": "sockets, and the log shows no RDMA NIC on any node",
+    "no-fast-fabric-seen": "sockets or emulated RDMA, and the log shows no RDMA NIC",
     "unknown": "the log does not say which network NCCL took",
 }
 

@@ -6,8 +6,9 @@ causes; then one verdict for the whole log::
     report.nodes[0].causes[0].code, report.nodes[0].unknown   # 'ib-disabled', [...]
 
 ``fast-fabric``: every node's data went over IB, RoCE or EFA with GPUDirect where the log
-says; ``slower-path``: some node shows a cause; ``no-fast-fabric-seen``: sockets, and nothing
-in the log says an RDMA NIC was there; ``unknown``: the log does not say which network.
+says; ``slower-path``: some node shows a cause; ``no-fast-fabric-seen``: sockets (or RDMA a
+CPU emulates, Soft-RoCE), and nothing in the log says an RDMA NIC was there; ``unknown``: the
+log does not say which network.
 """
 
 from __future__ import annotations
@@ -104,11 +105,17 @@ def _unknown(node: NodeFabric) -> list[str]:
     return said
 
 
+def without_fast_fabric(node: NodeFabric) -> bool:
+    """Sockets, or RDMA that no NIC carries (its ``no-fast-fabric`` cause says so)."""
+    return node.network == "Socket" or any(found.code == "no-fast-fabric"
+                                           for found in node.causes)
+
+
 def _mismatch(nodes: list[NodeFabric]) -> None:
-    """A node on sockets while another node of the same log is on a fast fabric."""
-    fast = sorted({node.network for node in nodes if node.network in FAST})
+    """A node without the fast fabric while another node of the same log is on one."""
+    fast = [node for node in nodes if node.network in FAST and not without_fast_fabric(node)]
     for node in nodes:
-        if fast and node.network == "Socket" and node.evidence:
+        if fast and without_fast_fabric(node) and node.evidence:
             node.causes.append(cause("transport-mismatch", node.evidence))
 
 
@@ -116,9 +123,9 @@ def verdict_of(nodes: list[NodeFabric]) -> str:
     """The verdict of the nodes as their causes now stand."""
     if any(found.code != "no-fast-fabric" for node in nodes for found in node.causes):
         return "slower-path"
-    known = [node.network for node in nodes if node.network != "unknown"]
-    if known and all(network in FAST for network in known):
-        return "fast-fabric"  # nodes the log says nothing of say so in their ``unknown``
-    if known and all(network == "Socket" for network in known):
+    known = [node for node in nodes if node.network != "unknown"]
+    if known and all(without_fast_fabric(node) for node in known):
         return "no-fast-fabric-seen"
+    if known and all(node.network in FAST for node in known):
+        return "fast-fabric"  # nodes the log says nothing of say so in their ``unknown``
     return "unknown"

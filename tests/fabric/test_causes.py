@@ -107,6 +107,19 @@ def test_a_node_on_sockets_beside_nodes_on_ib(tmp_path: Path) -> None:
         "n1": ("IB", []), "n2": ("Socket", ["no-fast-fabric", "transport-mismatch"])})
 
 
+@pytest.mark.parametrize(("network", "codes"), [("Socket", ["rdma-not-visible"]), ("EFA", [])])
+def test_ofi_finding_no_device_is_a_cause_only_off_efa(tmp_path: Path, network: str,
+                                                       codes: list[str]) -> None:
+    """SYNTHETIC host; the WARN is aws-ofi-nccl#1020's: the plugin's RDMA protocol found no
+    libfabric device. Where the rank still reached EFA (another protocol did), it is none."""
+    using = {"Socket": "n1:10:11 [0] NCCL INFO Using network Socket\n",
+             "EFA": "n1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via "
+                    "NET/Libfabric/0/GDRDMA\n"}[network]
+    text = ("n1:10:11 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI fi_getinfo() call "
+            "failed: No data available\n" + using)
+    assert report_of(tmp_path, text)[1] == {"n1": (network, codes)}
+
+
 @pytest.mark.parametrize(("raw", "host", "rank"), [
     ("[rank12]:gpu-3:4811:4902 [4] NCCL INFO Using network IB", "gpu-3", 12),
     ("[1,26]<stdout>:ip-172-32-36-209:8716:9558 [2] NCCL INFO Ring 00", "ip-172-32-36-209", None),
@@ -121,3 +134,57 @@ def test_launcher_prefixes(raw: str, host: str, rank: int | None) -> None:
 def test_not_an_nccl_line() -> None:
     assert parse_line("NCCL version 2.19.3+cuda12.3") is None
     assert parse_line("Rank 0/2 initializing NCCL...") is None
+
+
+@pytest.mark.parametrize(("setting", "codes"), [
+    ("n1:10:11 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to PHB\n", ["gdr-level"]),
+    ("", [])])
+def test_gdr_off_by_distance_is_a_cause_where_the_level_is_set(
+        tmp_path: Path, setting: str, codes: list[str]) -> None:
+    """SYNTHETIC host; the line is NCCL 2.29's form (src/graph/paths.cc). Without the
+    variable, NCCL's own default drew the line: the GPU is far from the NIC, which only the
+    node's topology (--facts) can name."""
+    text = setting + ("n1:10:11 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-18000 (rank 0)"
+                      " - NET/0-0 (distance 5 > 4)\n")
+    assert report_of(tmp_path, text)[1] == {"n1": ("unknown", codes)}
+
+
+def test_emulated_rdma_beside_a_node_on_its_nic(tmp_path: Path) -> None:
+    """SYNTHETIC hosts; the WARN and device list are NVIDIA/nccl#1297's. n1 runs RDMA over
+    Soft-RoCE only, n2 over a NIC; n3 lists rxe0 beside a NIC, so a NIC carried its RDMA."""
+    soft = ("{h}:10:11 [0] transport/net_ib.cc:115 NCCL WARN Could not find real path of rxe0 "
+            "(/sys/class/infiniband/rxe0/device)\n"
+            "{h}:10:11 [0] NCCL INFO NET/IB : Using [0]rxe0:1/RoCE{more} [RO]; OOB "
+            "eth0:10.0.0.1<0>\n")
+    text = (soft.format(h="n1", more="") + soft.format(h="n3", more=" [1]mlx5_0:1/RoCE")
+            + "n2:20:21 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.2<0>\n")
+    assert report_of(tmp_path, text) == ("slower-path", {
+        "n1": ("RoCE", ["no-fast-fabric", "transport-mismatch"]), "n3": ("RoCE", []),
+        "n2": ("RoCE", [])})
+
+
+def test_nccl_2_27_device_lines_before_its_list(tmp_path: Path) -> None:
+    """SYNTHETIC host and values; the form is NCCL 2.27's INFO (src/transport/net_ib.cc at
+    v2.27.5-1): one line a device, ``name:uverbsN:port/layer``, then the ``Using`` list."""
+    one = ("n1:10:11 [0] NCCL INFO NET/IB: [{n}] mlx5_{n}:uverbs{n}:1/RoCE provider=Mlx5 "
+           "speed=400000 context=0x5563d0080110 pciPath=/sys/devices/pci0000:37 ar=0\n")
+    text = (one.format(n=0) + one.format(n=2) + "n1:10:11 [0] NCCL INFO NET/IB : Using "
+            "[0]mlx5_0:1/RoCE [1]mlx5_2:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n")
+    log = tmp_path / "devices.log"
+    log.write_text(text)
+    (node,) = read_logs([log]).nodes
+    assert (node.network, [(d.name, d.link_layer, d.port) for d in node.devices]) == (
+        "RoCE", [("mlx5_0", "RoCE", 1), ("mlx5_2", "RoCE", 1)])
+    assert node.evidence is not None and "Using [0]mlx5_0:1/RoCE" in node.evidence
+
+
+def test_a_pxn_channel_keeps_its_gpudirect(tmp_path: Path) -> None:
+    """SYNTHETIC host; the form is NCCL's PXN send channel (src/transport/net.cc, 2.12 to
+    2.29): ``NET/IB/0(8)/GDRDMA`` sends through proxy rank 8's NIC, with GPUDirect."""
+    text = ("n1:10:11 [1] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
+            "n1:10:11 [1] NCCL INFO Channel 00/0 : 9[1] -> 0[0] [send] via NET/IB/0(8)/GDRDMA\n")
+    log = tmp_path / "pxn.log"
+    log.write_text(text)
+    report = read_logs([log])
+    assert [(node.network, node.gdr, node.causes) for node in report.nodes] == [
+        ("IB", True, [])] and report.verdict == "fast-fabric"

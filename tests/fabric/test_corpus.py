@@ -72,6 +72,45 @@ CASES: dict[str, tuple[str, dict[str, Node]]] = {
         "ip-172-32-38-1": ("unknown", None, [], []),
         "ip-172-32-34-121": ("unknown", None, [], []),
         "ip-172-32-45-165": ("unknown", None, [], ["net-plugin"])}),
+    "nccl-229-ofi-tcp-provider-2.4.6": ("slower-path", {
+        "ip-192-168-16-255": ("Socket", False, [], ["ofi-tcp-provider"]),
+        "ip-192-168-29-243": ("Socket", False, [], ["ofi-tcp-provider"])}),
+    "nccl-928-completion-error-ipv6-peer": ("slower-path", {
+        "H100-2": ("unknown", None, [], []),
+        "H100-1": ("unknown", None, [], ["fabric-errors"]),
+        "H100-5": ("unknown", None, [], ["fabric-errors"])}),
+    "nccl-1405-ib-plugin-completion-status": ("slower-path", {
+        "kp-ddp-worker-0": ("unknown", None, [], ["fabric-errors"])}),
+    "nccl-1814-nvls-init-complete": ("unknown", {
+        "hostname-test": ("unknown", None, ["NVLS"], [])}),
+    "ray-59778-rayworker-prefix-p2p": ("unknown", {"k8s17": ("unknown", None, ["P2P"], [])}),
+    "vllm-15100-rayworker-ib-gdrdma": ("fast-fabric", {
+        "deepseek-v2-5-0": ("IB", True, ["P2P"], [])}),
+    "fastsafetensors-36-nested-ray-prefix-mnnvl": ("unknown", {
+        "spark2": ("unknown", None, [], [])}),
+    "nccl-1029-pdsh-prefix-ib-sharp": ("fast-fabric", {
+        "rdma-gpu-train-worker-0": ("IB", None, [], [])}),
+    "nccl-1016-roce-sriov-vf-k8s": ("fast-fabric", {
+        "pytorchjob-summarization-long-data-8vry-ravi-agrawa-worker-2": ("RoCE", None, [], [])}),
+    "nccl-997-numeric-hostname-roce-bond": ("fast-fabric", {"64": ("RoCE", None, [], [])}),
+    "nccl-1646-initrankconfig-b200": ("unknown", {"d5618706-01": ("unknown", None, [], [])}),
+    "nv-peer-memory-56-ipoib-2.4.7": ("fast-fabric", {
+        "master_node": ("IB", None, [], []), "secondary_node": ("unknown", None, [], [])}),
+    "nccl-333-omni-path-hfi1-2.5.6": ("fast-fabric", {"xxx": ("IB", None, [], [])}),
+    "nccl-899-gdr-disabled-no-module": ("slower-path", {
+        "21346d5cefce": ("IB", False, [], ["no-gdr-module"]),
+        "6a5a91752e39": ("IB", False, [], ["no-gdr-module"])}),
+    "nccl-1866-prefixed-version-2.27.6": ("unknown", {
+        "cl4-gpu03-vm": ("unknown", None, [], []), "cl4-gpu04-vm": ("unknown", None, [], [])}),
+    "aws-ofi-nccl-889-cloudwatch-glued-timestamp": ("unknown", {
+        "ip-10-36-29-253": ("unknown", None, [], [])}),
+    "pytorch-43258-ib-device-per-line": ("fast-fabric", {"dgx1-1": ("IB", None, [], [])}),
+    "aws-ofi-nccl-1020-timestamp-fi-getinfo": ("slower-path", {
+        "ip-172-31-3-90": ("unknown", None, [], ["rdma-not-visible"])}),
+    "deeplearningexamples-383-gdr-level-distance": ("slower-path", {
+        "node-1": ("unknown", None, [], ["gdr-level"])}),
+    "nccl-1297-soft-roce-rxe0": ("no-fast-fabric-seen", {
+        "master": ("RoCE", None, [], ["no-fast-fabric"])}),
 }
 
 
@@ -122,8 +161,44 @@ def test_devices_with_their_link_layer() -> None:
 
 
 def test_the_first_socket_line_of_old_nccl_is_the_bootstrap() -> None:
-    """nccl-tests#29 (NCCL before 2.6): NET/Socket first, then NET/IB: the data went over IB,
+    """nccl-tests#29 (NCCL before 2.4.8): NET/Socket first, then NET/IB: the data went over IB,
     the socket interfaces are the bootstrap's, not the network's devices."""
     server3 = read_logs([DATA / "nccl-tests-29-bootstrap-socket-then-ib.log"]).nodes[0]
     assert [d.name for d in server3.devices] == ["mlx5_0"]
     assert "virbr0" in server3.causes[0].evidence
+
+
+def test_prefixed_version_lines_of_nccl_2_27() -> None:
+    report = read_logs([DATA / "nccl-1866-prefixed-version-2.27.6.log"])
+    assert [[rank.nccl for rank in node.ranks] for node in report.nodes] == [
+        ["2.27.6"], ["2.27.6"]]
+
+
+def test_a_timestamp_glued_to_the_host_is_not_the_host() -> None:
+    """aws-ofi-nccl#889: CloudWatch's ``2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79``."""
+    report = read_logs([DATA / "aws-ofi-nccl-889-cloudwatch-glued-timestamp.log"])
+    assert [(node.node, len(node.ranks)) for node in report.nodes] == [("ip-10-36-29-253", 1)]
+    assert [rank.nccl for rank in report.nodes[0].ranks] == ["2.21.5"]
+
+
+def test_nccl_2_3_lists_its_devices_one_a_line() -> None:
+    """pytorch#43258: NCCL 2.3 printed ``NET/IB: [n] mlx5_64:1/IB`` per device, not one
+    ``NET/IB : Using ... ; OOB`` line, and no ``Using network`` line."""
+    (node,) = read_logs([DATA / "pytorch-43258-ib-device-per-line.log"]).nodes
+    assert [d.name for d in node.devices][:3] == ["mlx5_64", "mlx5_128", "mlx5_36"]
+    assert len(node.devices) == 18 and {d.link_layer for d in node.devices} == {"IB"}
+
+
+def test_rank_labels_from_every_comm_line_form() -> None:
+    """``comm 0x.. rank N nranks`` (Init START/COMPLETE, ncclCommInitRankConfig) and 2.19+'s
+    ``comm 0x.. rank N nRanks .. MNNVL``: each names the rank (nccl#1814, fastsafetensors#36)."""
+    labels = {name: [rank.label for node in read_logs([DATA / f"{name}.log"]).nodes
+                     for rank in node.ranks]
+              for name in ("nccl-1814-nvls-init-complete",
+                           "fastsafetensors-36-nested-ray-prefix-mnnvl",
+                           "nccl-1646-initrankconfig-b200")}
+    assert labels == {
+        "nccl-1814-nvls-init-complete": ["rank 35", "rank 34", "rank 36", "rank 32"],
+        "fastsafetensors-36-nested-ray-prefix-mnnvl": ["rank 1"],
+        "nccl-1646-initrankconfig-b200": ["pid 1106801 [2]", "rank 6", "pid 1106806 [7]",
+                                          "pid 1106800 [1]", "pid 1106803 [4]"]}
