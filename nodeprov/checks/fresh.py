@@ -40,8 +40,9 @@ mark() { printf '\\n@@%s %s\\n' "$token" "$1"; }
 env; mark login; "${SHELL:-/bin/sh}" -lc env </dev/null 2>/dev/null || true
 mark nccl_conf_user; cat -- "${NCCL_CONF_FILE:-$HOME/.nccl.conf}" 2>/dev/null
 mark nccl_conf; cat /etc/nccl.conf 2>/dev/null
-""" + "".join(f'mark "file {path}"; cat -- "{path.replace("~/", "$HOME/")}" 2>/dev/null\n'
-              for path in (*SESSION_FILES, *LOGIN_FILES)) + """for name do
+""" + "".join(f'[ ! -e "{home}" ] || {{ mark "file {path}"; cat -- "{home}" 2>/dev/null; }}\n'
+              for path in (*SESSION_FILES, *LOGIN_FILES)
+              for home in [path.replace("~/", "$HOME/")]) + """for name do
   mark "name $name"; getent "$family" -- "$name" || true
   mark "first $name"; getent hosts -- "$name" || true
 done
@@ -62,7 +63,8 @@ class Fresh:
     first_match: dict[str, list[str]] = field(default_factory=dict)
     # (path, text) of the files NCCL reads after the environment, in its order; absent: none
     nccl_files: tuple[tuple[str, str], ...] = ()
-    # {path: text} of the SESSION_FILES and LOGIN_FILES that are there and not empty
+    # {path: text} of the SESSION_FILES and LOGIN_FILES that are there (bash reads the first
+    # of its three that is, even an empty one)
     files: dict[str, str] = field(default_factory=dict)
 
 
@@ -99,7 +101,7 @@ def parse_fresh(output: str, token: str) -> Fresh:
                      "nccl_conf_user", "")), ("/etc/nccl.conf", sections.get("nccl_conf", "")))
                        if text),
                  {path: text for path in (*SESSION_FILES, *LOGIN_FILES)
-                  if (text := sections.get(f"file {path}"))})
+                  if (text := sections.get(f"file {path}")) is not None})
 
 
 def nccl_reads(seen: Fresh, wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -125,29 +127,56 @@ def nccl_reads(seen: Fresh, wanted: Mapping[str, str]) -> tuple[dict[str, str], 
 
 
 def setting_lines(seen: Fresh, names: Sequence[str], *, login: bool = False) -> str:
-    """By hand, each line of the SESSION_FILES (``login``: the LOGIN_FILES) that sets one of
-    ``names``; where none does, the files to look in.
+    """By hand, each line of the SESSION_FILES (``login``: the LOGIN_FILES the login shell
+    reads) that sets one of ``names``; where none does, the files to look in.
 
         >>> setting_lines(Fresh({}, files={"~/.pam_environment": "A DEFAULT=2"}), ["A"])
         ... # doctest: +NORMALIZE_WHITESPACE
         "~/.pam_environment:1 'A DEFAULT=2' sets A for a new SSH session too: comment it out:
         sed -i '/^A DEFAULT=2$/s/^/# /' ~/.pam_environment"
     """
-    paths, reader = ((LOGIN_FILES, "a login shell") if login else
+    paths, reader = ((login_files(seen), "a login shell") if login else
                      (SESSION_FILES, "a new SSH session"))
-    found = [byhand.line(path, number, seen.files[path].split("\n")[number - 1],
-                         f"sets {name} for {reader} too")
+    found = [_setting_line(path, number, seen.files[path].split("\n")[number - 1],
+                           f"sets {name} for {reader} too", known, login)
              for path in paths if path in seen.files
-             for number, name in _settings(seen.files[path], login) if name in names]
+             for number, name, known in _settings(seen.files[path], login) if name in names]
     return "; ".join(found) or f"none of {', '.join(paths)} sets them: find what does " + (
         "(a file one of them runs)" if login else "(a pam_env line of sshd's PAM stack with "
         "its own envfile=)")
 
 
-def _settings(text: str, shell: bool) -> list[tuple[int, str]]:
+def login_files(seen: Fresh) -> tuple[str, ...]:
+    """The LOGIN_FILES the login user's shell reads: /etc/profile, then bash the first of
+    ~/.bash_profile, ~/.bash_login and ~/.profile that is there, sh and dash ~/.profile;
+    another shell, all of them (not knowing which it reads).
+
+        >>> bash = {"SHELL": "/bin/bash"}
+        >>> login_files(Fresh(bash, files={"~/.profile": "A=1", "~/.bash_login": ""}))
+        ('/etc/profile', '~/.bash_login')
+    """
+    shell = seen.environment.get("SHELL", "").rpartition("/")[2]
+    if shell == "bash":
+        return LOGIN_FILES[0], *[path for path in LOGIN_FILES[1:] if path in seen.files][:1]
+    if shell in ("sh", "dash"):
+        return LOGIN_FILES[0], LOGIN_FILES[-1]
+    return LOGIN_FILES
+
+
+def _setting_line(path: str, number: int, text: str, why: str, known: bool, shell: bool
+                  ) -> str:
+    if not known:
+        return byhand.manual(byhand.place(path, number, text), why,
+                             "only running it tells what it sets")
+    return byhand.line(path, number, text, why, syntax="shell" if shell else "pam_env")
+
+
+def _settings(text: str, shell: bool) -> list[tuple[int, str, bool]]:
+    """(number, name, whether its value can be told without running it) of each setting."""
     if shell:
-        return [(number, name) for number, name, _ in envfile.parse_profile_sh(text)]
-    return envfile.session_settings(text)
+        return [(number, name, value is not None)
+                for number, name, value in envfile.parse_profile_sh(text)]
+    return [(number, name, True) for number, name in envfile.session_settings(text)]
 
 
 def _named(sections: Mapping[str, str], prefix: str) -> dict[str, list[str]]:

@@ -117,7 +117,7 @@ def memlock_lines(found: Mapping[str, str | None], user: str) -> list[str]:
     return [byhand.line(path, number, line, f"may take over {LIMITS_FILE}")
             for path, text in sorted(found.items()) if text is not None and path != LIMITS_FILE
             and path.startswith("/etc/security/")
-            for number, line in enumerate(blocks.split_lines(text), 1)
+            for number, line in enumerate(text.split("\n"), 1)  # as sed counts, "\r" kept
             if _memlock_line(line, user)]
 
 

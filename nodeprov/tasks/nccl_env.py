@@ -162,7 +162,7 @@ def overriding(path: str, text: str, ours: Mapping[str, str], block: str = BLOCK
     last_wins = path == ENVIRONMENT
     return [_removal(path, text, number, name, ours[name],
                      "pam_env keeps the last assignment" if last_wins else
-                     "NCCL keeps the first assignment")
+                     "NCCL keeps the first assignment", "pam_env" if last_wins else "plain")
             for number, name, value in PARSERS[path](text)
             if name in ours and value != ours[name]
             and (number - 1 > inside[1] if last_wins else number - 1 < inside[0])]
@@ -181,13 +181,14 @@ def profile_overrides(path: str, text: str, ours: Mapping[str, str]
                            f"login shell may not have the block's {ours[name]!r}")
         else:
             overrides.append(_removal(path, text, number, name, ours[name],
-                                      "a login shell runs it after pam_env"))
+                                      "a login shell runs it after pam_env", "shell"))
     return overrides, unknown
 
 
-def _removal(path: str, text: str, number: int, name: str, ours: str, why: str) -> str:
+def _removal(path: str, text: str, number: int, name: str, ours: str, why: str,
+             syntax: byhand.Syntax) -> str:
     return byhand.line(path, number, text.split("\n")[number - 1],
-                       f"overrides nodeprov's {name}={ours!r} ({why})")
+                       f"overrides nodeprov's {name}={ours!r} ({why})", syntax=syntax)
 
 
 def block_values(path: str, lines: list[str]) -> dict[str, str]:

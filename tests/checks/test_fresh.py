@@ -10,8 +10,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pytest
+
 from nodeprov.checks.cluster import Cluster, Opened
-from nodeprov.checks.fresh import Fresh, read_all_fresh, setting_lines
+from nodeprov.checks.fresh import Fresh, read_all_fresh, read_fresh, setting_lines
 from nodeprov.remote.session import Session
 from nodeprov.tasks.textfiles.envfile import session_settings
 from tests.tasks.kit import make_facts
@@ -92,7 +94,7 @@ def test_each_line_setting_a_wrong_variable_is_said_by_hand_and_its_sed_comments
             setting_lines(seen, ["NCCL_SOCKET_IFNAME"], login=True)]
     assert said[1] == ("~/.profile:2 'export NCCL_SOCKET_IFNAME=lo' sets NCCL_SOCKET_IFNAME for "
                        "a login shell too: comment it out: sed -i "
-                       "'/^export NCCL_SOCKET_IFNAME=lo$/s/^/# /' ~/.profile")
+                       "'/^export NCCL_SOCKET_IFNAME=lo$/s/^/: # /' ~/.profile")
     commands = [item.rpartition(": comment it out: ")[2] for line in said
                 for item in line.split("; ")]
     assert len(commands) == 4, said
@@ -102,5 +104,45 @@ def test_each_line_setting_a_wrong_variable_is_said_by_hand_and_its_sed_comments
     assert session_settings((tmp_path / ".pam_environment").read_text()) == [
         item for item in session_settings(TURNED_ON) if item[1] not in ("LESS", "PAGER")]
     assert (tmp_path / ".ssh" / "environment").read_text() == "# export LESS=-R\n"
-    assert (tmp_path / ".profile").read_text().endswith("\n# export NCCL_SOCKET_IFNAME=lo\n")
+    assert (tmp_path / ".profile").read_text().endswith("\n: # export NCCL_SOCKET_IFNAME=lo\n")
     assert setting_lines(Fresh({}), ["LESS"]).startswith("none of ~/.pam_environment, ")
+
+
+@pytest.mark.parametrize(("shell", "first"), [
+    ("/bin/bash", "~/.bash_profile"), ("/bin/bash", "~/.bash_login"), ("/bin/bash", None),
+    ("/bin/dash", "~/.bash_profile")])
+def test_a_login_file_is_named_only_where_that_login_shell_reads_it(
+        tmp_path: Path, shell: str, first: str | None) -> None:
+    """The shell itself is the oracle: bash -l reads the first of ~/.bash_profile,
+    ~/.bash_login, ~/.profile that is there (an empty one too), dash ~/.profile."""
+    files = {"~/.profile": "export NCCL_SOCKET_IFNAME=lo\n", **({first: ""} if first else {})}
+    for path, text in files.items():
+        (tmp_path / path.removeprefix("~/")).write_text(text)
+    ran = subprocess.run([shell, "-lc", 'echo "${NCCL_SOCKET_IFNAME-unset}"'],
+                         env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, check=True).stdout
+    said = setting_lines(Fresh({"SHELL": shell}, files=files), ["NCCL_SOCKET_IFNAME"],
+                         login=True)
+    assert ("~/.profile:1 " in said) == (ran == "lo\n"), (ran, said)
+
+
+def test_a_login_files_line_only_running_it_can_tell_is_left_to_edit_by_hand() -> None:
+    said = setting_lines(Fresh({}, files={"~/.profile": 'export NCCL_IB_HCA="mlx5_0,\nmlx5_1"\n'}),
+                         ["NCCL_IB_HCA"], login=True)
+    assert said == ("~/.profile:1 'export NCCL_IB_HCA=\"mlx5_0,' sets NCCL_IB_HCA for a login "
+                    "shell too: edit it by hand (only running it tells what it sets)")
+
+
+def test_the_read_tells_an_empty_login_file_from_none(tmp_path: Path) -> None:
+    """The node-side script, run here: an empty ~/.bash_profile is there (bash then reads no
+    ~/.profile), a missing ~/.bash_login is not."""
+    (tmp_path / ".bash_profile").write_text("")
+    (tmp_path / ".profile").write_text("A=1\n")
+    home = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    here = SimpleNamespace(run=lambda argv, **_: subprocess.run(
+        argv, env=home, capture_output=True, text=True, check=True))
+    seen = read_fresh(cast(Session, here), "10.0.0.0/24")
+    assert isinstance(seen, Fresh), seen
+    files = seen.files
+    assert (files["~/.bash_profile"], files["~/.profile"]) == ("", "A=1\n")
+    assert "~/.bash_login" not in files and "~/.pam_environment" not in files

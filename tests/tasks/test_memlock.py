@@ -77,6 +77,20 @@ def test_memlock_lines_pam_limits_may_take_over_ours_are_named_by_line() -> None
     assert memlock_lines({**files, site: fixed}, "trainer") == []
 
 
+
+def test_a_crlf_limits_line_is_commented_out_by_its_printed_sed(tmp_path: Path) -> None:
+    """pam_limits reads a CRLF line as the same limit ("\\r" is blank to it); the sed must
+    match it "\\r" and all (before: no match, GNU sed exiting 0, the limit still there)."""
+    site = "/etc/security/limits.d/99-site.conf"
+    text = "# site\r\ntrainer hard memlock 65536\r\n"
+    path = tmp_path / "99-site.conf"
+    path.write_bytes(text.encode())
+    [item] = memlock_lines({site: text}, "trainer")
+    assert item.startswith(f"{site}:2 'trainer hard memlock 65536' "), item
+    subprocess.run(["sh", "-c", item.rpartition(": comment it out: ")[2].replace(site, str(path))],
+                   check=True)
+    assert memlock_lines({site: path.read_bytes().decode()}, "trainer") == []
+
 def test_a_limit_in_kib_and_no_systemd() -> None:
     result = run({UNIT: SSH_SERVICE}, systemd=False, limit="1048576")
     assert [action for change in result.changes for action in change.actions] == [

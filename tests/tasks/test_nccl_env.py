@@ -111,7 +111,7 @@ def test_profile_d_lines_a_login_shell_takes_over_ours_are_named_by_line() -> No
     assert not result.changes and result.conflicts == (
         "/etc/profile.d/zz-nccl.sh:2 'export NCCL_SOCKET_IFNAME=lo' overrides nodeprov's "
         "NCCL_SOCKET_IFNAME='=eth0' (a login shell runs it after pam_env): comment it out: "
-        "sed -i '/^export NCCL_SOCKET_IFNAME=lo$/s/^/# /' /etc/profile.d/zz-nccl.sh",)
+        "sed -i '/^export NCCL_SOCKET_IFNAME=lo$/s/^/: # /' /etc/profile.d/zz-nccl.sh",)
     assert result.warnings == (
         "/etc/profile.d/zz-nccl.sh:4 sets NCCL_DEBUG in a way only running it can tell; a login "
         "shell may not have the block's 'INFO'",)
@@ -200,4 +200,4 @@ def test_a_recorded_site_script_in_profile_d_is_read_as_a_login_shell_reads_it()
     assert result.conflicts == (
         "/etc/profile.d/frontier.sh:8 'export NCCL_SOCKET_IFNAME=hsn0' overrides nodeprov's "
         "NCCL_SOCKET_IFNAME='=eth0' (a login shell runs it after pam_env): comment it out: "
-        "sed -i '/^export NCCL_SOCKET_IFNAME=hsn0$/s/^/# /' /etc/profile.d/frontier.sh",)
+        "sed -i '/^export NCCL_SOCKET_IFNAME=hsn0$/s/^/: # /' /etc/profile.d/frontier.sh",)

@@ -48,10 +48,15 @@ def pam_env_line(name: str, value: str) -> str:
 
 
 def parse_pam_env(text: str) -> list[tuple[int, str, str]]:
-    """Assignments in an /etc/environment text, unquoted the way pam_env does it."""
+    """Assignments in an /etc/environment text, unquoted the way pam_env does it; a line that
+    a '\\' at the end of the one before continues is part of that one (``_assemble_line``)."""
     found = []
+    continued = False
     for number, line in enumerate(text.split("\n"), 1):
+        was_continued, continued = continued, _continues(line)
         entry = line.lstrip(" \t")
+        if was_continued:
+            continue
         if entry.startswith("export "):
             entry = entry[len("export "):]
         entry = entry.split("#", 1)[0]
@@ -99,12 +104,16 @@ def session_settings(text: str) -> list[tuple[int, str]]:
     found = []
     continued = False
     for number, line in enumerate(text.split("\n"), 1):
-        body = line.split("#", 1)[0].rstrip(" \t\r")
-        match = None if continued else _SESSION_SETTING.match(body)
+        match = None if continued else _SESSION_SETTING.match(line.split("#", 1)[0])
         if match:
             found.append((number, match[1]))
-        continued = body.endswith("\\")
+        continued = _continues(line)
     return found
+
+
+def _continues(line: str) -> bool:
+    """Whether pam_env joins the next line to ``line``: a '\\' ends it, a comment left off."""
+    return line.split("#", 1)[0].rstrip(" \t\r").endswith("\\")
 
 
 # `NAME=...` or `export NAME=...` at the start of a line of a shell script
@@ -114,16 +123,34 @@ _SHELL_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)
 def parse_profile_sh(text: str) -> list[tuple[int, str, str | None]]:
     """Assignments at the start of a line of a shell script (/etc/profile.d/*.sh), which a
     login shell runs: the value as the shell would take it, None where it cannot be told
-    without running the script (an expansion, more than one word)."""
+    without running the script (an expansion, more than one word, a quote or a '\\' that
+    goes on on the next line, or a line a quote left open before may be inside); a line that a
+    '\\' at the end of the one before goes on into is not a start.
+
+        >>> parse_profile_sh('A="x,\\nB=y"\\nC=1 \\\\\\n  D=2\\n')
+        [(1, 'A', None), (2, 'B', None), (3, 'C', None)]
+    """
     found: list[tuple[int, str, str | None]] = []
-    for number, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
         match = _SHELL_ASSIGNMENT.match(line)
-        if not match:
+        if not match or number > 1 and lines[number - 2].rstrip("\r").endswith("\\"):
             continue
         try:
-            words = shlex.split(match[2], comments=True)
+            words: list[str] | None = shlex.split(match[2], comments=True)
         except ValueError:  # an unclosed quote: the value goes on past this line
-            words = []
-        plain = len(words) <= 1 and not set("$`\\;&|") & set(match[2].split("#", 1)[0])
+            words = None
+        # a quote left open above (as shlex reads sh) may hold this line
+        plain = (words is not None and len(words) <= 1 and not _quote_open(lines[:number - 1])
+                 and not set("$`\\;&|") & set(match[2].split("#", 1)[0]))
         found.append((number, match[1], (words[0] if words else "") if plain else None))
     return found
+
+
+def _quote_open(lines: list[str]) -> bool:
+    """Whether a quote is still open after ``lines``, as shlex reads them."""
+    try:
+        shlex.split("\n".join(lines), comments=True)
+    except ValueError:
+        return True
+    return False

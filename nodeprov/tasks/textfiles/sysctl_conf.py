@@ -69,9 +69,10 @@ def probe_paths(own: str, keys: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def settings(text: str) -> list[tuple[int, str, str]]:
-    """(line index, key, value) of a sysctl.conf text, keys in dotted form."""
+    """(line index, key, value) of a sysctl.conf text, keys in dotted form; lines end at "\\n"
+    only, as sed counts them."""
     found = []
-    for index, line in enumerate(text.splitlines()):
+    for index, line in enumerate(text.split("\n")):
         entry = line.strip()
         if not entry or entry[0] in "#;":
             continue
@@ -88,7 +89,7 @@ def comment_out(text: str, wanted: Mapping[str, str]) -> str:
     clashing = {index for index, name, setting in settings(text)
                 if name in wanted and not same_value(setting, wanted[name])}
     return "".join(blocks.COMMENT_PREFIX + line if index in clashing else line
-                   for index, line in enumerate(text.splitlines(keepends=True)))
+                   for index, line in enumerate(blocks.split_lines(text, keepends=True)))
 
 
 def boot_settings(found: Mapping[str, str | None], key: str) -> list[tuple[str, int, str]]:
@@ -123,7 +124,7 @@ def overriding(found: Mapping[str, str | None], own: str, wanted: Mapping[str, s
         for path, number, setting in boot_settings(found, key):
             if (path != SYSCTL_CONF and posixpath.basename(path) > posixpath.basename(own)
                     and not same_value(setting, value)):
-                text = (found.get(path) or "").splitlines()[number - 1]  # as settings()
+                text = (found.get(path) or "").split("\n")[number - 1]  # as settings()
                 conflicts.append(byhand.line(
                     path, number, text,
                     f"is applied after {own} at boot, so {subject} would not stay as asked"))

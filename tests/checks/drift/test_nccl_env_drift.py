@@ -39,6 +39,11 @@ ENV_WRECKS = {
         "echo 'export NCCL_SOCKET_IFNAME=lo' > /etc/profile.d/zz-site.sh",
         "/etc/profile.d/zz-site.sh:1 ", "'export NCCL_SOCKET_IFNAME=lo' overrides",
         LOGIN.format("NCCL_SOCKET_IFNAME"), "=eth0"),
+    "NCCL in an if block of /etc/profile.d": (  # its sed must leave the block valid
+        "printf 'if [ -d / ]; then\\n  export NCCL_SOCKET_IFNAME=lo\\nfi\\n' "
+        "> /etc/profile.d/zz-site.sh", "/etc/profile.d/zz-site.sh:2 ",
+        "'export NCCL_SOCKET_IFNAME=lo' overrides",
+        "bash -n /etc/profile.d/zz-site.sh && " + LOGIN.format("NCCL_SOCKET_IFNAME"), "=eth0"),
 }
 
 
@@ -77,16 +82,18 @@ def test_the_login_users_nccl_conf_is_read_by_effect(cluster: Cluster) -> None:
     assert bed.exec("node2", "cat", "/root/.nccl.conf").stdout == "# NCCL_SOCKET_IFNAME=lo\n"
 
 
-# (the line appended on node2; the file in root's home; the start of its by-hand line)
+# (the line appended on node2; the file in root's home; the start of its by-hand line; what
+# its sed puts before the line: a shell's is a command that does nothing)
 SESSION_WRECKS = {
     "PAM's user file": (
         "GLOO_SOCKET_IFNAME DEFAULT=lo", ".pam_environment",
         "node2 nccl_env: a new SSH session has GLOO_SOCKET_IFNAME=lo (expected "
-        "NCCL_SOCKET_IFNAME==eth0, GLOO_SOCKET_IFNAME=eth0): by hand: ~/.pam_environment:"),
+        "NCCL_SOCKET_IFNAME==eth0, GLOO_SOCKET_IFNAME=eth0): by hand: ~/.pam_environment:",
+        "# "),
     "a login shell's profile": (
         "export GLOO_SOCKET_IFNAME=lo", ".profile",
         "node2 nccl_env: a login shell has GLOO_SOCKET_IFNAME=lo (expected "
-        "NCCL_SOCKET_IFNAME==eth0, GLOO_SOCKET_IFNAME=eth0): by hand: ~/.profile:"),
+        "NCCL_SOCKET_IFNAME==eth0, GLOO_SOCKET_IFNAME=eth0): by hand: ~/.profile:", ": # "),
 }
 
 
@@ -97,13 +104,13 @@ def test_a_line_of_a_file_nodeprov_does_not_manage_is_named_and_its_sed_repairs_
     session's checks do, and name the line with the sed that comments it out."""
     bed, playbook = cluster
     assert verify(bed, playbook)[0] == 0
-    text, name, start = SESSION_WRECKS[wreck]
+    text, name, start, prefix = SESSION_WRECKS[wreck]
     path = f"/root/{name}"  # root is the test nodes' login user
     assert bed.exec("node2", "sh", "-c", 'echo "$1" >> "$2"', "wreck", text, path
                     ).returncode == 0
     lines = drift_lines(bed, playbook)
     assert [line for line in lines if line.startswith(start)], lines
     assert all("; repair: " not in line for line in lines), lines
-    assert run_printed(bed, *lines) == [f"node2: sed -i '/^{text}$/s/^/# /' ~/{name}"]
+    assert run_printed(bed, *lines) == [f"node2: sed -i '/^{text}$/s/^/{prefix}/' ~/{name}"]
     assert verify(bed, playbook)[0] == 0
-    assert bed.exec("node2", "tail", "-n1", path).stdout == f"# {text}\n"
+    assert bed.exec("node2", "tail", "-n1", path).stdout == f"{prefix}{text}\n"

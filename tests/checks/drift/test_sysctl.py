@@ -27,11 +27,17 @@ PORTS = "/etc/sysctl.d/99-zz-ports.conf"
 RANGE = "net.ipv4.ip_local_port_range"
 
 
+# a line's end as printf writes it, and what the printed pattern has for a CRLF's "\r"
+ENDS = {"LF": ("\\n", ""), "CRLF": ("\\r\\n", ".")}
+
+
+@pytest.mark.parametrize("end", ENDS)
 def test_ipv6_back_on_by_a_later_file_is_named_and_stays_off_after_boot(
-        network: Network) -> None:
+        network: Network, end: str) -> None:
     bed, playbook = network
-    bed.exec("node2", "sh", "-c", f"printf '# a cloud image\\nnet.ipv6.conf.all.disable_ipv6 = "
-             f"0\\n' > {IPV6_ON}", check=True)
+    eol, cr = ENDS[end]
+    bed.exec("node2", "sh", "-c", f"printf '# a cloud image{eol}net.ipv6.conf.all.disable_ipv6 = "
+             f"0{eol}' > {IPV6_ON}", check=True)
     boot(bed, "node2")
     assert kernel(bed, "node2", "net.ipv6.conf.all.disable_ipv6") == "0"  # the drift is real
 
@@ -42,7 +48,8 @@ def test_ipv6_back_on_by_a_later_file_is_named_and_stays_off_after_boot(
                  f"{IPV6_ON}:2 'net.ipv6.conf.all.disable_ipv6 = 0' is applied after "
                  "/etc/sysctl.d/99-zz-nodeprov-ipv6.conf at boot, so IPv6 would not stay as "
                  "asked: comment it out: sed -i "
-                 f"'/^net\\.ipv6\\.conf\\.all\\.disable_ipv6 = 0$/s/^/# /' {IPV6_ON}; repair: ")
+                 f"'/^net\\.ipv6\\.conf\\.all\\.disable_ipv6 = 0{cr}$/s/^/# /' {IPV6_ON}; "
+                 "repair: ")
     assert code == 1 and line.endswith(" --limit node2 --tags ipv6"), line
 
     run_printed(bed, line)

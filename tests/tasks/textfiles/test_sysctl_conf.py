@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from nodeprov.tasks.textfiles.sysctl_conf import boot_settings, overriding
 
@@ -38,3 +41,26 @@ def test_only_later_files_setting_another_value_conflict_sysctl_conf_left_to_the
         f"/usr/lib/sysctl.d/95-late.conf:3 'net.core.somaxconn = 512' is applied after {ours} "
         "at boot, so the setting would not stay as asked: comment it out: sed -i "
         "'/^net\\.core\\.somaxconn = 512$/s/^/# /' /usr/lib/sysctl.d/95-late.conf"]
+
+
+@pytest.mark.parametrize("text", [
+    "net.core.rmem_max = 1\r\n",  # a file written on Windows: sed keeps the "\r"
+    "# a form feed \x0c here\nnet.core.rmem_max = 1\n",  # one line to sed, two to splitlines
+    "kernel.x = 1\u2028\nnet.core.rmem_max = 1\n"])
+def test_the_printed_sed_finds_its_line_as_sed_counts_and_reads_it(
+        tmp_path: Path, text: str) -> None:
+    """The conflict's file:line is sed's, and its command leaves the next boot nothing that
+    sets the key otherwise (before: a CRLF line got a pattern without its "\\r", which GNU
+    sed matches nowhere, exiting 0; a form feed moved every later number by one)."""
+    cloud, own, key = "/etc/sysctl.d/99-zzz-cloud.conf", "/etc/sysctl.d/90-nodeprov.conf", \
+        "net.core.rmem_max"
+    [item] = overriding({own: "", cloud: text}, own, {key: "2"}, "the setting")
+    path = tmp_path / "cloud.conf"
+    path.write_bytes(text.encode())
+    number = item.partition(" ")[0].removeprefix(f"{cloud}:")
+    assert subprocess.run(["sed", "-n", f"{number}p", str(path)], capture_output=True,
+                          check=True).stdout.rstrip(b"\r\n") == b"net.core.rmem_max = 1"
+    subprocess.run(["sh", "-c", item.rpartition(": comment it out: ")[2].replace(cloud,
+                                                                                 str(path))],
+                   check=True)
+    assert boot_settings({own: "", cloud: path.read_bytes().decode()}, key) == []
