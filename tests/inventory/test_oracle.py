@@ -51,6 +51,18 @@ def test_a_file_path_holding_commas_is_a_path_not_a_host_list(tmp_path: Path) ->
         "here"
 
 
+def test_kayobes_two_inventories_merge_as_ansible_merges_them(tmp_path: Path) -> None:
+    # kayobe runs ansible with -i ansible/inventory -i etc/kayobe/inventory: its defaults
+    # reach the hosts only through the second source's groups
+    sources = [str(CORPUS / "kayobe-ansible-inventory"), str(CORPUS / "kayobe-etc-inventory")]
+    result = CliRunner().invoke(app, ["inventory", *sources, "--list"])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)
+    args = [word for source in sources for word in ("-i", source)]
+    assert listed == json.loads(ansible("ansible-inventory", [*args, "--list"], tmp_path))
+    assert "kolla_base_distro" in listed["_meta"]["hostvars"]["localhost"]
+
+
 GRAPH_CASES = ["docs-aliases-ini", "yaml-repeated-group", "stackhpc-slurm-appliance-groups",
                "k3s-io-sample-with-lb"]
 
