@@ -63,6 +63,31 @@ def test_kayobes_two_inventories_merge_as_ansible_merges_them(tmp_path: Path) ->
     assert "kolla_base_distro" in listed["_meta"]["hostvars"]["localhost"]
 
 
+@pytest.mark.parametrize("sources", [
+    ["gpu01,gpu02:2222, [2001:db8::7]:2200,"],
+    ["localhost,"],
+    # no ranges in a host list: the brackets stay in the name, with the port
+    ["gpu[01:02]:22,cpu1"],
+    # a host an earlier source named keeps its groups and port; a new one joins ungrouped
+    ["HOSTS", "gpu01,gpu01:2200,new1:2201"],
+])
+def test_a_host_list_is_read_as_ansibles_host_list(tmp_path: Path, sources: list[str]) -> None:
+    # -i 'a,b,' (no such file, a comma in it), as quick starts of ML clusters write it. Run
+    # where group_vars/ lies: a host list has no folder, so they must not apply to its hosts
+    # (ansible-inventory reads the group_vars/ of the folder it runs in: it runs elsewhere)
+    project = write_tree(tmp_path / "project", {
+        "hosts.ini": "[gpu]\ngpu01 ansible_port=2022\n",
+        "group_vars/ungrouped.yml": "beside_the_file: 1\n"})
+    args = [word for source in sources
+            for word in ("-i", str(project / "hosts.ini") if source == "HOSTS" else source)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        ours = CliRunner().invoke(app, ["inventory", *args, "--list"])
+    assert ours.exit_code == 0, ours.output
+    assert json.loads(ours.stdout) == json.loads(ansible("ansible-inventory", [*args, "--list"],
+                                                         tmp_path))
+
+
 GRAPH_CASES = ["docs-aliases-ini", "yaml-repeated-group", "stackhpc-slurm-appliance-groups",
                "k3s-io-sample-with-lb"]
 
