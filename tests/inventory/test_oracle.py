@@ -89,7 +89,7 @@ def test_a_host_list_is_read_as_ansibles_host_list(tmp_path: Path, sources: list
 
 
 GRAPH_CASES = ["docs-aliases-ini", "yaml-repeated-group", "stackhpc-slurm-appliance-groups",
-               "k3s-io-sample-with-lb"]
+               "k3s-io-sample-with-lb", "ansible-test-ini-value-types"]
 
 
 @pytest.mark.parametrize("name", GRAPH_CASES)
