@@ -38,7 +38,7 @@ def parse_extra_vars(values: Sequence[str], *, checked: bool = True) -> dict[str
     for value in values:
         if value.startswith("@"):
             found.update(_from_file(Path(value[1:]), checked))
-        elif value.lstrip().startswith("{"):
+        elif value.lstrip().startswith(("{", "[")):  # as Ansible: YAML, a mapping or not
             found.update(_from_inline(value, checked))
         else:
             found.update(_from_words(value, checked))
@@ -101,6 +101,8 @@ def _from_words(text: str, checked: bool) -> dict[str, str]:
     found = {}
     for word in words:
         name, equals, value = word.partition("=")
+        if not equals and word.startswith(("/", ".")):
+            raise InputError(f"{word!r} is not KEY=VALUE; give a file as @{word}", field=OPTION)
         if not equals:
             raise InputError(f"{word!r} is not KEY=VALUE; give KEY=VALUE, @FILE (YAML or JSON) "
                              "or a {...} mapping", field=OPTION)

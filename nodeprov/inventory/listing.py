@@ -4,7 +4,7 @@
     print(as_graph(resolved))    # @all: / |--@gpu: / |  |--node1
 
 An inline ``!vault`` value is listed as Ansible lists it (``{"__ansible_vault": "..."}``), as is
-text never templated (``{"__ansible_unsafe": "..."}``);
+text never templated (``{"__ansible_unsafe": "..."}`` in --list; --host prints it as text);
 a variable from a vault-encrypted file as ``<vaulted>``, unless ``show_vaulted``: then as
 ansible-inventory lists it, decrypted.
 """
@@ -67,7 +67,8 @@ def as_host(resolved: Resolved, name: str, *, show_vaulted: bool = False) -> str
     if name not in resolved.hostvars:
         raise InputError(f"no host {name!r} in the inventory; hosts: "
                          f"{', '.join(resolved.hostvars)}", field="--host")
-    return _dump(_shown(resolved, name, show_vaulted))
+    # ansible-core 2.19 marks unsafe text only under _meta.hostvars and a group's vars
+    return _dump(_shown(resolved, name, show_vaulted), mark_unsafe=False)
 
 
 def _shown(resolved: Resolved, host: str, show_vaulted: bool) -> dict[str, Any]:
@@ -102,9 +103,9 @@ def _indent(text: str, depth: int) -> str:
     return "  |" * depth + "--" + text if depth else text
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(_marked(value), sort_keys=True, indent=4, ensure_ascii=False,
-                      default=_plain)
+def _dump(value: Any, *, mark_unsafe: bool = True) -> str:
+    return json.dumps(_marked(value) if mark_unsafe else value, sort_keys=True, indent=4,
+                      ensure_ascii=False, default=_plain)
 
 
 def _marked(value: Any) -> Any:

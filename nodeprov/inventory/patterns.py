@@ -43,7 +43,8 @@ def select(data: InventoryData, pattern: str | Sequence[str], *,
            limit_files: bool = False) -> list[str]:
     """Host names matching ``pattern`` in Ansible's order: plain terms first (union), then
     ``&`` (intersection), then ``!`` (exclusion); a pattern of only exclusions starts from
-    ``all``. InputError names a term that matches nothing."""
+    ``all``. InputError names a term that matches nothing; excluding a group that has no
+    hosts (``all:!ungrouped``) excludes nothing, as in Ansible."""
     given = pattern if isinstance(pattern, str) else ",".join(pattern)
     where = "--limit" if limit_files else ""
     terms = split_patterns(pattern)
@@ -55,12 +56,17 @@ def select(data: InventoryData, pattern: str | Sequence[str], *,
     chosen: list[str] = []
     for term in ordered:
         try:
-            matched = [term] if term in data.hosts else _match_one(data, term.lstrip("&!"))
+            matched, groups = ([term], []) if term in data.hosts else _match_one(
+                data, term.lstrip("&!"))
         except InputError as error:
             raise InputError(_within(given, term) + error.message, field=where) from None
-        if not matched:
+        if not matched and not (groups and term[0] == "!"):
             named = (f"its part '{printable(term)}'" if _within(given, term) else
                      f"pattern '{printable(term)}'")
+            if groups:
+                raise InputError(f"{_within(given, term)}{named} matches only groups without "
+                                 f"hosts ({', '.join(map(printable, groups))}); add hosts to "
+                                 "them or name another group", field=where)
             raise InputError(f"{_within(given, term)}{named} matches no host or group; groups: "
                              f"{', '.join(data.groups)}; hosts: {', '.join(list(data.hosts)[:20])}"
                              f"{' ...' if len(data.hosts) > 20 else ''}", field=where)
@@ -94,7 +100,8 @@ def _from_file(term: str) -> list[str]:
     return [line.strip() for line in lines if line.strip()]
 
 
-def _match_one(data: InventoryData, term: str) -> list[str]:
+def _match_one(data: InventoryData, term: str) -> tuple[list[str], list[str]]:
+    """The hosts ``term`` names, and the groups it matched (which may have none)."""
     expression, subscript = term, None
     if not term.startswith("~"):
         found = _SUBSCRIPT.match(term)
@@ -116,12 +123,12 @@ def _match_one(data: InventoryData, term: str) -> list[str]:
         hosts.update(dict.fromkeys(name for name in data.hosts if regex.match(name)))
     matched = list(hosts)
     if subscript is None:
-        return matched
+        return matched, groups
     start, end = subscript
     if end is None:
         if not -len(matched) <= start < len(matched):
             raise InputError(f"'{printable(term)}': position {start} is outside "
                              f"'{printable(expression)}', which has {len(matched)} hosts "
                              f"(0 to {len(matched) - 1})")
-        return [matched[start]]
-    return matched[start:(len(matched) if end == -1 else end + 1)]
+        return [matched[start]], groups
+    return matched[start:(len(matched) if end == -1 else end + 1)], groups

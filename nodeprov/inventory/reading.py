@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nodeprov.inventory.data import InventoryData
 from nodeprov.inventory.resolve import Resolved, resolve
-from nodeprov.inventory.source import DEFAULT_IGNORED, read_source
+from nodeprov.inventory.source import DEFAULT_IGNORED, is_host_list, read_source
 from nodeprov.inventory.varsdirs import VarsDir
 from nodeprov.inventory.vaultlib import Vault
 
@@ -58,4 +58,6 @@ def read_inventory(sources: Sources, playbook_dir: Path | None = None,
         return found.setdefault(folder.resolve(), VarsDir(folder, vault))
 
     playbook_dirs = [vars_dir(playbook_dir)] if playbook_dir is not None else []
-    return resolve(data, [vars_dir(folder_of(path)) for path in paths], playbook_dirs, vault)
+    # a host list has no folder: Ansible reads no group_vars/host_vars for it
+    beside = [vars_dir(folder_of(path)) for path in paths if not is_host_list(path)]
+    return resolve(data, beside, playbook_dirs, vault)

@@ -6,7 +6,8 @@ reads every inventory file in it and in its subfolders, in name order, but those
 skips: hidden ones, its vars folders, names ending in ``inventory_ignore_extensions`` or
 matching ``inventory_ignore_patterns`` (``ignored``); as Ansible, a file there that cannot be
 read is skipped with a warning (a README, a hosts.yml.example), never one that is a vault no
-given password opens. A vault-encrypted file is decrypted first (``vault``).
+given password opens. A vault-encrypted file is decrypted first (``vault``). A source that is
+not a path but holds a comma is a host list, as Ansible's ``-i 'gpu01,gpu02:2222,'``.
 
     data = InventoryData()
     read_source(Path("inventory/hosts.ini"), data, warn=print, vault=Vault())
@@ -24,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from nodeprov.errors import InputError, StricterThanAnsible
-from nodeprov.inventory.data import InventoryData
+from nodeprov.inventory.data import InventoryData, Origin
 from nodeprov.inventory.guard import check_size
 from nodeprov.inventory.ini import parse_ini
+from nodeprov.inventory.ranges import split_port
 from nodeprov.inventory.vaultlib import Vault
 from nodeprov.inventory.yamlsrc import parse_json_list, parse_yaml, script_group
 from nodeprov.util.bounded import run_bounded
@@ -62,9 +64,33 @@ def ignored_names(extensions: Sequence[str] = IGNORED_EXTENSIONS,
 DEFAULT_IGNORED = ignored_names()
 
 
+def is_host_list(path: Path) -> bool:
+    """Ansible's test: no such path, and a comma in it.
+
+    >>> is_host_list(Path("gpu01,gpu02")), is_host_list(Path("hosts.ini"))
+    (True, False)
+    """
+    return "," in str(path) and not path.exists()
+
+
+def read_host_list(text: str, data: InventoryData) -> None:
+    """Each comma-separated name joins ``ungrouped`` (``name:port`` sets ansible_port) unless
+    an earlier source has it, as Ansible's host_list plugin does: no ranges (a name with
+    brackets stays as written) and no vars."""
+    origin = Origin(text)
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, port = split_port(item)
+        if "[" in name:
+            name, port = item, None
+        if name not in data.hosts:
+            data.add_host(name, "ungrouped", origin, port)
+
+
 def read_source(path: Path, data: InventoryData, warn: Callable[[str], None],
                 vault: Vault, ignored: re.Pattern[str] = DEFAULT_IGNORED) -> None:
-    if path.is_dir():
+    if is_host_list(path):
+        read_host_list(str(path), data)
+    elif path.is_dir():
         _read_folder(path, data, warn, vault, set(), ignored)
     else:
         _read_file(path, data, warn, vault)

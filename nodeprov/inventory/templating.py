@@ -21,6 +21,7 @@ from jinja2.nativetypes import NativeCodeGenerator
 
 from nodeprov.errors import EXIT_BAD_INPUT, NodeprovError
 from nodeprov.inventory.resolve import Resolved
+from nodeprov.inventory.source import is_host_list
 from nodeprov.util.jinja import LimitedSandbox, RangeBudget, bounded
 from nodeprov.util.tagged import Unsafe, Vaulted
 
@@ -151,6 +152,9 @@ class HostTemplar:
         """inventory_file and inventory_dir as Ansible sets them: the source that first named
         the host (a file of a folder, a script), each source's looked up once."""
         source = self.resolved.data.hosts[host].origin.source
+        if source not in self._sources and is_host_list(Path(source)):
+            # Ansible's: the list's text, and the text of a missing folder
+            self._sources[source] = {"inventory_file": source, "inventory_dir": "None"}
         if source not in self._sources:
             path = Path(source).resolve()
             self._sources[source] = {"inventory_file": str(path), "inventory_dir": str(

@@ -165,7 +165,9 @@ def test_settings_match_ansible_config_dump(name: str, oracle: dict[str, Any]) -
 
 def test_the_corpus_sets_what_nodeprov_reads(oracle: dict[str, Any]) -> None:
     """The comparison is not vacuous: the real files set most of what nodeprov reads."""
-    names = {name for case in CORPUS.glob("*.cfg") for name in _theirs(oracle[case.stem][2])}
+    dumps = [oracle[case.stem][2] for case in CORPUS.glob("*.cfg")]
+    # a file ansible-config refuses (an ssh_config given as ansible.cfg) sets nothing
+    names = {name for dumped in dumps if not isinstance(dumped, str) for name in _theirs(dumped)}
     assert {"DEFAULT_HOST_LIST", "DEFAULT_REMOTE_USER", "DEFAULT_PRIVATE_KEY_FILE",
             "DEFAULT_FORKS", "DEFAULT_TIMEOUT", "DEFAULT_VAULT_PASSWORD_FILE",
             "ssh:host_key_checking", "ssh:ssh_args"} <= names

@@ -36,6 +36,7 @@ CASES: list[tuple[str, dict[str, str], str, list[str]]] = [
     ("group-loop", {"h.ini": "[a:children]\nb\n[b:children]\na\n"}, "h.ini", ["h.ini:", "makes a loop"]),
     ("all-as-child", {"h.yml": "g:\n  children:\n    all:\n"}, "h.yml", ["h.yml:3: all:", "cannot be a child group"]),
     ("priority-not-int", {"h.yml": "g:\n  vars: {ansible_group_priority: high}\n"}, "h.yml", ["h.yml:2: g: ansible_group_priority:", "not an integer"]),
+    ("host-list-hostile-name", {}, "x$(touch${IFS}pwned),gpu01", ["x$(touch${IFS}pwned),gpu01: x$(touch${IFS}pwned): inventory name", "is not a valid host name", "use ASCII letters"]),
     ("yaml-plugin-config", {"aws_ec2.yml": "plugin: amazon.aws.aws_ec2\n"}, "aws_ec2.yml", ["aws_ec2.yml:1:", "ansible-inventory -i", "--list > inventory.json"]),
     ("yaml-section-not-mapping", {"h.yml": "g:\n  vars: [1, 2]\n"}, "h.yml", ["h.yml:2: g.vars:", "must be a mapping"]),
     ("yaml-host-value-not-mapping", {"h.yml": "g:\n  hosts:\n    n1: 5\n"}, "h.yml", ["h.yml:3: n1:", "mapping of vars (or empty)"]),

@@ -44,8 +44,11 @@ def test_words_files_and_mappings_later_ones_winning(tmp_path: Path) -> None:
     (["1x=2"], "-e/--extra-vars 1x: '1x' is not a variable name"),
     (["motd='unclosed"], "-e/--extra-vars: \"motd='unclosed\": No closing quotation"),
     (['{"job_timeout": 0}'], "-e/--extra-vars job_timeout: 0 is not a positive integer"),
-    (["[1, 2]"], "-e/--extra-vars: '[1,' is not KEY=VALUE; give KEY=VALUE, @FILE (YAML or "
-                 "JSON) or a {...} mapping"),
+    # Ansible reads a value starting with [ or { as YAML: "could not be made into a dictionary"
+    (["[1, 2]"], "-e/--extra-vars: '[1, 2]' is not a mapping; give {\"name\": value}"),
+    (["./site.yml"], "-e/--extra-vars: './site.yml' is not KEY=VALUE; give a file as @./site.yml"),
+    (["/etc/site.yml"], "-e/--extra-vars: '/etc/site.yml' is not KEY=VALUE; give a file as "
+                        "@/etc/site.yml"),
 ])
 def test_a_bad_value_names_the_option_and_what_is_valid(values: list[str], message: str) -> None:
     with pytest.raises(InputError) as raised:

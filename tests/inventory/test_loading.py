@@ -183,6 +183,26 @@ def test_patterns_select_what_ansible_selects(pattern: str, tmp_path: Path) -> N
     assert sorted(ours) == sorted(list_hosts(PATTERN_CASE, pattern, tmp_path))
 
 
+EMPTY_UNGROUPED = CORPUS / "ceph-all-daemons" / "hosts"  # every host is in a group
+
+
+@pytest.mark.parametrize("pattern", ["all:!ungrouped", "!ungrouped", "mons:!ungrouped",
+                                     "osds,!ungrouped"])
+def test_excluding_a_group_without_hosts_excludes_nothing_as_in_ansible(
+        pattern: str, tmp_path: Path) -> None:
+    ours = select(read_inventory(EMPTY_UNGROUPED).data, pattern)
+    assert ours == list_hosts(EMPTY_UNGROUPED, pattern, tmp_path)
+    assert ours
+
+
+@pytest.mark.parametrize("pattern", ["ungrouped", "mons:&ungrouped", "ungro*"])
+def test_selecting_only_groups_without_hosts_says_so(pattern: str) -> None:
+    # Ansible selects no host, silently; nodeprov stops, naming the empty group
+    with pytest.raises(InputError, match=r"matches only groups without hosts \(ungrouped\); "
+                                         "add hosts to them or name another group"):
+        select(read_inventory(EMPTY_UNGROUPED).data, pattern)
+
+
 def test_limit_file_and_a_pattern_matching_nothing(tmp_path: Path) -> None:
     data = read_inventory(PATTERN_CASE).data
     limit = write(tmp_path, "retry", "one.example.com\ntwo.example.com\n")

@@ -186,6 +186,15 @@ def test_inventory_file_is_the_source_that_first_named_the_host(
     assert ours == json.loads(output.split("=>", 1)[1])[var]
 
 
+@pytest.mark.parametrize("var", ["inventory_file", "inventory_dir"])
+def test_a_host_lists_hosts_know_their_source_as_in_ansible(tmp_path: Path, var: str) -> None:
+    # Ansible's: the list's own text, and "None" for the folder it does not have
+    source = "gpu01,gpu02,"
+    output = ansible("ansible", ["-i", source, "gpu01", "-m", "debug", "-a", f"var={var}"],
+                     tmp_path)
+    assert _rendered([Path(source)], "gpu01", var) == json.loads(output.split("=>", 1)[1])[var]
+
+
 def _rendered(sources: list[Path], host: str, var: str) -> object:
     """``var`` of ``host`` as a template naming it renders (a magic variable included)."""
     resolved = read_inventory(sources)
