@@ -119,9 +119,8 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
             and not failure.timed_out else None
         quoted = exception or (found.evidence if found is not None
                                else words or last_words(said or tail(result)))
-        lost = not (found is not None and found.own) and not failure.timed_out and (
-            _signalled(launch, name) or bool(LOST_PEER.search(quoted) or TERMINATED.search(quoted)))
-        failed[name] = RankFailure(failure, rank, said or tail(result), exception, words, lost)
+        failed[name] = RankFailure(failure, rank, said or tail(result), exception, words,
+                                   _lost_peer(launch, name, failure, quoted, exception))
     return dict(sorted(failed.items(), key=lambda item: _order(launch, *item)))
 
 
@@ -133,12 +132,18 @@ def _order(launch: Launch, name: str, failure: RankFailure) -> tuple[bool, bool,
     return failure.lost_peer, when is not None, when or 0.0
 
 
-def _signalled(launch: Launch, name: str) -> bool:
-    """The node's first failing rank was killed by a signal: a stop, not a cause."""
+def _lost_peer(launch: Launch, name: str, failure: NodeFailure, quoted: str,
+               exception: str | None) -> bool:
+    """Whether the node only lost its peer: no rule found a cause of its own, and the words its
+    line quotes say a connection closed ("Connection closed by peer", "Terminated"), or its
+    first failing rank, which raised nothing, was killed by a signal (a stop, not a cause)."""
+    if failure.timed_out or (failure.diagnosis is not None and failure.diagnosis.own):
+        return False
     found = launch.results.get(name)
     ranks = found.ranks if isinstance(found, Stopped) else {}
     rank = first_failed_rank(ranks)
-    return rank is not None and ranks[rank].exit_code < 0
+    return bool(LOST_PEER.search(quoted) or TERMINATED.search(quoted)) or (
+        exception is None and rank is not None and ranks[rank].exit_code < 0)
 
 
 def cause_order(launch: Launch, failed: Mapping[str, RankFailure]) -> tuple[str, ...]:

@@ -5,9 +5,11 @@
     outcome.to_json()     # the "run" report: {"schema_version", "command", "ok", "exit_code", ...}
     outcome.closing_line()  # FAIL: node2 failed (rank 1: ValueError: boom); node1, node3 were ...
 
-Which node failed first is read from the ranks' own records (``RankEnd.ended``, the node's
-clock to the microsecond): torchrun's "Root Cause (first observed failure)" is only the first
-among its own node's ranks, timed to the second (``ChildFailedError.get_first_failure``).
+Which node failed first: one whose failure is its own before one that only lost its peer,
+whatever the clocks say (``runfailures.cause_order``), then the ranks' own records
+(``RankEnd.ended``, the node's clock to the microsecond): torchrun's "Root Cause (first
+observed failure)" is only the first among its own node's ranks, timed to the second
+(``ChildFailedError.get_first_failure``).
 """
 
 from __future__ import annotations

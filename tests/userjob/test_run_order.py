@@ -24,8 +24,10 @@ from test_run_flow import (  # noqa: F401 - no_matrix: the fixture
 
 from nodeprov.htmlreport.page import render_html
 from nodeprov.job import nodejob
+from nodeprov.job.nodejob import Launch, RankEnd, Stopped
 from nodeprov.remote.channel import Terms
 from nodeprov.remote.session import Result
+from nodeprov.userjob.runfailures import run_failures
 from nodeprov.userjob.runreport import UserJobOutcome
 
 pytestmark = pytest.mark.usefixtures("no_matrix")
@@ -123,3 +125,16 @@ def test_nodes_that_all_lost_their_peer_are_counted_the_earliest_clock_first(
     assert outcome.first_failure is not None and outcome.first_failure.node == "node2"
     assert said_alike(outcome) == ("FAIL: 3 of 3 nodes failed (node1, node2, node3), as said "
                                    f"above (logs: {outcome.log_dir})")
+
+
+def test_a_node_whose_rank_raised_is_a_cause_though_a_signal_stopped_another_first(
+        tmp_path: Path) -> None:
+    # torchrun's agent stopped rank 0 (SIGTERM, record 99.0) as rank 1's exception (100.0)
+    # ended the node: the exception is the node's own.
+    log = tmp_path / "node2.log"
+    log.write_text(RAISES)
+    launch = Launch(launched={"node2": Result("", RAISES, 1)}, ended=["node2"],
+                    results={"node2": Stopped(None, {0: RankEnd(-15, 1.0, 99.0),
+                                                     1: RankEnd(1, 1.0, 100.0)})})
+    failed = run_failures(launch, {"node2": log}, {"node2": 2}, {"node2": 0})
+    assert failed["node2"].exception == RAISED and not failed["node2"].lost_peer
