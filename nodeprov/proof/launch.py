@@ -218,8 +218,8 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     failures = [f"{name}: job: cannot copy the job: {error}"
                 for name, error in launch.prepare_errors.items()]
     result, unreadable, by_node = _read_result(launch.results)
-    if result is not None and not result.ok:
-        failures.append(f"{hosts[0].name}: job: {verdict(result)}")
+    if result is not None and not result.ok:  # what failed, once: the verdict counts it
+        failures.append(f"{hosts[0].name}: job: {verdict(result).removeprefix('FAIL: ')}")
     failed = failed_nodes(launch.launched, launch.stopped, launch.deadline_passed)
     failures += node_failures(launch.launched, failed, seconds=timeout,
                               deadline_hint=DEADLINE_HINT)
@@ -236,11 +236,12 @@ def run_job(hosts: Sequence[Host], sessions: Mapping[str, Session], facts: Mappi
     outputs = {name: f"{out.stdout}\n{out.stderr}" for name, out in launch.launched.items()
                if isinstance(out, Result)}  # as bounded as every round trip's (OUTPUT_LIMIT)
     ok = result is not None and result.ok and not failures
-    if result is not None and (ok or not result.ok):  # the result's own verdict says it all
-        line = cause = verdict(result)
-    else:
+    if result is not None and ok:
+        line = verdict(result)
+        cause = ""
+    else:  # the verdict only counts: the FAILED lines above it say what failed
         line = f"FAIL: the {plan.backend} job failed on {counted(len(hosts), 'node')}"
-        cause = f"FAIL: {(culprits or failures)[0]}"
+        cause = verdict(result) if result is not None and not result.ok else (
+            f"FAIL: {(culprits or failures)[0]}")
     return JobOutcome(ok, result, line, failures, time.monotonic() - started, tails, plan.backend,
-                      {name: versions(each) for name, each in by_node.items()}, outputs,
-                      "" if ok else cause)
+                      {name: versions(each) for name, each in by_node.items()}, outputs, cause)

@@ -74,7 +74,8 @@ class Proof:
     @property
     def verdict(self) -> str:
         """The last line: the job's PASS only when nothing above it failed; a FAIL counts
-        the FAILED lines above it, never repeats one (a failed job: its own verdict, counted)."""
+        the FAILED lines above it, never repeats one (a failed job, its results wrong too:
+        ``FAIL: the gloo job failed on 3 nodes (1 FAILED line above)``)."""
         above = counted(len(self.failures()), "FAILED line") + " above"
         if self.outcome is None:
             return f"FAIL: the connectivity matrix is broken ({above}); the job did not run"

@@ -32,8 +32,14 @@ from nodeprov.proof.connectivity import check_connectivity
 from nodeprov.proof.launch import Rendezvous, endpoint, procs_per_node
 from nodeprov.remote.transfer import describe
 from nodeprov.userjob.ranklog import PREFIX_TEMPLATE, NodeLogs
-from nodeprov.userjob.runfailures import failure_lines, node_run, run_failures
-from nodeprov.userjob.runreport import FirstFailure, NodeRun, UserJobOutcome
+from nodeprov.userjob.runfailures import (
+    cause_order,
+    failure_lines,
+    first_failure,
+    node_run,
+    run_failures,
+)
+from nodeprov.userjob.runreport import NodeRun, UserJobOutcome
 from nodeprov.userjob.sync import Progress, Synced, summary, sync_nodes
 
 if TYPE_CHECKING:
@@ -143,14 +149,12 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
         diagnosis += check_connectivity(hosts, sessions, facts, site.rdzv_port).problems()
     nodes = {name: _with_sync(node_run(name, launch, logs.paths[name], nproc[name]),
                               synced.get(name)) for name in names}
-    # The node whose rank raised by itself, else the first to fail: its tail is the one to read.
-    first = next((n for n, f in failed.items() if f.exception), next(iter(failed), None))
     return UserJobOutcome(run_id, nodes, tuple(diagnosis), time.monotonic() - started,
                           matrix=matrix, log_dir=str(directory), ranks=sum(nproc.values()),
-                          first_failure=FirstFailure(first, failed[first].rank,
-                                                     failed[first].tail) if first else None,
+                          first_failure=first_failure(launch, failed),
                           notes=tuple(f"{name}: {note}" for name, note in launch.notes.items()),
-                          failed=tuple(name for name in names if name in failed))
+                          failed=cause_order(launch, failed),
+                          lost_peer=tuple(name for name, f in failed.items() if f.lost_peer))
 
 
 def _line(name: str, error: Exception) -> str:

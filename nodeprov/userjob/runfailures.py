@@ -2,7 +2,8 @@
 node's exit code: its ranks' own, as each rank's record says (``nodejob.RankEnd``)::
 
     failed = run_failures(launch, logs.paths, nproc, gpus)  # {"node2": RankFailure(...)}
-    lines = failure_lines(launch, failed, logs.paths, seconds=0, synced=True)
+    cause_order(launch, failed)       # ("node2", "node1"): node2 raised, node1 lost its peer
+    lines = failure_lines(launch, failed, logs.paths, seconds=0)
     node = node_run("node1", launch, log, nproc["node1"])   # NodeRun(exit_code=0, ...)
 
 The failing rank's own lines are read first (torchrun's summary and traceback push them out of
@@ -10,10 +11,15 @@ the node's tail). A rank that lost its connection after every rank of another no
 failed only because the script's ranks do not end together: it is said so (``node1's ranks
 finished; rank 1 on node2 was still waiting for them``), and node1, whose torchrun nodeprov then
 stopped, keeps its ranks' exit code 0.
+
+Which node failed first: a node whose failure is its own (an exception, an error that is not
+a lost peer, a node that dropped or never started) comes before every node that only lost its
+peer, whatever the nodes' clocks say; the ranks' records order the nodes within each kind.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,9 +38,11 @@ from nodeprov.userjob.ranklog import (
     rank_tail,
     root_cause_rank,
 )
-from nodeprov.userjob.runreport import NodeRun, failed_at
+from nodeprov.userjob.runreport import FirstFailure, NodeRun, failed_at, first_failed_rank
 
 DEADLINE_HINT = "raise --timeout if the training needs longer"
+# A rank's last words when torchrun's agent or a shell stopped it (SIGTERM, as bash says it)
+TERMINATED = re.compile(r"\bTerminated\b")
 TOGETHER = ("no failure there: let every rank run the same collectives to the end, e.g. a "
             "dist.barrier() before the script returns")
 
@@ -50,6 +58,7 @@ class RankFailure:
     tail: str
     exception: str | None
     last_words: str | None = None
+    lost_peer: bool = False  # it only lost its peer: a cause only where none failed by itself
 
 
 def finished(launch: Launch, name: str, nproc: int) -> bool:
@@ -61,9 +70,10 @@ def finished(launch: Launch, name: str, nproc: int) -> bool:
 
 def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, int],
                  gpus: Mapping[str, int]) -> dict[str, RankFailure]:
-    """The nodes that failed by themselves, in the order their first rank failed (the ranks'
-    records: a peer's torchrun may end before the raiser's), nodes none times first, else as
-    they ended. A node stopped while its rank's exception or a cause of its own (a rule's: a
+    """The nodes that failed by themselves, those whose failure is their own first, then those
+    that only lost their peer; within each, nodes without a rank record first (as they ended),
+    then as their first rank failed by its record (a peer's torchrun may end before the
+    raiser's). A node stopped while its rank's exception or a cause of its own (a rule's: a
     GPU it lacks, its venv) was on its way out counts too.
     After the deadline, every node that ended by itself timed out. ``gpus``: each node's, from
     its facts."""
@@ -90,7 +100,7 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
         if done and not stopped and LOST_PEER.search(said or tail(result)):
             waited = _waiting(said or tail(result), done, rank, name)
             failed[name] = RankFailure(NodeFailure(result, waited), rank, said or tail(result),
-                                       None)
+                                       None, lost_peer=True)
             continue
         # The failing rank's own words first: a rule on them, else its exception; torchrun's
         # tail (other ranks, the rendezvous) only when the rank says nothing a rule knows.
@@ -107,14 +117,51 @@ def run_failures(launch: Launch, paths: Mapping[str, Path], nproc: Mapping[str, 
         words = last_words("\n".join(RANK_PREFIXES.sub("", line) for line in said.splitlines())
                            ) if said and found is None and exception is None \
             and not failure.timed_out else None
-        failed[name] = RankFailure(failure, rank, said or tail(result), exception, words)
-    return dict(sorted(failed.items(), key=lambda item: _failed_at(launch, item[0])))
+        quoted = exception or (found.evidence if found is not None
+                               else words or last_words(said or tail(result)))
+        failed[name] = RankFailure(failure, rank, said or tail(result), exception, words,
+                                   _lost_peer(launch, name, failure, quoted, exception))
+    return dict(sorted(failed.items(), key=lambda item: _order(launch, *item)))
 
 
-def _failed_at(launch: Launch, name: str) -> float:
-    """When the node's first rank failed, by its record; 0 where none says."""
+def _order(launch: Launch, name: str, failure: RankFailure) -> tuple[bool, bool, float]:
+    """Causes first, whatever the clocks say; then untimed (no rank record), then by the first
+    failing rank's end on its node's clock."""
     found = launch.results.get(name)
-    return (failed_at(found.ranks) if isinstance(found, Stopped) else None) or 0.0
+    when = failed_at(found.ranks) if isinstance(found, Stopped) else None
+    return failure.lost_peer, when is not None, when or 0.0
+
+
+def _lost_peer(launch: Launch, name: str, failure: NodeFailure, quoted: str,
+               exception: str | None) -> bool:
+    """Whether the node only lost its peer: no rule found a cause of its own, and the words its
+    line quotes say a connection closed ("Connection closed by peer", "Terminated"), or its
+    first failing rank, which raised nothing, was killed by a signal (a stop, not a cause)."""
+    if failure.timed_out or (failure.diagnosis is not None and failure.diagnosis.own):
+        return False
+    found = launch.results.get(name)
+    ranks = found.ranks if isinstance(found, Stopped) else {}
+    rank = first_failed_rank(ranks)
+    return bool(LOST_PEER.search(quoted) or TERMINATED.search(quoted)) or (
+        exception is None and rank is not None and ranks[rank].exit_code < 0)
+
+
+def cause_order(launch: Launch, failed: Mapping[str, RankFailure]) -> tuple[str, ...]:
+    """Every failing node, the first cause first: the nodes nodeprov could not prepare or whose
+    session failed (their own failure, with no record), then ``failed`` (``run_failures``'s
+    order). The closing line, the JSON's first_failure and the diagnosis all follow it."""
+    dropped = [name for name, result in launch.launched.items() if isinstance(result, Exception)]
+    return (*launch.prepare_errors, *dropped, *failed)
+
+
+def first_failure(launch: Launch, failed: Mapping[str, RankFailure]) -> FirstFailure | None:
+    """The node ``cause_order`` puts first and the lines to read: its failing rank's, or why
+    nodeprov could not run the job there."""
+    name = next(iter(cause_order(launch, failed)), None)
+    if name is None or name in failed:
+        return None if name is None else FirstFailure(name, failed[name].rank, failed[name].tail)
+    return FirstFailure(name, None, str(launch.prepare_errors.get(name)
+                                        or launch.launched[name]))
 
 
 def _waiting(said: str, done: Sequence[str], rank: int | None, name: str) -> Diagnosis:
@@ -129,7 +176,8 @@ def _waiting(said: str, done: Sequence[str], rank: int | None, name: str) -> Dia
 def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapping[str, Path],
                   *, seconds: int) -> list[str]:
     """One line per failing node: a rule's diagnosis, else the exception its rank raised,
-    else what torchrun last said; then the nodes the stop step could not reach."""
+    else what torchrun last said, in ``cause_order``; then the nodes the stop step could not
+    reach."""
     lines = [f"{name}: job: cannot prepare the node: {error}"
              for name, error in launch.prepare_errors.items()]
     raisers = alike({name: (each.exception,) for name, each in failed.items()
@@ -148,6 +196,9 @@ def failure_lines(launch: Launch, failed: Mapping[str, RankFailure], paths: Mapp
     lines += node_failures({n: r for n, r in launch.launched.items()
                             if isinstance(r, Exception) or n in others},
                            others, seconds=seconds, deadline_hint=DEADLINE_HINT)
+    order = cause_order(launch, failed)
+    first = {name: at for at, name in enumerate(order)}
+    lines.sort(key=lambda line: first.get(line.partition(": ")[0].split(", ")[0], len(order)))
     return lines + [f"{name}: job: could not stop the job: {error}"
                     for name, error in launch.results.items() if isinstance(error, Exception)]
 

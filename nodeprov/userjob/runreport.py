@@ -5,30 +5,28 @@
     outcome.to_json()     # the "run" report: {"schema_version", "command", "ok", "exit_code", ...}
     outcome.closing_line()  # FAIL: node2 failed (rank 1: ValueError: boom); node1, node3 were ...
 
-Which node failed first is read from the ranks' own records (``RankEnd.ended``, the node's
-clock to the microsecond): torchrun's "Root Cause (first observed failure)" is only the first
-among its own node's ranks, timed to the second (``ChildFailedError.get_first_failure``).
+Which node failed first: one whose failure is its own before one that only lost its peer,
+whatever the clocks say (``runfailures.cause_order``), then the ranks' own records
+(``RankEnd.ended``, the node's clock to the microsecond): torchrun's "Root Cause (first
+observed failure)" is only the first among its own node's ranks, timed to the second
+(``ChildFailedError.get_first_failure``).
 """
 
 from __future__ import annotations
 
-import re
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.jsonreport import document
-from nodeprov.userjob.ranklog import LOST_PEER, raised
+from nodeprov.userjob.ranklog import raised
 from nodeprov.util.units import clipped
 
 if TYPE_CHECKING:
     from nodeprov.job.nodejob import RankEnd
     from nodeprov.proof.matrix import Matrix
-
-# A rank's last words when torchrun's agent or a shell stopped it (SIGTERM, as bash says it)
-TERMINATED = re.compile(r"\bTerminated\b")
 
 
 @dataclass(frozen=True)
@@ -74,7 +72,8 @@ class UserJobOutcome:
     ranks: int = 0
     notes: tuple[str, ...] = ()  # what the nodes said of the run before (stopped by the node)
     unreached: int = 0  # nodes no session reached: nothing started
-    failed: tuple[str, ...] = ()  # the nodes the diagnosis names as failing, not their peers
+    failed: tuple[str, ...] = ()  # the failing nodes, the first cause first (cause_order)
+    lost_peer: tuple[str, ...] = ()  # of those, the ones that only lost their peer
 
     @classmethod
     def not_reached(cls, errors: Mapping[str, str], names: Sequence[str]) -> UserJobOutcome:
@@ -127,15 +126,12 @@ class UserJobOutcome:
         if not failed:  # every node was stopped (the deadline): none failed by itself
             return (f"FAIL: {_nodes(len(self.nodes))} stopped, as said above "
                     f"(logs: {self.log_dir})")
-        named = self.first_failure.node if self.first_failure else None
-        # untimed (no rank records), the node the run named first leads
-        first = root_causes(self.nodes, sorted(failed, key=lambda name: name != named),
-                            self.diagnosis)
+        first = root_causes(failed, self.lost_peer, self.diagnosis)
         stopped = [name for name, node in self.nodes.items()
                    if name not in first and node.exit_code not in (0, None)]
         if not stopped:  # they failed alike, or on their own: named in the inventory's order
             return (f"FAIL: {len(first)} of {_nodes(len(self.nodes))} failed "
-                    f"({', '.join(n for n in failed if n in first)}), as said above "
+                    f"({', '.join(n for n in self.nodes if n in first)}), as said above "
                     f"(logs: {self.log_dir})")
         return (f"FAIL: {', '.join(first)} failed{self._cause(first[0], len(first) > 1)}; "
                 f"{', '.join(stopped)} {'was' if len(stopped) == 1 else 'were'} stopped by "
@@ -189,46 +185,32 @@ def failed_at(ranks: Mapping[int, RankEnd]) -> float | None:
     return None if rank is None else ranks[rank].ended
 
 
-def root_causes(nodes: Mapping[str, NodeRun], failed: Sequence[str],
+def root_causes(failed: Sequence[str], lost_peer: Collection[str],
                 diagnosis: Sequence[str]) -> list[str]:
-    """Of the ``failed`` nodes, the causes, the earliest first: the node whose rank failed
-    first (the ranks' records), those a line names with it (they failed alike: each still
-    waiting for a node that had finished, say), and each other whose failure is its own: not
-    a lost peer ("Connection closed by peer", "Terminated", a rank killed by a signal), which
-    is what a rank says when the earliest one stopped the job.
+    """Of the ``failed`` nodes (the first cause first), the causes: the first, those a line
+    names with it (they failed alike: each still waiting for a node that had finished, say),
+    and each other whose failure is its own, not a lost peer ("Connection closed by peer",
+    "Terminated", a rank killed by a signal), which is what a rank says when the first cause
+    stopped the job.
 
-    >>> from nodeprov.job.nodejob import RankEnd
-    >>> nodes = {"node1": NodeRun(1, 2.0, True, "", ranks={0: RankEnd(1, 2.0, 100.2)}),
-    ...          "node2": NodeRun(1, 2.0, False, "", ranks={1: RankEnd(1, 2.0, 100.1)})}
-    >>> root_causes(nodes, ["node1", "node2"], ["node2: job: rank 1 raised ValueError: x",
-    ...                                         "node1: job: ... Connection closed by peer"])
+    >>> root_causes(["node2", "node1"], {"node1"}, ["node2: job: rank 1 raised ValueError: x",
+    ...                                             "node1: job: ... Connection closed by peer"])
     ['node2']
-    >>> root_causes(nodes, ["node1", "node2"], ["node2: job: rank 1 raised ValueError: x",
-    ...                                         "node1: job: rank 0 raised KeyError: 'y'"])
+    >>> root_causes(["node2", "node1"], (), ["node2: job: rank 1 raised ValueError: x",
+    ...                                      "node1: job: rank 0 raised KeyError: 'y'"])
     ['node2', 'node1']
-    >>> root_causes(nodes, ["node1", "node2"], ["node2, node1: job: ... Broken pipe"])
+    >>> root_causes(["node2", "node1"], {"node2", "node1"}, ["node2, node1: job: Broken pipe"])
     ['node2', 'node1']
     """
-    timed = sorted((when, name) for name in failed
-                   if (when := failed_at(nodes[name].ranks)) is not None)
-    earliest = timed[0][1] if timed else failed[0]
-    said = {name: [line for line in diagnosis if name in _named(line)] for name in failed}
-    alike = {name for line in said[earliest] for name in _named(line)}
-    return [earliest, *(name for name in failed if name != earliest
-                        and (name in alike or _own(nodes[name], said[name])))]
-
-
-def _own(node: NodeRun, lines: Sequence[str]) -> bool:
-    """Whether a node failed in its own way, not by losing a peer that failed first."""
-    rank = first_failed_rank(node.ranks)
-    if rank is not None and node.ranks[rank].exit_code < 0:  # a signal: a stop, not a cause
-        return False
-    return not any(LOST_PEER.search(line) or TERMINATED.search(line) for line in lines)
+    alike = {name for line in diagnosis if failed[0] in _named(line) for name in _named(line)}
+    return [failed[0], *(name for name in failed[1:]
+                         if name in alike or name not in lost_peer)]
 
 
 def _named(line: str) -> list[str]:
-    """The nodes a diagnosis line names before ``: job:`` (several: they failed alike)."""
-    who, found, _ = line.partition(": job: ")
+    """The nodes a diagnosis line names first (several: they failed alike): ``node1, node2:
+    venv: ...``."""
+    who, found, _ = line.partition(": ")
     return who.split(", ") if found else []
 
 

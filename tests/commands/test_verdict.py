@@ -29,6 +29,8 @@ from nodeprov.proof.pairwise import PairResult
 from nodeprov.proof.prove import Proof, print_proof
 from nodeprov.proof.results import parse_result, verdict
 from nodeprov.remote.facts import parse_facts, split_sections
+from nodeprov.util.units import counted
+from tests.proof.test_launch import CPU_FACTS, RESULT_JSON, FakeNode, run_fake
 
 DATA = Path(__file__).parents[1] / "data"
 RESULT = parse_result((DATA.parent / "job" / "data" / "result_gloo_2ranks.json").read_text())
@@ -139,6 +141,27 @@ def test_a_failed_jobs_json_holds_its_verdict_and_lists_its_failures_once(
     assert VENV not in proof["job"]["verdict"] and VENV not in last
     assert f'<p class="failed">{escape(proof["verdict"])}</p>' in page
     assert page.count(escape(VENV)) == 1
+
+
+def test_a_job_whose_results_are_wrong_says_them_once_above_its_verdict(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inventory: Path) -> None:
+    # the issue: "FAILED node1: job: FAIL: 1 node, ...: 3 wrong ..." then the last line "FAIL: 1
+    # node, ...: 3 wrong ... (1 FAILED line above)", the one FAILED line said again
+    wrong = json.loads(RESULT_JSON) | {"ok": False, "wrong": 3}
+    wrong["sizes"][0]["wrong"] = 3
+    outcome = run_fake({name: FakeNode(1, "exit 1", result=json.dumps(wrong))
+                        for name in CPU_FACTS})
+    fake_verify(monkeypatch, CLEAN, [Proof(MATRIX, outcome)])
+    code, last, report, page = invoke(tmp_path, "verify", str(inventory))
+    proof = report["proofs"][0]
+    said = "3 wrong all-reduce results at 8 B"
+    assert [line for line in proof["failures"] if said in line] == [
+        f"node1: job: 1 node, 2 ranks (gloo): {said}"]
+    assert code == 1 and said not in last and said not in proof["verdict"]
+    assert proof["verdict"] == (f"FAIL: the gloo job failed on 3 nodes "
+                                f"({counted(len(proof['failures']), 'FAILED line')} above)")
+    assert last.endswith(proof["verdict"].removeprefix("FAIL: "))
+    assert f'<p class="failed">{escape(proof["verdict"])}</p>' in page
 
 
 def test_verify_with_drift_ends_with_fail_even_when_the_job_passes(

@@ -36,11 +36,13 @@ from nodeprov.proof.launch import (
     run_job,
 )
 from nodeprov.proof.matrix import Check, Matrix
+from nodeprov.proof.prove import Proof
 from nodeprov.remote.facts import Facts
 from nodeprov.remote.session import Result
 from nodeprov.testbed.cluster import Testbed
 from nodeprov.testbed.lifecycle import temporary
 from nodeprov.util.fanout import on_every_name
+from nodeprov.util.units import counted
 from tests.ctrl_c import ctrl_c_raises
 from tests.gpu.test_gpu import as_sysfs, node_text
 from tests.mirrors import LOCAL_MIRRORS
@@ -328,9 +330,14 @@ def test_wrong_results_fail_with_the_verdict_of_the_result() -> None:
     nodes = {name: FakeNode(1, "exit 1", result=json.dumps(wrong)) for name in CPU_FACTS}
     outcome = run_fake(nodes)
     assert not outcome.ok and outcome.result is not None
-    assert outcome.verdict == outcome.cause == (
-        "FAIL: 1 node, 2 ranks (gloo): 3 wrong all-reduce results at 8 B")
-    assert outcome.failures[0] == "node1: job: " + outcome.verdict
+    # what failed is said once, on its FAILED line; the verdict counts, a pair's line names it
+    assert outcome.failures[0] == "node1: job: 1 node, 2 ranks (gloo): 3 wrong all-reduce " \
+        "results at 8 B"
+    assert outcome.verdict == "FAIL: the gloo job failed on 3 nodes"
+    assert outcome.cause == "FAIL: 1 node, 2 ranks (gloo): 3 wrong all-reduce results at 8 B"
+    assert Proof(Matrix(("node1",), ()), outcome).verdict == (
+        f"FAIL: the gloo job failed on 3 nodes ({counted(len(outcome.failures), 'FAILED line')} "
+        "above)")
 
 
 def test_a_network_failure_runs_the_matrix_to_name_the_blocked_node(
