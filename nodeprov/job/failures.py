@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
+from nodeprov.errors import HostError
 from nodeprov.job.diagnose import Diagnosis, diagnose_nodes
 from nodeprov.job.nodejob import TIMED_OUT
 from nodeprov.remote.session import Result
+from nodeprov.remote.transfer import describe
 
 TAIL_LINES = 40
 NETWORK_ITEMS = ("firewall", "hosts")  # diagnosis items the connectivity matrix can pin down
@@ -65,13 +67,24 @@ def failed_nodes(launched: Mapping[str, Result | Exception], stopped: set[str],
     return {name: NodeFailure(result, diagnosed.get(name)) for name, result in failed.items()}
 
 
+def error_line(name: str, task: str, error: BaseException) -> str:
+    """``NODE: TASK: what went wrong``, said once: a HostError names its node and task itself.
+
+    >>> error_line("node1", "job", HostError("node1", "job", "connection lost"))
+    'node1: job: connection lost'
+    >>> error_line("node1", "sync", OSError("Socket is closed"))
+    'node1: sync: Socket is closed'
+    """
+    return str(error) if isinstance(error, HostError) else f"{name}: {task}: {describe(error)}"
+
+
 def node_failures(launched: Mapping[str, Result | Exception], failed: Mapping[str, NodeFailure],
                   *, seconds: int, deadline_hint: str) -> list[str]:
     """One line per node that could not be reached or failed by itself: the diagnosis where a
     rule knows the output, else what torchrun last said; ``deadline_hint`` follows a kill at
     the deadline. Nodes that failed alike (the same cause and fix, or the deadline) share one
     line, named together: ``node1, node2, node3: job: ...``."""
-    lines = [f"{name}: job: {outcome}" for name, outcome in launched.items()
+    lines = [error_line(name, "job", outcome) for name, outcome in launched.items()
              if isinstance(outcome, Exception)]
     groups = _failed_alike(failed)
     for name, failure in failed.items():

@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nodeprov.errors import EnvironmentProblem, HostError
-from nodeprov.job.failures import network_may_explain
+from nodeprov.errors import EnvironmentProblem
+from nodeprov.job.failures import error_line, network_may_explain
 from nodeprov.job.nodejob import Job, launch_all
 from nodeprov.proof.connectivity import check_connectivity
 from nodeprov.proof.launch import Rendezvous, endpoint, procs_per_node
@@ -116,9 +116,9 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
         problems = {n: e for n, e in synced.items() if isinstance(e, Exception)}
         if problems:
             return UserJobOutcome(run_id, {n: NodeRun(None, time.monotonic() - started, False,
-                                                      "", error=_line(n, e))
+                                                      "", error=error_line(n, "sync", e))
                                            for n, e in problems.items()},
-                                  tuple(_line(n, e) for n, e in problems.items()),
+                                  tuple(error_line(n, "sync", e) for n, e in problems.items()),
                                   time.monotonic() - started, matrix=matrix, refused=True)
     commands = plan_run(hosts, nproc, request, site, run_id)
     job = Job(run_id, commands, request.timeout, run_env(request), request.workdir,
@@ -155,10 +155,6 @@ def run_user_job(hosts: Sequence[Host], sessions: Mapping[str, Session],
                           notes=tuple(f"{name}: {note}" for name, note in launch.notes.items()),
                           failed=cause_order(launch, failed),
                           lost_peer=tuple(name for name, f in failed.items() if f.lost_peer))
-
-
-def _line(name: str, error: Exception) -> str:
-    return str(error) if isinstance(error, HostError) else f"{name}: sync: {describe(error)}"
 
 
 def _with_sync(node: NodeRun, synced: Synced | Exception | None) -> NodeRun:

@@ -22,6 +22,7 @@ from test_run_flow import (  # noqa: F401 - no_matrix: the fixture
     run_fake,
 )
 
+from nodeprov.errors import HostError
 from nodeprov.htmlreport.page import render_html
 from nodeprov.job import nodejob
 from nodeprov.job.nodejob import Launch, RankEnd, Stopped
@@ -38,10 +39,22 @@ LOST = as_rank(RANK0, 0, 1)  # rank 0's words, "Connection closed by peer", as r
 
 
 class Dropped(FakeNode):
-    """A node whose session fails once the job runs (its connection dropped)."""
+    """A node whose session fails once the job runs (its connection dropped): as a bare
+    transport error, or as Session says it (a HostError naming the node and the task)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(None)
+        self.error = error
 
     def converse(self, argv: Any, token: str, terms: Terms, **_: Any) -> Result:
-        raise OSError("the SSH connection dropped")
+        raise self.error
+
+
+DROPPED = {"bare": (OSError("the SSH connection dropped"), "the SSH connection dropped"),
+           "session": (HostError("node1", "job", "connection failed during the job: the SSH "
+                                 "connection dropped", hint="did the node reboot?"),
+                       "node1: job: connection failed during the job: the SSH connection "
+                       "dropped (did the node reboot?)")}
 
 
 @pytest.fixture
@@ -83,18 +96,20 @@ def test_a_peer_that_lost_its_connection_on_an_earlier_clock_is_stopped_by_the_r
     assert [line.split(":")[0] for line in outcome.diagnosis] == ["node2", "node1"]
 
 
+@pytest.mark.parametrize("how", DROPPED)
 def test_a_node_whose_connection_dropped_leads_the_peer_that_lost_it(
-        tmp_path: Path, together: Callable[[int], None]) -> None:
+        tmp_path: Path, together: Callable[[int], None], how: str) -> None:
     together(2)
-    nodes = {"node1": Dropped(None), "node2": FakeNode(1, LOST, ranks={1: 1}, ended=100.1),
+    error, said = DROPPED[how]
+    nodes = {"node1": Dropped(error), "node2": FakeNode(1, LOST, ranks={1: 1}, ended=100.1),
              "node3": FakeNode(None)}
     outcome = run_fake(nodes, tmp_path)
     assert said_alike(outcome) == ("FAIL: node1 failed; node2, node3 were stopped by it (logs: "
                                    f"{outcome.log_dir})")
     failure = outcome.first_failure
     assert failure is not None and (failure.node, failure.rank) == ("node1", None)
-    assert failure.tail == "the SSH connection dropped"
-    assert outcome.diagnosis[0] == "node1: job: the SSH connection dropped"
+    assert failure.tail == str(error)
+    assert outcome.diagnosis[0] == (said if how == "session" else f"node1: job: {said}")
     assert outcome.diagnosis[1].startswith("node2: job: a peer rank ended first")
 
 
