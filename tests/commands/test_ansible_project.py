@@ -87,8 +87,9 @@ def test_the_real_ansible_cfgs_say_only_what_might_matter(
 SAID = {  # what each real file sets that nodeprov does not use, yet a user might expect to
     "algo": "[paramiko_connection] record_host_keys",
     "k3s-io-k3s-ansible": "[defaults] become",  # no setting there, in Ansible either
-    **dict.fromkeys(("slurm-appliance", "slurm-appliance-site-env",
-                     "slurm-appliance-stackhpc-env"), "[defaults] any_errors_fatal"),
+    **dict.fromkeys(("slurm-appliance", "slurm-appliance-cookiecutter", "slurm-appliance-root",
+                     "slurm-appliance-site-env", "slurm-appliance-stackhpc-env"),
+                    "[defaults] any_errors_fatal"),
 }
 
 
