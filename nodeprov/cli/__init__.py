@@ -6,8 +6,9 @@ maps its errors to the exit code in one place (``cli.exits``; the codes: ``nodep
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
@@ -42,6 +43,11 @@ from nodeprov.cli.testbed import app as testbed_app
 from nodeprov.config.defaults import AnsibleOptions
 from nodeprov.util.redact import Redactor
 
+if TYPE_CHECKING:
+    from nodeprov.commands.requests import ReachRequest
+
+R = TypeVar("R", bound="ReachRequest")
+
 app = typer.Typer(
     help="Provision multi-node PyTorch clusters over SSH: torch matched to the driver, ufw, "
          "/etc/hosts, IPv6 and NCCL env, then a torchrun all-reduce check.\n\n"
@@ -72,6 +78,22 @@ def _options(
     """The options before the command (nodeprov --version)."""
 
 
+def _run_request(run: Callable[[R, Redactor], int], request: Callable[[], R]) -> NoReturn:
+    """Build the command's request, refuse a report path that is one of its inputs, run it,
+    and exit with its code; every error said as nodeprov says it, every secret masked."""
+    from nodeprov.commands.outputs import refuse_overwrite
+    from nodeprov.commands.requests import PlaybookRequest
+
+    redactor = Redactor()
+    with redactor.streams(), exit_on_error():
+        asked = request()
+        refuse_overwrite({"--json": asked.json_path, "--html": asked.html_path}, asked.ansible,
+                         inventory=asked.inventory, extra_vars=asked.extra_vars,
+                         playbook=asked.playbook if isinstance(asked, PlaybookRequest) else None)
+        code = run(asked, redactor)
+    raise typer.Exit(code)
+
+
 @app.command()
 @takes_ansible_options()
 def apply(
@@ -98,20 +120,14 @@ def apply(
 ) -> None:
     """Make every node match the playbook (default: the full nodeprov setup)."""
     from nodeprov.commands.apply import run_apply
-    from nodeprov.commands.outputs import refuse_overwrite
     from nodeprov.commands.requests import ApplyRequest
 
-    redactor = Redactor()
-    with redactor.streams(), exit_on_error():
-        refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
-                         inventory=inventory, playbook=playbook, extra_vars=extra_vars or ())
-        code = run_apply(ApplyRequest(
-            inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
-            limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
-            json_path=json_path, playbook=playbook, html_path=html_path, check=check,
-            diff=diff, verbose=verbose, tags=tags, skip_tags=skip_tags, list_hosts=list_hosts,
-            list_tasks=list_tasks, rebaseline=rebaseline), redactor)
-    raise typer.Exit(code)
+    _run_request(run_apply, lambda: ApplyRequest(
+        inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
+        limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
+        json_path=json_path, playbook=playbook, html_path=html_path, check=check,
+        diff=diff, verbose=verbose, tags=tags, skip_tags=skip_tags, list_hosts=list_hosts,
+        list_tasks=list_tasks, rebaseline=rebaseline))
 
 
 @app.command()
@@ -127,18 +143,12 @@ def facts(
 ) -> None:
     """Show what nodeprov reads from each node (one SSH round trip per node)."""
     from nodeprov.commands.facts import run_facts
-    from nodeprov.commands.outputs import refuse_overwrite
     from nodeprov.commands.requests import FactsRequest
 
-    redactor = Redactor()
-    with redactor.streams(), exit_on_error():
-        refuse_overwrite({"--json": json_path}, ansible, inventory=inventory,
-                         extra_vars=extra_vars or ())
-        code = run_facts(FactsRequest(
-            inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
-            limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
-            json_path=json_path), redactor)
-    raise typer.Exit(code)
+    _run_request(run_facts, lambda: FactsRequest(
+        inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
+        limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
+        json_path=json_path))
 
 
 @app.command()
@@ -168,20 +178,14 @@ def verify(
     The checks a plan cannot see also run with pytest: pytest -p nodeprov.checks --pyargs
     nodeprov.checks --inventory INVENTORY
     """
-    from nodeprov.commands.outputs import refuse_overwrite
     from nodeprov.commands.requests import VerifyRequest
     from nodeprov.commands.verify import run_verify
 
-    redactor = Redactor()
-    with redactor.streams(), exit_on_error():
-        refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
-                         inventory=inventory, playbook=playbook, extra_vars=extra_vars or ())
-        code = run_verify(VerifyRequest(
-            inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
-            limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
-            json_path=json_path, playbook=playbook, html_path=html_path, job=job,
-            pairwise=pairwise or slow_nodes, slow_nodes=slow_nodes), redactor)
-    raise typer.Exit(code)
+    _run_request(run_verify, lambda: VerifyRequest(
+        inventory=inventory, ansible=ansible, extra_vars=tuple(extra_vars or ()),
+        limit=limit, forks=forks, accept_new_host_keys=accept_new_host_keys,
+        json_path=json_path, playbook=playbook, html_path=html_path, job=job,
+        pairwise=pairwise or slow_nodes, slow_nodes=slow_nodes))
 
 
 @app.command("report")
@@ -280,19 +284,12 @@ def run(
     SCRIPT [ARGS...]. Rank 0 is shown live, every node's output is kept in a log beside the
     inventory; the first failure, Ctrl-C, SIGTERM, SIGHUP or the timeout stops every rank on
     every node, and a node stops its ranks by itself when nodeprov is gone."""
-    from nodeprov.commands.outputs import refuse_overwrite
     from nodeprov.commands.requests import RunCommandRequest
     from nodeprov.commands.run import run_command
     from nodeprov.userjob.runargs import parse_request
 
-    redactor = Redactor()
-    with redactor.streams(), exit_on_error():
-        refuse_overwrite({"--json": json_path, "--html": html_path}, ansible,
-                         inventory=inventory)
-        job = parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
-                            env=env or [], timeout=timeout, preflight=preflight)
-        code = run_command(RunCommandRequest(
-            inventory=inventory, ansible=ansible, limit=limit, forks=forks,
-            accept_new_host_keys=accept_new_host_keys, json_path=json_path, job=job,
-            html_path=html_path), redactor)
-    raise typer.Exit(code)
+    _run_request(run_command, lambda: RunCommandRequest(
+        inventory=inventory, ansible=ansible, limit=limit, forks=forks,
+        accept_new_host_keys=accept_new_host_keys, json_path=json_path, html_path=html_path,
+        job=parse_request(job_command(ctx), nproc=nproc_per_node, chdir=chdir, sync=sync,
+                          env=env or [], timeout=timeout, preflight=preflight)))

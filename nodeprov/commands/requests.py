@@ -31,23 +31,29 @@ class Request:
 @dataclass(frozen=True, kw_only=True)
 class ReachRequest(Request):
     """What every command that connects to the nodes adds: which, how many at once, host keys,
-    where its JSON report goes."""
+    where its JSON report and its HTML page go (facts draws none)."""
 
     limit: str | None = None
     forks: int | None = None
     accept_new_host_keys: bool = False
     json_path: str | None = None
+    html_path: str | None = None
 
 
 FactsRequest = ReachRequest  # nodeprov facts takes nothing more
 
 
 @dataclass(frozen=True, kw_only=True)
-class ApplyRequest(ReachRequest):
-    """``nodeprov apply``'s options."""
+class PlaybookRequest(ReachRequest):
+    """What apply and verify add: the playbook (None: nodeprov's own)."""
 
     playbook: Path | None = None
-    html_path: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplyRequest(PlaybookRequest):
+    """``nodeprov apply``'s options."""
+
     check: bool = False
     diff: bool = False
     verbose: bool = False
@@ -59,12 +65,10 @@ class ApplyRequest(ReachRequest):
 
 
 @dataclass(frozen=True, kw_only=True)
-class VerifyRequest(ReachRequest):
+class VerifyRequest(PlaybookRequest):
     """``nodeprov verify``'s options: ``pairwise`` is true with ``slow_nodes`` too, and
     either without ``job`` is an InputError."""
 
-    playbook: Path | None = None
-    html_path: str | None = None
     job: bool = True
     pairwise: bool = False
     slow_nodes: bool = False
@@ -80,7 +84,6 @@ class RunCommandRequest(ReachRequest):
     """``nodeprov run``'s options: ``job`` is the user's job, checked (``userjob.runargs``)."""
 
     job: RunRequest
-    html_path: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
