@@ -38,10 +38,12 @@ def _ansible_inputs(ansible: AnsibleOptions, inventory: Sequence[Path] | None
                     ) -> list[tuple[str, Path]]:
     settings = read_settings(os.environ, Path.cwd())
     inputs: list[tuple[str, Path]] = []
-    # no inventory found: nothing to overwrite, and the command says so itself when it reads
+    # no inventory found: nothing to overwrite, and the command says so itself when it reads;
+    # INVENTORY and -i together, as opening.prepare reads them
     with contextlib.suppress(InputError):
         inputs += [("inventory", source) for source in
-                   inventory_sources(inventory or (), settings, os.environ, lambda _: None)]
+                   inventory_sources([*(inventory or ()), *ansible.inventories], settings,
+                                     os.environ, lambda _: None)]
     if settings.config_file:
         inputs.append(("ansible.cfg", settings.config_file))
     sources = [*ansible.vault_password_files, *(

@@ -33,10 +33,13 @@ def refused(args: list[str], *named: Path | str) -> None:
     assert all(str(path) in result.stderr for path in named), result.stderr
 
 
-def test_facts_json_over_its_inventory_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("given", ["INVENTORY", "-i"])
+def test_facts_json_over_its_inventory_is_refused_and_changes_nothing(tmp_path: Path,
+                                                                     given: str) -> None:
     inventory = tmp_path / "hosts.yaml"
     inventory.write_text(INVENTORY)
-    refused(["facts", str(inventory), "--json", str(inventory)], inventory, "--json")
+    named = [str(inventory)] if given == "INVENTORY" else ["-i", str(inventory)]
+    refused(["facts", *named, "--json", str(inventory)], inventory, "--json")
     assert inventory.read_text() == INVENTORY
 
 
