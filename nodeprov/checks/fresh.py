@@ -2,9 +2,10 @@
 torchrun's launcher would log in. One round trip per node, on the connection the checks opened
 (each command gets a session of its own from sshd, with what PAM set up when the connection
 opened: the checks' own connections are new, so that is what a new login gets now): its
-environment (/etc/environment, PAM), a login shell's (/etc/profile.d after pam_env), the
-nccl.conf files NCCL reads, and what glibc answers for the cluster's names (nsswitch: files,
-DNS, in its order; the first answer is the one a process gets).
+environment (/etc/environment, PAM), a login shell's (/etc/profile.d after pam_env), its
+locked-memory limit (pam_limits), the nccl.conf files NCCL reads, and what glibc answers for
+the cluster's names (nsswitch: files, DNS, in its order; the first answer is the one a process
+gets).
 
     seen = read_all_fresh(["node1", "node2"], sessions, gathered)   # {"node2": "why not"}
 
@@ -38,6 +39,9 @@ LOGIN_FILES = ("/etc/profile", "~/.bash_profile", "~/.bash_login", "~/.profile")
 _SCRIPT = """token=$1 family=$2; shift 2
 mark() { printf '\\n@@%s %s\\n' "$token" "$1"; }
 env; mark login; "${SHELL:-/bin/sh}" -lc env </dev/null 2>/dev/null || true
+mark memlock
+# shellcheck disable=SC3045 # -l, not POSIX: dash, bash and busybox sh all have it
+ulimit -l 2>/dev/null || true
 mark nccl_conf_user; cat -- "${NCCL_CONF_FILE:-$HOME/.nccl.conf}" 2>/dev/null
 mark nccl_conf; cat /etc/nccl.conf 2>/dev/null
 """ + "".join(f'[ ! -e "{home}" ] || {{ mark "file {path}"; cat -- "{home}" 2>/dev/null; }}\n'
@@ -48,7 +52,7 @@ mark nccl_conf; cat /etc/nccl.conf 2>/dev/null
 done
 """
 # the tasks whose checks look at a new session
-AREAS = ("hosts", "nccl_env", "nccl_fabric")
+AREAS = ("hosts", "nccl_env", "nccl_fabric", "memlock")
 USER_NCCL_CONF = "~/.nccl.conf"
 
 
@@ -66,6 +70,8 @@ class Fresh:
     # {path: text} of the SESSION_FILES and LOGIN_FILES that are there (bash reads the first
     # of its three that is, even an empty one)
     files: dict[str, str] = field(default_factory=dict)
+    # the session's ulimit -l: KiB or "unlimited" ("": it printed nothing a limit looks like)
+    memlock: str = ""
 
 
 def parse_env(output: str) -> dict[str, str]:
@@ -101,7 +107,18 @@ def parse_fresh(output: str, token: str) -> Fresh:
                      "nccl_conf_user", "")), ("/etc/nccl.conf", sections.get("nccl_conf", "")))
                        if text),
                  {path: text for path in (*SESSION_FILES, *LOGIN_FILES)
-                  if (text := sections.get(f"file {path}")) is not None})
+                  if (text := sections.get(f"file {path}")) is not None},
+                 _limit(sections.get("memlock", "")))
+
+
+def _limit(said: str) -> str:
+    """``ulimit -l``'s answer if it is one (node output is not trusted), else "".
+
+        >>> _limit("unlimited\\n"), _limit("65536\\n"), _limit("sh: ulimit: bad\\n")
+        ('unlimited', '65536', '')
+    """
+    said = said.strip()
+    return said if said == "unlimited" or said.isdigit() else ""
 
 
 def nccl_reads(seen: Fresh, wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:

@@ -1,13 +1,16 @@
-"""The job's login may lock the memory RDMA needs: the facts verify reads over its own new
-SSH connection (pam_limits sets a connection's limits when it opens) show ``ulimit -l`` at the
-memlock task's limit. The task's plan checks the files it writes; only a new login shows what
-pam_limits and sshd make of them."""
+"""The job's login may lock the memory RDMA needs: a new SSH session as the login user (the
+one the checks open; pam_limits sets a connection's limits when it opens, sudo's would be
+root's) shows ``ulimit -l`` at the memlock task's limit. The task's plan checks the files it
+writes; only a new login shows what pam_limits and sshd make of them."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pytest
 
 from nodeprov.checks import Drift
+from nodeprov.checks.fresh import Fresh
 from nodeprov.inventory import Host
 from nodeprov.remote import reader
 from nodeprov.tasks import memlock
@@ -17,13 +20,16 @@ AREA = "memlock"
 
 
 def test_new_login_has_the_limit(context: Context, node: Host, params: memlock.MemlockParams,
-                                 observed: str, drift: Drift) -> None:
-    rdma = context.facts.rdma
-    if not rdma.present:
+                                 observed: str, drift: Drift,
+                                 fresh: Mapping[str, Fresh | str]) -> None:
+    if not context.facts.rdma.present:
         pytest.skip(f"{node.name}: no RDMA ports, no locked-memory limit wanted")
-    if not rdma.memlock_known:
+    seen = fresh[node.name]
+    assert not isinstance(seen, str), drift.line(f"a new SSH session failed: {seen}",
+                                                 f"ulimit -l {params.limit}")
+    if not seen.memlock:
         pytest.skip(f"{node.name}: the login's ulimit -l printed nothing")
-    said = "unlimited" if rdma.memlock_kib is None else str(rdma.memlock_kib)
+    said = seen.memlock
     plan = memlock.plan(context, params, observed)
     user = params.user or node.user
     others = memlock.memlock_lines(reader.observed_files(observed), user) if user else []

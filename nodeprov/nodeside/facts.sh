@@ -92,7 +92,7 @@ done
 section rocm_version; show /opt/rocm/.info/version 2>/dev/null || show /opt/rocm/core/.info/version 2>/dev/null
 section amd_smi; command -v amd-smi >/dev/null 2>&1 && timeout 20 amd-smi version 2>&1
 # -- fast fabric (issue #36): RDMA ports, what the job's user may use, NCCL's settings --------
-# Read as the job sees it: this login, its limits and environment. Programs start only where
+# Read as facts run: the login, or root under become. Programs start only where
 # /sys/class/infiniband lists a device, so a node without RDMA pays a few builtins.
 rdma=
 for dev in /sys/class/infiniband/*; do [ -e "$dev" ] && rdma=1 && break; done
@@ -150,7 +150,8 @@ section rdma_libraries; if [ -n "$rdma" ]; then
   done
   IFS=$IFS_
 fi
-# ulimit -l in this login: what the job's ranks get (KiB, or unlimited)
+# ulimit -l as facts run (KiB, or unlimited): the login's, or root's under become (verify
+# checks the login's own over a new session: checks/fresh.py)
 section rdma_memlock
 # shellcheck disable=SC3045 # -l, not POSIX: dash, bash and busybox sh all have it
 ulimit -l 2>/dev/null
