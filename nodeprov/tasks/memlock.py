@@ -111,9 +111,9 @@ def _write(path: str, old: str | None, text: str) -> Change | None:
 
 
 def memlock_lines(found: Mapping[str, str | None], user: str) -> list[str]:
-    """Every memlock line for ``user``, everyone or a group in the probe's limits files but
-    ours (the lines pam_limits may take over ours), by hand: each with the sed that comments
-    it out."""
+    """Every memlock line for ``user`` in the probe's limits files but ours (the lines
+    pam_limits may take over ours: a ``*`` or ``@group`` line never beats a user's), by hand:
+    each with the sed that comments it out."""
     return [byhand.line(path, number, line, f"may take over {LIMITS_FILE}")
             for path, text in sorted(found.items()) if text is not None and path != LIMITS_FILE
             and path.startswith("/etc/security/")
@@ -123,8 +123,7 @@ def memlock_lines(found: Mapping[str, str | None], user: str) -> list[str]:
 
 def _memlock_line(line: str, user: str) -> bool:
     words = line.split("#", 1)[0].split()
-    return len(words) == 4 and words[2] == "memlock" and (
-        words[0] in (user, "*") or words[0].startswith("@"))
+    return len(words) == 4 and words[2] == "memlock" and words[0] == user
 
 
 TASK = TaskType("memlock", "Locked-memory limit of the job's SSH login for RDMA", MemlockParams,
