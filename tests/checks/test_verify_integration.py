@@ -4,18 +4,15 @@ apply repairs it, and verify passes again."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from nodeprov.cli import app
 from nodeprov.testbed.cluster import Testbed
-from tests.checks.drift.printed import PLAYBOOK
+from tests.checks.drift.printed import PLAYBOOK, applied, run_printed
+from tests.checks.drift.printed import verify as verify_lines
 from tests.conftest import MakeTestbed
 
 pytestmark = pytest.mark.integration
@@ -40,23 +37,18 @@ NEW_SESSION = ("node2 nccl_env: a new SSH session has NCCL_SOCKET_IFNAME unset, 
                "GLOO_SOCKET_IFNAME unset (expected NCCL_SOCKET_IFNAME==eth0")
 
 
-def verify(bed: Testbed, playbook: Path) -> tuple[int, list[str]]:
-    result = CliRunner().invoke(app, ["verify", str(bed.inventory_path), "-p", str(playbook)])
-    assert result.exit_code in (0, 1), result.output
-    header, *lines, verdict = result.stdout.splitlines()  # what ran; the lines; one verdict
+def verify(bed: Testbed, playbook: Path, *options: str) -> tuple[int, list[str]]:
+    """verify's exit code and its lines between what ran and the one verdict."""
+    code, (header, *lines, verdict) = verify_lines(bed, playbook, *options)
     assert header.startswith("nodeprov verify on ")
-    assert verdict.startswith("PASS: " if result.exit_code == 0 else "FAIL: "), verdict
-    return result.exit_code, lines
+    assert verdict.startswith("PASS: " if code == 0 else "FAIL: "), verdict
+    return code, lines
 
 
 def apply(bed: Testbed, playbook: Path, *options: str) -> dict[str, list[str]]:
     """Run apply; {host: names of the tasks it changed (or would, with --check)}."""
-    result = CliRunner().invoke(app, ["apply", str(bed.inventory_path), "-p", str(playbook),
-                                      "--json", "-", *options])
-    assert result.exit_code == 0, result.output
-    report: dict[str, Any] = json.loads(result.stdout)
     return {name: [task["name"] for task in host["tasks"] if task["status"] == "changed"]
-            for name, host in report["hosts"].items()}
+            for name, host in applied(bed, playbook, *options)["hosts"].items()}
 
 
 @pytest.fixture()
@@ -96,7 +88,8 @@ def test_drift_is_named_and_repaired(cluster: tuple[Testbed, Path], item: str) -
             "nccl_env": "NCCL environment"}[item]
     assert apply(bed, playbook, "--check") == {"node1": [], "node2": [task], "node3": []}
 
-    assert apply(bed, playbook, "--limit", "node2", "--tags", item) == {"node2": [task]}
+    # the repair as printed, then nothing left to change
+    assert run_printed(bed, drift[0]) == [f"node2: {drift[0].partition('; repair: ')[2]}"]
     assert apply(bed, playbook, "--check") == {"node1": [], "node2": [], "node3": []}
     assert verify(bed, playbook)[0] == 0
 
@@ -105,9 +98,7 @@ def test_verify_takes_the_extra_vars_apply_was_given(cluster: tuple[Testbed, Pat
     bed, playbook = cluster
     assert apply(bed, playbook, "-e", "rdzv_port=29611", "--tags", "firewall") == {
         "node1": ["Firewall"], "node2": ["Firewall"], "node3": ["Firewall"]}
-    result = CliRunner().invoke(app, ["verify", str(bed.inventory_path), "-p", str(playbook),
-                                      "-e", "rdzv_port=29611", "--no-job"])
-    assert result.exit_code == 0, result.output
+    assert verify(bed, playbook, "-e", "rdzv_port=29611", "--no-job")[0] == 0
     # without them the inventory's port is wanted again: drift, and a repair without -e
     code, lines = verify(bed, playbook)
     assert code == 1
