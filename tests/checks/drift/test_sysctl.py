@@ -11,6 +11,7 @@ import pytest
 
 from nodeprov.testbed.cluster import Testbed
 from tests.checks.drift.printed import (
+    applied,
     boot,
     clean,
     kernel,
@@ -62,10 +63,11 @@ def test_ipv6_back_on_by_a_later_file_is_named_and_stays_off_after_boot(
 @pytest.fixture()
 def ports_file(network: Network) -> Iterator[Testbed]:
     """node3's own range file, removed after, and the range and rules as they were."""
-    bed, _ = network
+    bed, playbook = network
     was = kernel(bed, "node3", RANGE)
     yield bed
     bed.exec("node3", "sh", "-c", f"rm -f {PORTS} && sysctl -qw '{RANGE}={was}'", check=True)
+    applied(bed, playbook, "--limit", "node3", "--tags", "firewall")  # the rules for that range
 
 
 def test_the_range_moved_by_a_later_file_is_named_then_opened(
