@@ -73,6 +73,7 @@ def invoke(tmp_path: Path, *args: str) -> tuple[int, str, dict[str, Any], str]:
     assert report["inventory"] == args[1] and result.stdout.startswith(
         f"nodeprov {args[0]} on {args[1]} at {report['started']}\n")
     assert last.startswith("PASS: ") == (result.exit_code == 0) == report["ok"], result.stdout
+    assert html_path.exists() == (args[0] != "facts"), result.stdout  # facts draws no page
     page = html_path.read_text() if html_path.exists() else ""
     if page:
         badge = "ok" if report["ok"] else "FAILED"
