@@ -16,6 +16,7 @@ from nodeprov.checks.cluster import Cluster, Opened
 from nodeprov.checks.fresh import Fresh, read_all_fresh, read_fresh, setting_lines
 from nodeprov.remote.session import Session
 from nodeprov.tasks.textfiles.envfile import session_settings
+from tests.checks.drift.printed import printed_commands
 from tests.tasks.kit import make_facts
 from tests.tasks.textfiles.test_envfile import TURNED_ON
 
@@ -95,8 +96,7 @@ def test_each_line_setting_a_wrong_variable_is_said_by_hand_and_its_sed_comments
     assert said[1] == ("~/.profile:2 'export NCCL_SOCKET_IFNAME=lo' sets NCCL_SOCKET_IFNAME for "
                        "a login shell too: comment it out: sed -i "
                        "'/^export NCCL_SOCKET_IFNAME=lo$/s/^/: # /' ~/.profile")
-    commands = [item.rpartition(": comment it out: ")[2] for line in said
-                for item in line.split("; ")]
+    commands = [command for line in said for command in printed_commands(line)]
     assert len(commands) == 4, said
     for command in commands:
         subprocess.run(["sh", "-c", command], env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},

@@ -18,7 +18,7 @@ from nodeprov.remote.rdma import read_rdma
 from nodeprov.tasks.base import ConfirmNewConnection, Plan, Run, Write
 from nodeprov.tasks.memlock import LIMITS_FILE, TASK, memlock_lines
 from nodeprov.testbed.cluster import Testbed
-from tests.checks.drift.printed import run_printed
+from tests.checks.drift.printed import printed_commands, run_printed
 from tests.conftest import MakeTestbed
 from tests.remote.rdma_trees import DATA, MOUNT_IN_NODE, build_tree, port_lines, tree_files
 from tests.tasks.kit import HOST, make_facts, one_node, plan_task
@@ -87,8 +87,8 @@ def test_a_crlf_limits_line_is_commented_out_by_its_printed_sed(tmp_path: Path) 
     path.write_bytes(text.encode())
     [item] = memlock_lines({site: text}, "trainer")
     assert item.startswith(f"{site}:2 'trainer hard memlock 65536' "), item
-    subprocess.run(["sh", "-c", item.rpartition(": comment it out: ")[2].replace(site, str(path))],
-                   check=True)
+    [command] = printed_commands(item)
+    subprocess.run(["sh", "-c", command.replace(site, str(path))], check=True)
     assert memlock_lines({site: path.read_bytes().decode()}, "trainer") == []
 
 def test_a_limit_in_kib_and_no_systemd() -> None:

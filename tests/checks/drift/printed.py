@@ -127,13 +127,7 @@ def named(lines: list[str], node: str, area: str, start: str) -> str:
 
 def printed_commands(line: str) -> list[str]:
     """The commands a drift line prints, as printed: each by-hand item's (after its verb, up
-    to the next item), then the repair.
-
-        >>> printed_commands("n2 x: by hand: f:1 'a; b' wins: comment it out: sed -i "
-        ...                  "'/^a; b$/s/^/# /' f; g:2 'c' wins: comment it out: sed -i x g; "
-        ...                  "repair: nodeprov apply i.yaml --limit n2")
-        ["sed -i '/^a; b$/s/^/# /' f", 'sed -i x g', 'nodeprov apply i.yaml --limit n2']
-    """
+    to the next item), then the repair (tested in tests/tasks/textfiles/test_byhand.py)."""
     body, _, repair = line.partition(REPAIR_SEPARATOR)
     commands = []
     for start in _COMMAND_STARTS.finditer(body):

@@ -10,14 +10,27 @@ from pathlib import Path
 import pytest
 
 from nodeprov.tasks.textfiles import byhand, envfile
+from tests.checks.drift.printed import printed_commands
 
-MARKER = f": {byhand.COMMENT_OUT}: "
+
+def printed(item: str) -> str:
+    """The one command a by-hand item prints, as the drift corpus's kit reads it."""
+    [command] = printed_commands(item)
+    return command
 
 
 def run_printed(item: str, cwd: Path) -> None:
     """Run the command of a by-hand item as printed, in a shell."""
-    command = item.rpartition(MARKER)[2]
-    subprocess.run(["sh", "-c", command], cwd=cwd, check=True)
+    subprocess.run(["sh", "-c", printed(item)], cwd=cwd, check=True)
+
+
+def test_the_kit_reads_each_command_whole_and_the_repair() -> None:
+    """tests/checks/drift/printed.py's reading (its doctest is not collected there): a "; "
+    inside a quoted sed pattern does not end the command."""
+    assert printed_commands(
+        "n2 x: by hand: f:1 'a; b' wins: comment it out: sed -i '/^a; b$/s/^/# /' f; "
+        "g:2 'c' wins: comment it out: sed -i x g; repair: nodeprov apply i.yaml --limit n2") == [
+        "sed -i '/^a; b$/s/^/# /' f", "sed -i x g", "nodeprov apply i.yaml --limit n2"]
 
 
 def test_a_path_with_a_space_and_a_quote_is_quoted_and_only_its_line_goes(
@@ -53,7 +66,7 @@ def test_a_line_in_the_home_folder_is_found_in_the_home_of_who_runs_it(tmp_path:
     (tmp_path / ".nccl.conf").write_text("NCCL_SOCKET_IFNAME=lo\n")
     item = byhand.line("~/.nccl.conf", 1, "NCCL_SOCKET_IFNAME=lo", "NCCL keeps the first")
     assert item.endswith(" ~/.nccl.conf"), item
-    command = item.rpartition(MARKER)[2]
+    command = printed(item)
     subprocess.run(["sh", "-c", command], env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
                    check=True)
     assert (tmp_path / ".nccl.conf").read_text() == "# NCCL_SOCKET_IFNAME=lo\n"
@@ -122,7 +135,7 @@ def test_a_character_that_cannot_be_printed_is_matched_in_any_locale(
     text = f"NCCL_SOCKET_IFNAME=lo{invisible}"
     path.write_text(f"{text}\nNCCL_SOCKET_IFNAME=lo\n")
     item = byhand.line(str(path), 1, text, "wins")
-    command = item.rpartition(MARKER)[2]
+    command = printed(item)
     subprocess.run(["sh", "-c", command], env={"LC_ALL": locale, "PATH": "/usr/bin:/bin"},
                    check=True)
     assert path.read_text() == f"# {text}\nNCCL_SOCKET_IFNAME=lo\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nodeprov.tasks.textfiles.sysctl_conf import boot_settings, overriding
+from tests.checks.drift.printed import printed_commands
 
 DEBIAN_SYSCTL = (Path(__file__).parents[1] / "data" / "ipv6-sysctl-debian12.conf").read_text()
 RANGE = "net.ipv4.ip_local_port_range"
@@ -60,7 +61,6 @@ def test_the_printed_sed_finds_its_line_as_sed_counts_and_reads_it(
     number = item.partition(" ")[0].removeprefix(f"{cloud}:")
     assert subprocess.run(["sed", "-n", f"{number}p", str(path)], capture_output=True,
                           check=True).stdout.rstrip(b"\r\n") == b"net.core.rmem_max = 1"
-    subprocess.run(["sh", "-c", item.rpartition(": comment it out: ")[2].replace(cloud,
-                                                                                 str(path))],
-                   check=True)
+    [command] = printed_commands(item)
+    subprocess.run(["sh", "-c", command.replace(cloud, str(path))], check=True)
     assert boot_settings({own: "", cloud: path.read_bytes().decode()}, key) == []
