@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from nodeprov.errors import InputError
 from nodeprov.proof.results import JobResult
-from nodeprov.util.units import human_bytes
+from nodeprov.util.units import counted, human_bytes
 
 BASELINE_SUFFIX = ".nodeprov-baseline.json"
 T = TypeVar("T")
@@ -64,7 +64,7 @@ def _shape(nnodes: int, world_size: int, backend: str) -> str:
     >>> _shape(1, 2, "gloo")
     '2 ranks on 1 node (gloo)'
     """
-    return f"{world_size} ranks on {nnodes} node{'s' if nnodes != 1 else ''} ({backend})"
+    return f"{world_size} ranks on {counted(nnodes, 'node')} ({backend})"
 
 
 def record_baseline(path: Path, result: JobResult, *, nodes: Sequence[str],

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from nodeprov.errors import EXIT_HOST_FAILED, EXIT_OK
 from nodeprov.jsonreport import document
 from nodeprov.userjob.ranklog import raised
-from nodeprov.util.units import clipped
+from nodeprov.util.units import clipped, counted
 
 if TYPE_CHECKING:
     from nodeprov.job.nodejob import RankEnd
@@ -108,10 +108,10 @@ class UserJobOutcome:
             return (f"INTERRUPTED ({by}): stopped every rank on every node after "
                     f"{self.duration_s:.1f} s (logs: {self.log_dir})")
         if self.ok:
-            return (f"PASS: {_nodes(len(self.nodes))}, {self.ranks} ranks: every rank exited 0 "
-                    f"in {self.duration_s:.1f} s (logs: {self.log_dir})")
+            return (f"PASS: {counted(len(self.nodes), 'node')}, {self.ranks} ranks: every rank "
+                    f"exited 0 in {self.duration_s:.1f} s (logs: {self.log_dir})")
         first = self.diagnosis[0] if self.diagnosis else "a node failed"
-        return f"FAIL: {_nodes(len(self.nodes))}: {first}"
+        return f"FAIL: {counted(len(self.nodes), 'node')}: {first}"
 
     def closing_line(self) -> str:
         """The verdict as the terminal's last line, after the failing nodes' lines: the node
@@ -124,13 +124,13 @@ class UserJobOutcome:
         failed = list(self.failed) or [name for name, node in self.nodes.items()
                                        if _failed_itself(node)]
         if not failed:  # every node was stopped (the deadline): none failed by itself
-            return (f"FAIL: {_nodes(len(self.nodes))} stopped, as said above "
+            return (f"FAIL: {counted(len(self.nodes), 'node')} stopped, as said above "
                     f"(logs: {self.log_dir})")
         first = root_causes(failed, self.lost_peer, self.diagnosis)
         stopped = [name for name, node in self.nodes.items()
                    if name not in first and node.exit_code not in (0, None)]
         if not stopped:  # they failed alike, or on their own: named in the inventory's order
-            return (f"FAIL: {len(first)} of {_nodes(len(self.nodes))} failed "
+            return (f"FAIL: {len(first)} of {counted(len(self.nodes), 'node')} failed "
                     f"({', '.join(n for n in self.nodes if n in first)}), as said above "
                     f"(logs: {self.log_dir})")
         return (f"FAIL: {', '.join(first)} failed{self._cause(first[0], len(first) > 1)}; "
@@ -219,7 +219,3 @@ def _failed_itself(node: NodeRun) -> bool:
     nodes nodeprov stopped because another failed are not counted (their ranks end -15)."""
     return (any(end.exit_code > 0 for end in node.ranks.values())
             or (node.exit_code not in (0, None) and not node.stopped))
-
-
-def _nodes(count: int) -> str:
-    return f"{count} node{'s' if count != 1 else ''}"
