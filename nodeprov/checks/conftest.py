@@ -34,7 +34,8 @@ from nodeprov.inventory.opening import Surroundings, open_inventory
 from nodeprov.playbook import default_playbook, load_playbook
 from nodeprov.remote.hostkeys import SshFiles
 from nodeprov.remote.options import SshOptions
-from nodeprov.tasks.base import Context
+from nodeprov.tasks.base import Context, Plan, TaskFailed
+from nodeprov.tasks.registry import REGISTRY
 from nodeprov.util.redact import Redactor
 
 _CLUSTER = pytest.StashKey[Cluster]()
@@ -147,6 +148,16 @@ def observed(cluster: Cluster, node: Host, task_type: str, params: Any) -> str:
 def context(cluster: Cluster, node: Host, params: Any) -> Context:
     """What the task's plan sees on ``node`` (after ``params``: without the task, skip)."""
     return cluster.context(node)
+
+
+@pytest.fixture()
+def plan(context: Context, task_type: str, params: Any, observed: str) -> Plan:
+    """The task's plan here, for an effect check's repair (apply only where it would change a
+    file); a plan that fails is empty here: the task's own check says why."""
+    try:
+        return REGISTRY[task_type].plan(context, params, observed)
+    except TaskFailed:
+        return Plan()
 
 
 @pytest.fixture()

@@ -14,13 +14,13 @@ from nodeprov.checks.fresh import Fresh
 from nodeprov.inventory import Host
 from nodeprov.remote import reader
 from nodeprov.tasks import memlock
-from nodeprov.tasks.base import Context
+from nodeprov.tasks.base import Context, Plan
 
 AREA = "memlock"
 
 
 def test_new_login_has_the_limit(context: Context, node: Host, params: memlock.MemlockParams,
-                                 observed: str, drift: Drift,
+                                 observed: str, plan: Plan, drift: Drift,
                                  fresh: Mapping[str, Fresh | str]) -> None:
     if not context.facts.rdma.present:
         pytest.skip(f"{node.name}: no RDMA ports, no locked-memory limit wanted")
@@ -30,7 +30,6 @@ def test_new_login_has_the_limit(context: Context, node: Host, params: memlock.M
     if not seen.memlock:
         pytest.skip(f"{node.name}: the login's ulimit -l printed nothing")
     said = seen.memlock
-    plan = memlock.plan(context, params, observed)
     user = params.user or node.user
     others = memlock.memlock_lines(reader.observed_files(observed), user) if user else []
     assert said == params.limit, drift.effect_line(

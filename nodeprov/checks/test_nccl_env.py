@@ -52,12 +52,6 @@ def ifname(params: nccl_env.NcclEnvParams, context: Context, drift: Drift) -> st
                     pytrace=False)
 
 
-@pytest.fixture()
-def plan(context: Context, params: nccl_env.NcclEnvParams, observed: str) -> Plan:
-    """The task's plan here: an effect's repair is apply only where it would change a file."""
-    return nccl_env.plan(context, params, observed)
-
-
 def test_new_session_has_variables(fresh: Mapping[str, Fresh | str], node: Host,
                                    ifname: str, params: nccl_env.NcclEnvParams, plan: Plan,
                                    drift: Drift) -> None:

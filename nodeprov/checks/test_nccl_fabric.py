@@ -13,20 +13,19 @@ from nodeprov.checks import Drift
 from nodeprov.checks.fresh import Fresh, nccl_reads, setting_lines
 from nodeprov.inventory import Host
 from nodeprov.tasks import nccl_env, nccl_fabric
-from nodeprov.tasks.base import Context
+from nodeprov.tasks.base import Context, Plan
 
 AREA = "nccl_fabric"
 
 
 def test_new_session_selects_the_ports(fresh: Mapping[str, Fresh | str], node: Host,
                                        context: Context, params: nccl_fabric.NcclFabricParams,
-                                       observed: str, drift: Drift) -> None:
+                                       plan: Plan, drift: Drift) -> None:
     wanted, _, _ = nccl_fabric.wanted_variables(context.facts.rdma, params.subnet)
     if not wanted:
         pytest.skip(f"{node.name}: no Active InfiniBand or RoCE port, nothing to select")
     seen = fresh[node.name]
     listed = ", ".join(f"{name}={value}" for name, value in wanted.items())
-    plan = nccl_fabric.plan(context, params, observed)
     assert not isinstance(seen, str), drift.line(f"a new SSH session failed: {seen}", listed)
     wrong = [f"{name}={seen.environment.get(name, '(unset)')}" for name, value in wanted.items()
              if seen.environment.get(name) != value]
