@@ -1,9 +1,9 @@
 """How a ``nodeprov run`` went: per node, the verdict line, the exit code and the JSON report.
 
-    outcome.verdict()     # PASS: 3 nodes, 3 ranks: every rank exited 0 in 14.2 s
+    outcome.closing_line()  # PASS: 3 nodes, 3 ranks: every rank exited 0 in 14.2 s, or
+                            # FAIL: node2 failed (rank 1: ValueError: boom); node1, node3 were ...
     outcome.exit_code     # 0, 1, 130 after Ctrl-C (128+N after signal N: 143 SIGTERM)
     outcome.to_json()     # the "run" report: {"schema_version", "command", "ok", "exit_code", ...}
-    outcome.closing_line()  # FAIL: node2 failed (rank 1: ValueError: boom); node1, node3 were ...
 
 Which node failed first: one whose failure is its own before one that only lost its peer,
 whatever the clocks say (``runfailures.cause_order``), then the ranks' own records
@@ -94,7 +94,8 @@ class UserJobOutcome:
             return 128 + signal.Signals[self.interrupted].value
         return EXIT_OK if self.ok else EXIT_HOST_FAILED
 
-    def verdict(self) -> str:
+    def _plain_verdict(self) -> str:
+        """The verdict where no failing node's lines came first (closing_line)."""
         if self.refused and self.matrix is not None and not self.matrix.ok:
             return (f"FAIL: not started: the connectivity matrix found "
                     f"{len(self.diagnosis)} problem(s); first: {self.diagnosis[0]}")
@@ -110,8 +111,7 @@ class UserJobOutcome:
         if self.ok:
             return (f"PASS: {counted(len(self.nodes), 'node')}, {self.ranks} ranks: every rank "
                     f"exited 0 in {self.duration_s:.1f} s (logs: {self.log_dir})")
-        first = self.diagnosis[0] if self.diagnosis else "a node failed"
-        return f"FAIL: {counted(len(self.nodes), 'node')}: {first}"
+        return f"FAIL: {counted(len(self.nodes), 'node')}: a node failed"
 
     def closing_line(self) -> str:
         """The verdict as the terminal's last line, after the failing nodes' lines: the node
@@ -120,7 +120,7 @@ class UserJobOutcome:
         alike (``FAIL: 3 of 3 nodes failed (node1, node2, node3), as said above ...``)."""
         if (self.refused or self.unreached or self.interrupted or self.ok
                 or not self.diagnosis):
-            return self.verdict()
+            return self._plain_verdict()
         failed = list(self.failed) or [name for name, node in self.nodes.items()
                                        if _failed_itself(node)]
         if not failed:  # every node was stopped (the deadline): none failed by itself

@@ -110,7 +110,7 @@ def test_every_node_exits_0_passes_and_shows_rank_0_with_its_node(tmp_path: Path
     shown: list[str] = []
     outcome = run_fake(nodes, tmp_path, shown)
     assert outcome.exit_code == 0 and outcome.diagnosis == ()
-    assert outcome.verdict().startswith("PASS: 3 nodes, 3 ranks: every rank exited 0 in ")
+    assert outcome.closing_line().startswith("PASS: 3 nodes, 3 ranks: every rank exited 0 in ")
     assert shown == ["node1 [rank0]:done"]
     assert (tmp_path / outcome.run_id / "node2.log").read_text() == "[rank1]:done\n"
     assert all(node.calls == ["launch", "finish"] for node in nodes.values())
@@ -127,7 +127,9 @@ def test_a_rank_that_raises_is_named_and_the_others_are_stopped(
     assert outcome.diagnosis == (
         f"node2: job: rank 1 raised ValueError: rank 1 fails on purpose at step 2 (an error "
         f"in the script; its traceback is in {log})",)
-    assert outcome.verdict() == "FAIL: 3 nodes: " + outcome.diagnosis[0]
+    assert outcome.closing_line() == ("FAIL: node2 failed (rank 1: ValueError: rank 1 fails on "
+                                      "purpose at step 2); node1, node3 were stopped by it "
+                                      f"(logs: {outcome.log_dir})")
     failure = outcome.first_failure
     assert failure is not None and (failure.node, failure.rank) == ("node2", 1)
     assert failure.tail.endswith("[rank1]:[rank1]: ValueError: rank 1 fails on purpose at step 2")
@@ -205,7 +207,7 @@ def test_ctrl_c_stops_every_node_and_exits_130(tmp_path: Path,
     nodes = {name: FakeNode(None) for name in CPU_FACTS}
     outcome = run_fake(nodes, tmp_path)
     assert outcome.exit_code == 130 and outcome.interrupted
-    assert outcome.verdict().startswith(
+    assert outcome.closing_line().startswith(
         "INTERRUPTED (Ctrl-C): stopped every rank on every node after")
     assert all(stopped_last(node.calls) for node in nodes.values())
     assert all(node.stopped and node.exit_code is None for node in outcome.nodes.values())
