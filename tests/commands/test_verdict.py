@@ -23,6 +23,8 @@ from nodeprov.commands import run as run_command
 from nodeprov.commands import verify as verify_command
 from nodeprov.engine.outcome import HostResult, PlaybookOutcome
 from nodeprov.engine.rolling import Rolled
+from nodeprov.errors import EXIT_SLOWER_PATH
+from nodeprov.proof.jobfabric import JobFabric
 from nodeprov.proof.launch import JobOutcome
 from nodeprov.proof.matrix import Check, Matrix
 from nodeprov.proof.pairwise import PairResult
@@ -210,6 +212,18 @@ def test_an_apply_with_a_failed_host_ends_with_fail_and_names_it(
     fake_apply(monkeypatch, ["ok", "failed"], [])
     code, last, _, _ = invoke(tmp_path, "apply", str(inventory))
     assert code == 1 and last == "FAIL: 1 of 2 hosts failed: node2"
+
+
+def test_an_apply_whose_job_took_a_slower_path_warns_and_exits_3(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, inventory: Path) -> None:
+    """README's and docs/fabric.md's promise, through the command line: a job that passed on a
+    slower path than the nodes have is a WARN, exit 3, and not ok in the report."""
+    slower = "slower-path: node2: NCCL used Socket although it has mlx5_0 (IB, 400 Gb/s)"
+    fake_apply(monkeypatch, ["ok", "ok"],
+               [Proof(MATRIX, PASSED, fabric=JobFabric("NCCL over Socket", None, slower))])
+    code, last, report, _ = invoke(tmp_path, "apply", str(inventory))
+    assert code == EXIT_SLOWER_PATH == 3 and last.startswith("WARN: 2 hosts ok, 0 tasks changed")
+    assert slower in last and report["ok"] is False
 
 
 def test_a_passing_apply_ends_with_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
