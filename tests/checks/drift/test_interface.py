@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeprov.checks import REPAIR_SEPARATOR
 from nodeprov.testbed.cluster import Testbed
 from tests.checks.drift.printed import (
     applied,
     login_env,
+    named,
     rename_link,
     run_printed,
     subnet_interface,
@@ -42,13 +42,12 @@ def test_a_renamed_subnet_interface_is_followed(network: tuple[Testbed, Path],
 
     code, lines = verify(bed, playbook)
     # the plan, and the checks of what a new session sees and selects, each with the repair
-    mine = [line for line in lines if line.startswith("node2 nccl_env: ")]
-    assert code == 1 and mine[0].startswith("node2 nccl_env: plan: "), lines
+    assert code == 1
+    line = named(lines, "node2", "nccl_env", "plan: ")  # the checks' lines print its repair
     assert any(f"(expected NCCL_SOCKET_IFNAME=={NEW_NAME}, GLOO_SOCKET_IFNAME={NEW_NAME})" in
-               line for line in mine), mine
-    assert len({line.partition(REPAIR_SEPARATOR)[2] for line in mine}) == 1, mine
+               each for each in lines if each.startswith("node2 nccl_env: ")), lines
 
-    run_printed(bed, mine[0])
+    run_printed(bed, line)
     code, lines = verify(bed, playbook)
     assert code == 0, lines
     assert login_env(bed, "node2", "NCCL_SOCKET_IFNAME") == f"={NEW_NAME}"
